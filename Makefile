@@ -1,0 +1,55 @@
+# ModelRelay — make targets. `make run` starts the demo; `make test` is what CI runs.
+GO        ?= go
+BIN       := bin/relay
+PLUGINDIR := build/plugins
+WASMCACHE := $(CURDIR)/build/wasm-cache
+PLUGINS   := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
+export RELAY_PLUGIN_DIR := $(CURDIR)/$(PLUGINDIR)
+export RELAY_WASM_CACHE := $(WASMCACHE)
+
+.PHONY: all build plugins run test vet fmt-check fuzz bench clean
+
+all: build plugins
+
+build:
+	$(GO) build -o $(BIN) ./cmd/relay
+
+# Each first-party plugin is a main package built as a WASI reactor, with its
+# config (NAME.json) copied beside it.
+plugins:
+	@mkdir -p $(PLUGINDIR)
+	@for p in $(PLUGINS); do \
+		echo "plugin $$p"; \
+		GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags="-s -w" -o $(PLUGINDIR)/$$p.wasm ./plugins/$$p || exit 1; \
+		if [ -f plugins/$$p/$$p.json ]; then cp plugins/$$p/$$p.json $(PLUGINDIR)/$$p.json; fi; \
+	done
+
+run: build plugins
+	./$(BIN) demo -addr 127.0.0.1:8080 -data ./data -plugins $(PLUGINDIR)
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+# Every test, with the race detector. Plugins are built first: the host,
+# fixture and gateway tests load the real .wasm files.
+test: plugins vet fmt-check
+	$(GO) test -race -timeout 20m ./...
+
+# A short run of every fuzz target (go test -fuzz takes one target at a time).
+FUZZTIME ?= 10s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+bench: plugins
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee build/bench.txt
+
+clean:
+	rm -rf bin build

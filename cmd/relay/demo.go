@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/modelrelay/modelrelay/gateway"
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/sim"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// runDemo starts an in-process simulated provider and the gateway in front
+// of it, seeds the demo account on the first run, and prints a key.
+func runDemo(args []string) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "gateway listen address")
+	data := fs.String("data", "./data", "data directory (Badger ledger)")
+	pluginDir := fs.String("plugins", "./build/plugins", "plugin directory (make plugins builds it)")
+	level := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return exitCode(2)
+	}
+	log, err := newLogger(*level)
+	if err != nil {
+		return err
+	}
+	simLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	simSrv := &http.Server{Handler: sim.New(sim.Options{VideoSteps: 2 * time.Second}), ReadHeaderTimeout: 10 * time.Second}
+	go simSrv.Serve(simLn)
+	defer simSrv.Close()
+
+	cfg := demoConfig("http://"+simLn.Addr().String(), *addr, *data, *pluginDir)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := startServer(ctx, cfg, log, nil)
+	if err != nil {
+		return err
+	}
+	key, seeded, err := seedDemo(ctx, srv.store)
+	if err != nil {
+		srv.shutdown(time.Second)
+		return err
+	}
+	fmt.Printf("key: %s\n", key)
+	fmt.Printf("admin token: %s\n", cfg.AdminToken)
+	if seeded {
+		fmt.Println("# first run: created account demo with $10.00 of credit and an Auto-route key")
+	} else {
+		fmt.Println("# account demo exists: a new Auto-route key was made for it (earlier keys still work)")
+	}
+	fmt.Printf("# gateway http://%s — simulated provider http://%s — data %s\n", srv.addr, simLn.Addr(), *data)
+	fmt.Println("# try it:")
+	fmt.Printf("curl -s http://%s/v1/chat/completions -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"model\":\"modelf-flash\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello!\"}]}'\n", srv.addr, key)
+	fmt.Printf("# balance: RELAY_ADMIN_TOKEN=%s relay accounts balance -account demo -server http://%s\n", cfg.AdminToken, srv.addr)
+	<-ctx.Done()
+	return srv.shutdown(10 * time.Second)
+}
+
+// demoConfig is the demo's catalogue of lines: two named routes besides
+// Auto. "standard" serves every model over two lines (a primary and a
+// fallback); "economy" serves the cheaper subset the plugins price on it.
+func demoConfig(simURL, addr, data, pluginDir string) gateway.Config {
+	tok := make([]byte, 24)
+	_, _ = rand.Read(tok)
+	cfg := gateway.Config{
+		Listen:       addr,
+		DataDir:      data,
+		SupportEmail: "support@modelrelay.local",
+		AdminToken:   "adm_" + hex.EncodeToString(tok),
+		Plugins:      gateway.PluginsConfig{Dir: pluginDir},
+		Routes:       []gateway.RouteConfig{{Name: "standard"}, {Name: "economy"}},
+		Lines: []gateway.LineConfig{
+			{Name: "standard-primary", Protocol: gateway.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "standard", Priority: 0},
+			{Name: "standard-fallback", Protocol: gateway.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "standard", Priority: 1},
+			{Name: "standard-messages", Protocol: gateway.ProtocolAnthropic, BaseURL: simURL, Models: []string{"*"}, Route: "standard"},
+			{Name: "economy-a", Protocol: gateway.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "economy", Weight: 3},
+			{Name: "economy-b", Protocol: gateway.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "economy", Weight: 1},
+		},
+	}
+	f := false
+	cfg.SyncWrites = &f
+	return cfg
+}
+
+func seedDemo(ctx context.Context, st *store.Badger) (key string, seeded bool, err error) {
+	_, err = st.Balance(ctx, "demo")
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if _, err := st.CreateAccount(ctx, "demo"); err != nil {
+			return "", false, err
+		}
+		if _, err := st.Credit(ctx, "demo", 10*pricing.NanoPerUSD, "demo credit"); err != nil {
+			return "", false, err
+		}
+		seeded = true
+	case err != nil:
+		return "", false, err
+	}
+	plain, id, hash, err := store.NewKey()
+	if err != nil {
+		return "", false, err
+	}
+	if err := st.CreateKey(ctx, store.Key{ID: id, Hash: hash, Account: "demo", Route: store.AutoRoute, Created: time.Now()}); err != nil {
+		return "", false, err
+	}
+	return plain, seeded, nil
+}

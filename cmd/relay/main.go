@@ -1,0 +1,63 @@
+// Command relay is ModelRelay's only program: the gateway, the simulated
+// provider, the demo, the admin CLI and the offline plugin tester.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `relay — the ModelRelay gateway
+
+usage:
+  relay serve   [-config relay.yaml]               run the gateway
+  relay sim     [-addr 127.0.0.1:9090] [faults…]   run the simulated provider
+  relay demo    [-addr 127.0.0.1:8080] [-data ./data] [-plugins ./build/plugins]
+  relay keys     create -account A -route R [-exclude m1,m2] | list [-account A] | revoke KEY
+  relay accounts create -account A | credit -account A -usd 1.50 | balance -account A | charges -account A
+  relay plugin  test PLUGIN.wasm DIR [-update]
+
+The admin commands talk to a running gateway: -server (default
+http://127.0.0.1:8080) and the admin token in RELAY_ADMIN_TOKEN.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	args := os.Args[2:]
+	switch os.Args[1] {
+	case "serve":
+		err = runServe(args)
+	case "sim":
+		err = runSim(args)
+	case "demo":
+		err = runDemo(args)
+	case "keys":
+		err = runKeys(args)
+	case "accounts":
+		err = runAccounts(args)
+	case "plugin":
+		err = runPlugin(args)
+	case "-h", "-help", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "relay: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		if ec, ok := err.(exitCode); ok {
+			os.Exit(int(ec))
+		}
+		fmt.Fprintln(os.Stderr, "relay:", err)
+		os.Exit(1)
+	}
+}
+
+// exitCode ends the program with a status and no further message.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }

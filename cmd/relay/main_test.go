@@ -1,0 +1,404 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelrelay/modelrelay/sim"
+)
+
+var (
+	relayBin  string
+	pluginDir string
+)
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		tmp, err := os.MkdirTemp("", "relay-cmd-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(tmp)
+		relayBin = filepath.Join(tmp, "relay")
+		if out, err := exec.Command("go", "build", "-race", "-o", relayBin, ".").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build relay: %v\n%s", err, out)
+			return 1
+		}
+		pluginDir = os.Getenv("RELAY_PLUGIN_DIR")
+		if m, _ := filepath.Glob(filepath.Join(pluginDir, "*.wasm")); pluginDir == "" || len(m) == 0 {
+			pluginDir = filepath.Join(tmp, "plugins")
+			root, _ := filepath.Abs("../..")
+			cmd := exec.Command("make", "plugins", "PLUGINDIR="+pluginDir)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "make plugins: %v\n%s", err, out)
+				return 1
+			}
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+const adminToken = "cmd-test-admin-token-123456"
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// gatewayProc is a `relay serve` child process.
+type gatewayProc struct {
+	cmd  *exec.Cmd
+	addr string
+	logs *bytes.Buffer
+	mu   *sync.Mutex
+}
+
+func writeConfig(t *testing.T, dir, addr, simURL string) string {
+	t.Helper()
+	cache := os.Getenv("RELAY_WASM_CACHE")
+	if cache == "" {
+		cache = filepath.Join(dir, "wasm-cache")
+	}
+	cfg := fmt.Sprintf(`listen: %s
+data_dir: %s
+support_email: ops@relay.test
+admin_token: %s
+sync_writes: true
+plugins:
+  dir: %s
+  cache_dir: %s
+  poll: -1s
+routes:
+  - name: standard
+  - name: economy
+lines:
+  - {name: std, protocol: openai, base_url: %s, models: ["*"], route: standard}
+  - {name: msg, protocol: anthropic, base_url: %s, models: ["*"], route: standard}
+  - {name: eco, protocol: openai, base_url: %s, models: ["*"], route: economy}
+`, addr, filepath.Join(dir, "data"), adminToken, pluginDir, cache, simURL, simURL, simURL)
+	p := filepath.Join(dir, "relay.yaml")
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type syncBuffer struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (s syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func startGateway(t *testing.T, config, addr string) *gatewayProc {
+	t.Helper()
+	g := &gatewayProc{addr: addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	g.cmd = exec.Command(relayBin, "serve", "-config", config)
+	g.cmd.Stdout = syncBuffer{g.mu, g.logs}
+	g.cmd.Stderr = syncBuffer{g.mu, g.logs}
+	if err := g.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.cmd.Process.Kill(); _, _ = g.cmd.Process.Wait() })
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			return g
+		}
+		if time.Now().After(deadline) {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			t.Fatalf("gateway did not start: %s", g.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (g *gatewayProc) output() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.logs.String()
+}
+
+// cli runs the relay binary as a user would.
+func cli(t *testing.T, server string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(relayBin, args...)
+	cmd.Env = append(os.Environ(), "RELAY_ADMIN_TOKEN="+adminToken)
+	if server != "" {
+		cmd.Args = append(cmd.Args, "-server", "http://"+server)
+	}
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+func TestAdminCLI(t *testing.T) {
+	s := httptest.NewServer(sim.New(sim.Options{}))
+	defer s.Close()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	g := startGateway(t, writeConfig(t, dir, addr, s.URL), addr)
+
+	if out, errOut, code := cli(t, addr, "accounts", "create", "-account", "acme"); code != 0 {
+		t.Fatalf("create: %s %s", out, errOut)
+	}
+	out, _, code := cli(t, addr, "accounts", "credit", "-account", "acme", "-usd", "1.50")
+	if code != 0 || strings.TrimSpace(out) != "1.500000000" {
+		t.Fatalf("credit: %q %d", out, code)
+	}
+	key, _, code := cli(t, addr, "keys", "create", "-account", "acme", "-route", "economy", "-exclude", "modelf-v4-pro")
+	key = strings.TrimSpace(key)
+	if code != 0 || !strings.HasPrefix(key, "sk-") || strings.Contains(key, "\n") {
+		t.Fatalf("keys create must print the key alone: %q", key)
+	}
+	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions", strings.NewReader(`{"model":"modelf-flash","messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("call: %d", resp.StatusCode)
+	}
+	bal, _, _ := cli(t, addr, "accounts", "balance", "-account", "acme")
+	bal = strings.TrimSpace(bal)
+	if len(bal) != len("1.500000000") || !strings.HasPrefix(bal, "1.4") {
+		t.Fatalf("balance must print nine decimals after a charge: %q", bal)
+	}
+	charges, _, code := cli(t, addr, "accounts", "charges", "-account", "acme")
+	if code != 0 || !strings.Contains(charges, "modelf-flash") || !strings.Contains(charges, "credit") {
+		t.Fatalf("charges: %s", charges)
+	}
+	list, _, _ := cli(t, addr, "keys", "list", "-account", "acme")
+	if !strings.Contains(list, "economy") || !strings.Contains(list, "modelf-v4-pro") || strings.Contains(list, key) {
+		t.Fatalf("keys list: %s", list)
+	}
+	if out, _, code := cli(t, addr, "keys", "revoke", key); code != 0 || !strings.HasPrefix(out, "revoked key_") {
+		t.Fatalf("revoke: %q", out)
+	}
+	// Errors: one clear line and a non-zero exit.
+	for _, args := range [][]string{
+		{"accounts", "balance", "-account", "nobody"},
+		{"keys", "create", "-account", "acme", "-route", "nowhere"},
+		{"accounts", "credit", "-account", "acme", "-usd", "1.0000000001"},
+	} {
+		out, errOut, code := cli(t, addr, args...)
+		if code == 0 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || errOut == "" {
+			t.Errorf("%v: code %d stdout %q stderr %q", args, code, out, errOut)
+		}
+	}
+	if _, errOut, code := cli(t, freeAddr(t), "accounts", "balance", "-account", "acme"); code == 0 || !strings.Contains(errOut, "cannot reach") {
+		t.Errorf("unreachable gateway: %d %q", code, errOut)
+	}
+	if strings.Contains(g.output(), key) {
+		t.Error("the key appears in the gateway's logs")
+	}
+}
+
+// SIGKILL with calls in flight, restart on the same data dir: the books
+// balance and no hold stays open.
+func TestCrashRecovery(t *testing.T) {
+	slow := sim.New(sim.Options{FirstChunk: time.Minute})
+	s := httptest.NewServer(slow)
+	defer s.Close()
+	defer slow.Close()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	config := writeConfig(t, dir, addr, s.URL)
+	g := startGateway(t, config, addr)
+	cli(t, addr, "accounts", "create", "-account", "acme")
+	cli(t, addr, "accounts", "credit", "-account", "acme", "-usd", "10")
+	key, _, _ := cli(t, addr, "keys", "create", "-account", "acme", "-route", "auto")
+	key = strings.TrimSpace(key)
+
+	// One completed call, then eight streams left hanging.
+	call := func(stream bool) {
+		body := fmt.Sprintf(`{"model":"modelf-flash","messages":[{"role":"user","content":"crash"}],"stream":%v}`, stream)
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	slow.SetOptions(sim.Options{})
+	call(false)
+	slow.SetOptions(sim.Options{FirstChunk: time.Minute})
+	for i := 0; i < 8; i++ {
+		go call(true)
+	}
+	held := func() (string, string) {
+		var a struct {
+			Balance string `json:"balance_usd"`
+			Held    string `json:"held_usd"`
+		}
+		req, _ := http.NewRequest("GET", "http://"+addr+"/admin/accounts/acme", nil)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", ""
+		}
+		defer resp.Body.Close()
+		json.NewDecoder(resp.Body).Decode(&a)
+		return a.Balance, a.Held
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, h := held()
+		if h != "" && h != "0.000000000" && slow.Requests() >= 9 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("holds never appeared: %s", g.output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	balBefore, heldBefore := held()
+	if err := g.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	g.cmd.Process.Wait()
+
+	g2 := startGateway(t, config, addr)
+	bal, h := held()
+	if h != "0.000000000" {
+		t.Fatalf("held after restart %s (before the crash: %s)", h, heldBefore)
+	}
+	if bal != balBefore {
+		t.Errorf("balance changed across the crash: %s → %s (holds are released, never charged)", balBefore, bal)
+	}
+	charges, _, _ := cli(t, addr, "accounts", "charges", "-account", "acme", "-limit", "100")
+	if n := strings.Count(charges, "recovery"); n != 8 {
+		t.Errorf("want 8 recovery entries, got %d:\n%s", n, charges)
+	}
+	if !strings.Contains(g2.output(), "released holds left by a previous process") {
+		t.Errorf("recovery not logged: %s", g2.output())
+	}
+	// The books: balance == Σ journal amounts.
+	var out struct {
+		Data []struct {
+			Amount json.Number `json:"amount_usd"`
+			Text   string      `json:"amount_text"`
+		} `json:"data"`
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr+"/admin/accounts/acme/charges?limit=1000", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	var sum int64
+	for _, e := range out.Data {
+		sum += nanoOf(t, e.Text)
+	}
+	if got := nanoOf(t, bal); got != sum {
+		t.Fatalf("balance %s != Σ journal %d", bal, sum)
+	}
+}
+
+func nanoOf(t *testing.T, fixed string) int64 {
+	t.Helper()
+	neg := strings.HasPrefix(fixed, "-")
+	fixed = strings.TrimPrefix(fixed, "-")
+	whole, frac, _ := strings.Cut(fixed, ".")
+	var n int64
+	for _, c := range whole + (frac + "000000000")[:9] {
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n
+}
+
+// relay demo prints the key, the admin token and a curl line that works.
+func TestDemo(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	cmd := exec.Command(relayBin, "demo", "-addr", addr, "-data", filepath.Join(dir, "data"), "-plugins", pluginDir)
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	sc := bufio.NewScanner(stdout)
+	var key, token, curl string
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	go func() { <-ctx.Done(); cmd.Process.Kill() }()
+	for sc.Scan() && (key == "" || token == "" || curl == "") {
+		l := sc.Text()
+		switch {
+		case strings.HasPrefix(l, "key: "):
+			key = strings.TrimPrefix(l, "key: ")
+		case strings.HasPrefix(l, "admin token: "):
+			token = strings.TrimPrefix(l, "admin token: ")
+		case strings.HasPrefix(l, "curl "):
+			curl = l
+		}
+	}
+	if !strings.HasPrefix(key, "sk-") || token == "" || !strings.Contains(curl, key) {
+		t.Fatalf("demo output: key %q token %q curl %q; stderr %s", key, token, curl, stderr.String())
+	}
+	out, err := exec.Command("sh", "-c", curl).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"chat.completion"`) {
+		t.Fatalf("the printed curl does not work: %v %s", err, out)
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr+"/admin/accounts/demo", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a struct {
+		Balance string `json:"balance_usd"`
+	}
+	json.NewDecoder(resp.Body).Decode(&a)
+	resp.Body.Close()
+	if !strings.HasPrefix(a.Balance, "9.99") {
+		t.Fatalf("demo balance after one call: %q", a.Balance)
+	}
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelrelay/modelrelay/gateway"
+	"github.com/modelrelay/modelrelay/plugins"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+func runServe(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	path := fs.String("config", "relay.yaml", "configuration file")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return exitCode(2)
+	}
+	log, err := newLogger(*level)
+	if err != nil {
+		return err
+	}
+	cfg, err := gateway.LoadConfig(*path)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := startServer(ctx, cfg, log, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "relay: gateway listening on http://%s\n", srv.addr)
+	<-ctx.Done()
+	return srv.shutdown(30 * time.Second)
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("-log-level: %q is not debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// server is a running gateway with everything it owns.
+type server struct {
+	addr    string
+	gw      *gateway.Gateway
+	http    *http.Server
+	metrics *http.Server
+	store   *store.Badger
+	host    *plugins.Host
+	log     *slog.Logger
+	done    chan error
+}
+
+// startServer opens the store (resolving holds left by a crash), loads the
+// plugins and starts serving. ln may be nil (listen on cfg.Listen).
+func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln net.Listener) (*server, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	st, err := store.OpenBadger(cfg.DataDir+"/ledger", store.BadgerOptions{SyncWrites: *cfg.SyncWrites, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("open ledger in %s: %w", cfg.DataDir, err)
+	}
+	n, err := st.RecoverHolds(ctx)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("recover holds: %w", err)
+	}
+	if n > 0 {
+		log.Warn("released holds left by a previous process", "holds", n)
+	}
+	host, err := plugins.Open(ctx, plugins.Config{
+		Dir:         cfg.Plugins.Dir,
+		CacheDir:    cfg.Plugins.CacheDir,
+		PoolSize:    cfg.Plugins.PoolSize,
+		CallTimeout: cfg.Plugins.CallTimeout,
+		Poll:        cfg.Plugins.Poll,
+		Logger:      log,
+	})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("plugins: %w", err)
+	}
+	gw, err := gateway.New(gateway.Options{Config: cfg, Store: st, Plugins: host, Logger: log})
+	if err != nil {
+		host.Close(context.Background())
+		st.Close()
+		return nil, err
+	}
+	if ln == nil {
+		ln, err = net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			host.Close(context.Background())
+			st.Close()
+			return nil, err
+		}
+	}
+	s := &server{addr: ln.Addr().String(), gw: gw, store: st, host: host, log: log, done: make(chan error, 2)}
+	s.http = &http.Server{
+		Handler:           gw.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	go func() { s.done <- s.http.Serve(ln) }()
+	if cfg.MetricsListen != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsListen)
+		if err != nil {
+			s.shutdown(time.Second)
+			return nil, fmt.Errorf("metrics_listen: %w", err)
+		}
+		s.metrics = &http.Server{Handler: gw.OpsHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { s.done <- s.metrics.Serve(mln) }()
+	}
+	return s, nil
+}
+
+// shutdown stops accepting, lets in-flight calls (streams included) finish
+// for up to grace, cuts what is left, waits for their settlement, then
+// closes plugins and the ledger.
+func (s *server) shutdown(grace time.Duration) error {
+	s.log.Info("shutting down", "grace", grace.String())
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := s.http.Shutdown(ctx)
+	if err != nil {
+		s.log.Warn("grace period over; cutting open connections", "error", err.Error())
+		_ = s.http.Close()
+	}
+	if s.metrics != nil {
+		_ = s.metrics.Close()
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer dcancel()
+	if err := s.gw.Drain(dctx); err != nil {
+		s.log.Error("in-flight calls did not settle in time", "error", err.Error())
+	}
+	var errs []string
+	if err := s.host.Close(context.Background()); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if err := s.store.Close(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}

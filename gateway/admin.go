@@ -1,0 +1,359 @@
+package gateway
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// The admin API lives under /admin/ and takes the admin token as a Bearer
+// token; an sk- API key never opens it.
+func (g *Gateway) adminRoutes(r *httprouter.Router) {
+	r.POST("/admin/accounts", g.handle("admin", g.admin(g.adminCreateAccount)))
+	r.GET("/admin/accounts/:account", g.handle("admin", g.admin(g.adminBalance)))
+	r.POST("/admin/accounts/:account/credit", g.handle("admin", g.admin(g.adminCredit)))
+	r.GET("/admin/accounts/:account/charges", g.handle("admin", g.admin(g.adminCharges)))
+	r.POST("/admin/keys", g.handle("admin", g.admin(g.adminCreateKey)))
+	r.GET("/admin/keys", g.handle("admin", g.admin(g.adminListKeys)))
+	r.POST("/admin/keys/revoke", g.handle("admin", g.admin(g.adminRevokeKey)))
+	r.GET("/admin/lines", g.handle("admin", g.admin(g.adminLines)))
+}
+
+func (g *Gateway) admin(fn handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, info *reqInfo) error {
+		scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return unauthorized("the admin API needs \"Authorization: Bearer <admin token>\"")
+		}
+		if strings.HasPrefix(tok, "sk-") {
+			return unauthorized("API keys cannot use the admin API; use the admin token")
+		}
+		if subtle.ConstantTimeCompare([]byte(tok), []byte(g.cfg.AdminToken)) != 1 {
+			return unauthorized("invalid admin token")
+		}
+		return fn(w, r, ps, info)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+	return nil
+}
+
+func readJSON(r *http.Request, v any) error {
+	body, err := readBody(r, 1<<20)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return badRequest(te.Field, "%s: wrong type", te.Field)
+		}
+		return badRequest("body", "invalid JSON body: %v", err)
+	}
+	return nil
+}
+
+// AccountView is an account as the admin API shows it.
+type AccountView struct {
+	ID           string `json:"id"`
+	BalanceUSD   string `json:"balance_usd"`   // nine decimals, e.g. "9.999871250"
+	HeldUSD      string `json:"held_usd"`      // open holds
+	AvailableUSD string `json:"available_usd"` // balance minus holds
+	BalanceNano  int64  `json:"balance_nano"`
+	HeldNano     int64  `json:"held_nano"`
+}
+
+func accountView(a store.Account) AccountView {
+	return AccountView{
+		ID: a.ID, BalanceUSD: a.Balance.Fixed(), HeldUSD: a.Held.Fixed(), AvailableUSD: a.Available().Fixed(),
+		BalanceNano: int64(a.Balance), HeldNano: int64(a.Held),
+	}
+}
+
+func storeErr(err error, what string) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("%s not found", what)
+	case errors.Is(err, store.ErrExists):
+		return errf(http.StatusConflict, "invalid_request_error", "exists", "%s already exists", what)
+	}
+	return err
+}
+
+func (g *Gateway) adminCreateAccount(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ *reqInfo) error {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	if !validAccountID(req.ID) {
+		return badRequest("id", "id must be 1–64 characters of letters, digits, '-', '_' or '.'")
+	}
+	a, err := g.store.CreateAccount(r.Context(), req.ID)
+	if err != nil {
+		return storeErr(err, "account "+strconv.Quote(req.ID))
+	}
+	return writeJSON(w, http.StatusCreated, accountView(a))
+}
+
+func validAccountID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *Gateway) adminBalance(w http.ResponseWriter, r *http.Request, ps httprouter.Params, _ *reqInfo) error {
+	a, err := g.store.Balance(r.Context(), ps.ByName("account"))
+	if err != nil {
+		return storeErr(err, "account "+strconv.Quote(ps.ByName("account")))
+	}
+	return writeJSON(w, http.StatusOK, accountView(a))
+}
+
+func (g *Gateway) adminCredit(w http.ResponseWriter, r *http.Request, ps httprouter.Params, _ *reqInfo) error {
+	var req struct {
+		USD  string `json:"usd"`
+		Note string `json:"note"`
+	}
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	amt, err := pricing.ParseUSD(req.USD)
+	if err != nil {
+		return badRequest("usd", "usd: %v", err)
+	}
+	if amt <= 0 {
+		return badRequest("usd", "usd must be more than zero")
+	}
+	id := ps.ByName("account")
+	if !validAccountID(id) {
+		return badRequest("account", "invalid account id")
+	}
+	if _, err := g.store.Credit(r.Context(), id, amt, req.Note); err != nil {
+		return storeErr(err, "account "+strconv.Quote(id))
+	}
+	a, err := g.store.Balance(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, accountView(a))
+}
+
+// EntryView is a journal entry as the admin API shows it: the store's entry
+// (amounts as exact USD numbers) plus the amount as nine-decimal text.
+type EntryView struct {
+	store.Entry
+	AmountText string `json:"amount_text"`
+}
+
+func (g *Gateway) adminCharges(w http.ResponseWriter, r *http.Request, ps httprouter.Params, _ *reqInfo) error {
+	limit := 100
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			return badRequest("limit", "limit must be an integer from 1 to 10000")
+		}
+		limit = n
+	}
+	id := ps.ByName("account")
+	if _, err := g.store.Balance(r.Context(), id); err != nil {
+		return storeErr(err, "account "+strconv.Quote(id))
+	}
+	es, err := g.store.Charges(r.Context(), id, limit)
+	if err != nil {
+		return err
+	}
+	out := make([]EntryView, len(es))
+	for i, e := range es {
+		out[i] = EntryView{Entry: e, AmountText: e.Amount.Fixed()}
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+}
+
+// KeyView is a key record without its hash.
+type KeyView struct {
+	ID      string   `json:"id"`
+	Account string   `json:"account"`
+	Route   string   `json:"route"`
+	Exclude []string `json:"exclude"`
+	Revoked bool     `json:"revoked"`
+	Created string   `json:"created"`
+	Key     string   `json:"key,omitempty"` // only in the answer that creates it
+}
+
+func keyView(k store.Key) KeyView {
+	ex := k.Exclude
+	if ex == nil {
+		ex = []string{}
+	}
+	return KeyView{ID: k.ID, Account: k.Account, Route: k.Route, Exclude: ex, Revoked: k.Revoked, Created: k.Created.UTC().Format("2006-01-02T15:04:05Z")}
+}
+
+func (g *Gateway) adminCreateKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ *reqInfo) error {
+	var req struct {
+		Account string   `json:"account"`
+		Route   string   `json:"route"`
+		Exclude []string `json:"exclude"`
+	}
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	if req.Account == "" {
+		return badRequest("account", "account is required")
+	}
+	if req.Route == "" {
+		return badRequest("route", "route is required (a route name, or \"auto\")")
+	}
+	if req.Route != store.AutoRoute && !g.routeExists(req.Route) {
+		return badRequest("route", "route %q is not configured; routes: %s, auto", req.Route, strings.Join(g.routeNames(), ", "))
+	}
+	cat := g.host.Catalog()
+	for _, m := range req.Exclude {
+		if _, ok := cat.Model(m); !ok {
+			return badRequest("exclude", "exclude: %q is not a model sold here", m)
+		}
+	}
+	if _, err := g.store.Balance(r.Context(), req.Account); err != nil {
+		return storeErr(err, "account "+strconv.Quote(req.Account))
+	}
+	plain, id, hash, err := store.NewKey()
+	if err != nil {
+		return err
+	}
+	k := store.Key{ID: id, Hash: hash, Account: req.Account, Route: req.Route, Exclude: req.Exclude, Created: g.now()}
+	if err := g.store.CreateKey(r.Context(), k); err != nil {
+		return storeErr(err, "key")
+	}
+	v := keyView(k)
+	v.Key = plain
+	return writeJSON(w, http.StatusCreated, v)
+}
+
+func (g *Gateway) routeExists(name string) bool {
+	for _, r := range g.cfg.Routes {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Gateway) routeNames() []string {
+	out := make([]string, 0, len(g.cfg.Routes))
+	for _, r := range g.cfg.Routes {
+		out = append(out, r.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (g *Gateway) adminListKeys(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ *reqInfo) error {
+	ks, err := g.store.ListKeys(r.Context(), r.URL.Query().Get("account"))
+	if err != nil {
+		return err
+	}
+	out := make([]KeyView, len(ks))
+	for i, k := range ks {
+		out[i] = keyView(k)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+}
+
+func (g *Gateway) adminRevokeKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ *reqInfo) error {
+	var req struct {
+		ID  string `json:"id"`
+		Key string `json:"key"`
+	}
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	id := req.ID
+	if req.Key != "" {
+		k, err := g.store.KeyByHash(r.Context(), hashKey(req.Key))
+		if err != nil {
+			return storeErr(err, "key")
+		}
+		id = k.ID
+	}
+	if id == "" {
+		return badRequest("id", "give the key's id or the key itself")
+	}
+	k, err := g.store.RevokeKey(r.Context(), id)
+	if err != nil {
+		return storeErr(err, "key "+strconv.Quote(id))
+	}
+	g.keys.evictID(k.ID)
+	return writeJSON(w, http.StatusOK, keyView(k))
+}
+
+func (g *Gateway) adminLines(w http.ResponseWriter, _ *http.Request, _ httprouter.Params, _ *reqInfo) error {
+	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": g.lines.health()})
+}
+
+// handleModels lists the models the key's route serves (spec 2.11).
+func (g *Gateway) handleModels(w http.ResponseWriter, r *http.Request, _ httprouter.Params, info *reqInfo) error {
+	k, err := g.authenticate(r.Context(), r, false, info)
+	if err != nil {
+		return err
+	}
+	type item struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	data := []item{}
+	for _, m := range g.host.Catalog().Models() {
+		if !keyMayCall(k, m) {
+			continue
+		}
+		data = append(data, item{ID: m.ID, Object: "model", Created: 1758240000, OwnedBy: ownerOf(m.ID)})
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+func keyMayCall(k store.Key, m pricing.Model) bool {
+	if contains(k.Exclude, m.ID) {
+		return false
+	}
+	if k.Route == store.AutoRoute {
+		return true
+	}
+	_, ok := m.Routes[k.Route]
+	return ok
+}
+
+// ownerOf is the vendor word before the first '-' of a model id.
+func ownerOf(id string) string {
+	if i := strings.IndexByte(id, '-'); i > 0 {
+		return id[:i]
+	}
+	return id
+}

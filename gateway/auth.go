@@ -1,0 +1,120 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// keyCacheTTL bounds how long a key record is served from memory. Revoking a
+// key through this process's admin API evicts it at once.
+const keyCacheTTL = 10 * time.Second
+
+type cachedKey struct {
+	key     store.Key
+	expires time.Time
+}
+
+// keyCache maps key hashes to key records.
+type keyCache struct {
+	mu sync.RWMutex
+	m  map[string]cachedKey
+}
+
+func newKeyCache() *keyCache { return &keyCache{m: map[string]cachedKey{}} }
+
+func (c *keyCache) get(hash string, now time.Time) (store.Key, bool) {
+	c.mu.RLock()
+	ck, ok := c.m[hash]
+	c.mu.RUnlock()
+	if !ok || now.After(ck.expires) {
+		return store.Key{}, false
+	}
+	return ck.key, true
+}
+
+func (c *keyCache) put(k store.Key, now time.Time) {
+	c.mu.Lock()
+	if len(c.m) > 100_000 {
+		c.m = map[string]cachedKey{}
+	}
+	c.m[k.Hash] = cachedKey{key: k, expires: now.Add(keyCacheTTL)}
+	c.mu.Unlock()
+}
+
+func (c *keyCache) evictID(id string) {
+	c.mu.Lock()
+	for h, ck := range c.m {
+		if ck.key.ID == id {
+			delete(c.m, h)
+		}
+	}
+	c.mu.Unlock()
+}
+
+// hashKey is the hex SHA-256 of a presented key; keys are looked up by it.
+func hashKey(k string) string {
+	sum := sha256.Sum256([]byte(k))
+	return hex.EncodeToString(sum[:])
+}
+
+// presentedKey extracts the API key: Bearer everywhere, x-api-key where
+// allowXAPIKey (spec 5.2, 5.3).
+func presentedKey(r *http.Request, allowXAPIKey bool) (string, *Error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+			return "", unauthorized("the Authorization header must be \"Bearer sk-…\"")
+		}
+		return strings.TrimSpace(tok), nil
+	}
+	if allowXAPIKey {
+		if k := r.Header.Get("X-Api-Key"); k != "" {
+			return strings.TrimSpace(k), nil
+		}
+		return "", unauthorized("missing API key: send \"Authorization: Bearer sk-…\" or \"x-api-key: sk-…\"")
+	}
+	if r.Header.Get("X-Api-Key") != "" {
+		return "", unauthorized("x-api-key is accepted on /v1/messages only; send \"Authorization: Bearer sk-…\"")
+	}
+	return "", unauthorized("missing API key: send \"Authorization: Bearer sk-…\"")
+}
+
+// authenticate finds the caller's key record → 401 when missing, unknown or
+// revoked.
+func (g *Gateway) authenticate(ctx context.Context, r *http.Request, allowXAPIKey bool, info *reqInfo) (store.Key, error) {
+	raw, e := presentedKey(r, allowXAPIKey)
+	if e != nil {
+		return store.Key{}, e
+	}
+	if !strings.HasPrefix(raw, "sk-") || len(raw) < 20 || len(raw) > 200 {
+		return store.Key{}, unauthorized("invalid API key")
+	}
+	hash := hashKey(raw)
+	now := g.now()
+	k, ok := g.keys.get(hash, now)
+	if !ok {
+		var err error
+		k, err = g.store.KeyByHash(ctx, hash)
+		if errors.Is(err, store.ErrNotFound) {
+			return store.Key{}, unauthorized("invalid API key")
+		}
+		if err != nil {
+			return store.Key{}, err
+		}
+		g.keys.put(k, now)
+	}
+	if k.Revoked {
+		return store.Key{}, unauthorized("this API key has been revoked")
+	}
+	info.keyID = k.ID
+	info.account = k.Account
+	return k, nil
+}

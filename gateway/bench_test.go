@@ -1,0 +1,55 @@
+package gateway
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"testing"
+
+	"github.com/modelrelay/modelrelay/sim"
+)
+
+// BenchmarkOverhead measures one small non-streaming chat call, one at a
+// time, three ways in the same run: straight to the sim, through a bare
+// httputil.ReverseProxy (the floor), and through the gateway (auth, plugins,
+// Badger hold + settle, relay). Gateway − direct is our added latency;
+// compare it with proxy − direct.
+func BenchmarkOverhead(b *testing.B) {
+	e := newEnv(b)
+	e.account("bench", "1000000")
+	key := e.key("bench", "economy")
+	simURL := e.simURLs["eco-a"]
+	target, _ := url.Parse(simURL)
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }})
+	defer proxy.Close()
+	body := []byte(chatBody("modelf-flash", "benchmark me", `"max_tokens":16`))
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+	run := func(b *testing.B, base, key string) {
+		b.ReportAllocs()
+		for b.Loop() {
+			req, _ := http.NewRequest("POST", base+"/v1/chat/completions", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			if key != "" {
+				req.Header.Set("Authorization", "Bearer "+key)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+	}
+	b.Run("direct", func(b *testing.B) { run(b, simURL, "") })
+	b.Run("proxy", func(b *testing.B) { run(b, proxy.URL, "") })
+	b.Run("gateway", func(b *testing.B) { run(b, e.url, key) })
+}
+
+var _ = sim.New

@@ -1,0 +1,337 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/modelrelay/modelrelay/sdk/abi"
+)
+
+// summary is what the gateway decodes of a request body: only the fields it
+// needs. The body itself is forwarded as received.
+type summary struct {
+	model        string
+	stream       bool
+	maxOutput    int64 // 0 when absent
+	includeUsage bool  // chat: the client asked for stream_options.include_usage
+	params       []abi.Param
+}
+
+// jsonError turns a json decoding error into a 400 that names the field.
+func jsonError(err error) *Error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return badRequest(field, "%s: expected %s, got JSON %s", field, jsonKind(te.Type.Kind().String()), te.Value)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return badRequest("body", "the body is not valid JSON: %v (at byte %d)", se, se.Offset)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return badRequest("body", "the body is not valid JSON: unexpected end of input")
+	}
+	return badRequest("body", "the body is not valid JSON: %v", err)
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "int64", "int", "int32":
+		return "an integer"
+	case "bool":
+		return "a boolean"
+	case "string":
+		return "a string"
+	case "slice":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	}
+	return k
+}
+
+// decodeObject unmarshals body, which must be one JSON object.
+func decodeObject(body []byte, v any) *Error {
+	t := bytes.TrimLeft(body, " \t\r\n")
+	if len(t) == 0 {
+		return badRequest("body", "the body is empty; a JSON object is required")
+	}
+	if t[0] != '{' {
+		return badRequest("body", "the body must be a JSON object")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return jsonError(err)
+	}
+	return nil
+}
+
+func requireModel(m *string) (string, *Error) {
+	if m == nil {
+		return "", badRequest("model", "model is required")
+	}
+	if *m == "" {
+		return "", badRequest("model", "model must not be empty")
+	}
+	return *m, nil
+}
+
+func nonNegative(field string, v *int64) (int64, *Error) {
+	if v == nil {
+		return 0, nil
+	}
+	if *v < 1 {
+		return 0, badRequest(field, "%s must be a positive integer, got %d", field, *v)
+	}
+	return *v, nil
+}
+
+// chatRequest is the part of spec 2.3 the gateway reads.
+type chatRequest struct {
+	Model               *string          `json:"model"`
+	Messages            *[]chatMessage   `json:"messages"`
+	Stream              *bool            `json:"stream"`
+	MaxTokens           *int64           `json:"max_tokens"`
+	MaxCompletionTokens *int64           `json:"max_completion_tokens"`
+	StreamOptions       *json.RawMessage `json:"stream_options"`
+}
+
+type chatMessage struct {
+	Role    *string         `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+var chatRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
+
+func decodeChat(body []byte) (*summary, error) {
+	var req chatRequest
+	if e := decodeObject(body, &req); e != nil {
+		return nil, e
+	}
+	model, e := requireModel(req.Model)
+	if e != nil {
+		return nil, e
+	}
+	if req.Messages == nil {
+		return nil, badRequest("messages", "messages is required")
+	}
+	if len(*req.Messages) == 0 {
+		return nil, badRequest("messages", "messages must contain at least one message")
+	}
+	for i, m := range *req.Messages {
+		f := fmt.Sprintf("messages[%d]", i)
+		if m.Role == nil {
+			return nil, badRequest(f+".role", "%s.role is required", f)
+		}
+		if !chatRoles[*m.Role] {
+			return nil, badRequest(f+".role", "%s.role must be one of system, developer, user, assistant, tool; got %q", f, *m.Role)
+		}
+		// content may be null for assistant messages carrying tool calls.
+		if len(m.Content) == 0 && *m.Role != "assistant" {
+			return nil, badRequest(f+".content", "%s.content is required", f)
+		}
+	}
+	s := &summary{model: model}
+	if req.Stream != nil {
+		s.stream = *req.Stream
+	}
+	mt, e := nonNegative("max_tokens", req.MaxTokens)
+	if e != nil {
+		return nil, e
+	}
+	mct, e := nonNegative("max_completion_tokens", req.MaxCompletionTokens)
+	if e != nil {
+		return nil, e
+	}
+	s.maxOutput = max(mt, mct)
+	if req.StreamOptions != nil && !bytes.Equal(bytes.TrimSpace(*req.StreamOptions), []byte("null")) {
+		var so struct {
+			IncludeUsage *bool `json:"include_usage"`
+		}
+		if err := json.Unmarshal(*req.StreamOptions, &so); err != nil {
+			return nil, badRequest("stream_options", "stream_options must be an object with a boolean include_usage")
+		}
+		s.includeUsage = so.IncludeUsage != nil && *so.IncludeUsage
+	}
+	return s, nil
+}
+
+// responsesRequest is the part of spec 2.5 the gateway reads.
+type responsesRequest struct {
+	Model           *string         `json:"model"`
+	Input           json.RawMessage `json:"input"`
+	Stream          *bool           `json:"stream"`
+	MaxOutputTokens *int64          `json:"max_output_tokens"`
+}
+
+func decodeResponses(body []byte) (*summary, error) {
+	var req responsesRequest
+	if e := decodeObject(body, &req); e != nil {
+		return nil, e
+	}
+	model, e := requireModel(req.Model)
+	if e != nil {
+		return nil, e
+	}
+	in := bytes.TrimSpace(req.Input)
+	if len(in) == 0 || bytes.Equal(in, []byte("null")) {
+		return nil, badRequest("input", "input is required (a string or an array of input items)")
+	}
+	if in[0] != '"' && in[0] != '[' {
+		return nil, badRequest("input", "input must be a string or an array of input items")
+	}
+	s := &summary{model: model}
+	if req.Stream != nil {
+		s.stream = *req.Stream
+	}
+	if s.maxOutput, e = nonNegative("max_output_tokens", req.MaxOutputTokens); e != nil {
+		return nil, e
+	}
+	return s, nil
+}
+
+// messagesRequest is the part of spec 2.6 the gateway reads.
+type messagesRequest struct {
+	Model     *string            `json:"model"`
+	MaxTokens *int64             `json:"max_tokens"`
+	Messages  *[]messagesMessage `json:"messages"`
+	Stream    *bool              `json:"stream"`
+}
+
+type messagesMessage struct {
+	Role    *string         `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+func decodeMessages(body []byte) (*summary, error) {
+	var req messagesRequest
+	if e := decodeObject(body, &req); e != nil {
+		return nil, e
+	}
+	model, e := requireModel(req.Model)
+	if e != nil {
+		return nil, e
+	}
+	if req.MaxTokens == nil {
+		return nil, badRequest("max_tokens", "max_tokens is required on /v1/messages (spec 4.3)")
+	}
+	if *req.MaxTokens < 1 {
+		return nil, badRequest("max_tokens", "max_tokens must be a positive integer, got %d", *req.MaxTokens)
+	}
+	if req.Messages == nil {
+		return nil, badRequest("messages", "messages is required")
+	}
+	for i, m := range *req.Messages {
+		f := fmt.Sprintf("messages[%d]", i)
+		if m.Role == nil || *m.Role == "" {
+			return nil, badRequest(f+".role", "%s.role is required", f)
+		}
+		if len(m.Content) == 0 {
+			return nil, badRequest(f+".content", "%s.content is required", f)
+		}
+	}
+	s := &summary{model: model, maxOutput: *req.MaxTokens}
+	if req.Stream != nil {
+		s.stream = *req.Stream
+	}
+	return s, nil
+}
+
+// forceIncludeUsage returns body with stream_options.include_usage set to
+// true, keeping every other byte of the top-level object. It is the one
+// change the gateway makes to a forwarded body (see RATIONALE.md).
+func forceIncludeUsage(body []byte) ([]byte, error) {
+	start, end, found, err := topLevelValueSpan(body, "stream_options")
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		i := bytes.IndexByte(body, '{')
+		if i < 0 {
+			return nil, errors.New("body is not an object")
+		}
+		out := make([]byte, 0, len(body)+40)
+		out = append(out, body[:i+1]...)
+		out = append(out, `"stream_options":{"include_usage":true}`...)
+		rest := bytes.TrimLeft(body[i+1:], " \t\r\n")
+		if len(rest) > 0 && rest[0] != '}' {
+			out = append(out, ',')
+		}
+		return append(out, body[i+1:]...), nil
+	}
+	opts := map[string]json.RawMessage{}
+	val := bytes.TrimSpace(body[start:end])
+	if !bytes.Equal(val, []byte("null")) {
+		if err := json.Unmarshal(val, &opts); err != nil {
+			return nil, err
+		}
+	}
+	opts["include_usage"] = json.RawMessage("true")
+	nv, err := json.Marshal(opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(body)+len(nv))
+	out = append(out, body[:start]...)
+	out = append(out, nv...)
+	return append(out, body[end:]...), nil
+}
+
+// topLevelValueSpan finds the byte span of the value of key in the top-level
+// JSON object of body.
+func topLevelValueSpan(body []byte, key string) (start, end int, found bool, err error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	tok, err := dec.Token()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return 0, 0, false, errors.New("body is not an object")
+	}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return 0, 0, false, err
+		}
+		k, _ := kt.(string)
+		afterKey := int(dec.InputOffset())
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return 0, 0, false, err
+		}
+		if k == key {
+			end = int(dec.InputOffset())
+			// skip the colon and white space between key and value
+			s := afterKey
+			for s < end && (body[s] == ':' || body[s] == ' ' || body[s] == '\t' || body[s] == '\r' || body[s] == '\n') {
+				s++
+			}
+			return s, end, true, nil
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// usageNull matches the "usage":null member that include_usage adds to every
+// chunk; it can only appear as a key (string content escapes its quotes).
+var usageNullForms = [][]byte{[]byte(`,"usage":null`), []byte(`, "usage": null`), []byte(`,"usage": null`), []byte(`"usage":null,`), []byte(`"usage": null, `)}
+
+// stripUsageNull removes the "usage":null member from a chunk's data.
+func stripUsageNull(data []byte) []byte {
+	for _, f := range usageNullForms {
+		if i := bytes.Index(data, f); i >= 0 {
+			out := make([]byte, 0, len(data)-len(f))
+			out = append(out, data[:i]...)
+			return append(out, data[i+len(f):]...)
+		}
+	}
+	return data
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

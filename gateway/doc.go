@@ -1,0 +1,18 @@
+// Package gateway is ModelRelay's HTTP front: routing (httprouter), key
+// authentication, rate limits, request decoding, admission (403/400/402),
+// line selection with retries and circuit breakers, the relay of JSON and
+// SSE answers, settlement, the admin API, and the one function that writes
+// the spec's error body.
+//
+// A relayed call runs, in order: route → authenticate → rate limit → read
+// and decode the body (only the fields the gateway needs) → admit the model
+// → validate and quote with the model's plugin → hold the quote on the
+// ledger → plan lines with the selection plugin → try lines (retries only
+// before the first byte reaches the client) → relay the answer unchanged →
+// settle from the real usage exactly once.
+//
+// The gateway never writes a prompt, completion or uploaded file anywhere:
+// bodies live in memory for the life of the call, and logs carry ids,
+// models, statuses and amounts only. It must not import cmd/ or know any
+// model by name: the catalogue comes from the plugins' descriptions.
+package gateway

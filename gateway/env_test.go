@@ -1,0 +1,303 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelrelay/modelrelay/plugins"
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/sim"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// pluginDir holds the first-party plugins the tests load: RELAY_PLUGIN_DIR
+// (make test builds it) or a directory TestMain builds them into.
+var pluginDir string
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		pluginDir = os.Getenv("RELAY_PLUGIN_DIR")
+		if pluginDir == "" || !hasWasm(pluginDir) {
+			dir, err := os.MkdirTemp("", "relay-plugins-")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			defer os.RemoveAll(dir)
+			if err := buildPlugins(dir); err != nil {
+				fmt.Fprintln(os.Stderr, "build plugins:", err)
+				return 1
+			}
+			pluginDir = dir
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+func hasWasm(dir string) bool {
+	m, _ := filepath.Glob(filepath.Join(dir, "*.wasm"))
+	return len(m) > 0
+}
+
+// moduleRoot is the repository root (the directory of go.mod).
+func moduleRoot() string {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return ".."
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+func buildPlugins(dir string) error {
+	root := moduleRoot()
+	mains, _ := filepath.Glob(filepath.Join(root, "plugins", "*", "main.go"))
+	for _, m := range mains {
+		name := filepath.Base(filepath.Dir(m))
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", filepath.Join(dir, name+".wasm"), "./plugins/"+name)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v\n%s", name, err, out)
+		}
+		if cfg, err := os.ReadFile(filepath.Join(root, "plugins", name, name+".json")); err == nil {
+			if err := os.WriteFile(filepath.Join(dir, name+".json"), cfg, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func wasmCache() string {
+	if d := os.Getenv("RELAY_WASM_CACHE"); d != "" {
+		return d
+	}
+	return filepath.Join(os.TempDir(), "relay-test-wasm-cache")
+}
+
+const testAdminToken = "test-admin-token-0123456789"
+
+// lockedBuffer collects logs from many goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// env is a whole gateway in front of simulated providers, on real Badger
+// and real plugins.
+type env struct {
+	t       testing.TB
+	sims    map[string]*sim.Server // by line name
+	simURLs map[string]string
+	store   *store.Badger
+	host    *plugins.Host
+	gw      *Gateway
+	srv     *httptest.Server
+	url     string
+	logs    *lockedBuffer
+	dataDir string
+	cfg     Config
+}
+
+type envOption func(*Config)
+
+// newEnv starts one sim per line. By default: route standard with lines
+// std-a (priority 0) and std-msg (anthropic), route economy with eco-a.
+func newEnv(t testing.TB, opts ...envOption) *env {
+	t.Helper()
+	e := &env{t: t, sims: map[string]*sim.Server{}, simURLs: map[string]string{}, logs: &lockedBuffer{}}
+	e.dataDir = t.TempDir()
+	cfg := Config{
+		Listen:       "127.0.0.1:0",
+		DataDir:      e.dataDir,
+		SupportEmail: "help@relay.test",
+		AdminToken:   testAdminToken,
+		Plugins:      PluginsConfig{Dir: pluginDir, CacheDir: wasmCache(), Poll: -1},
+		Routes:       []RouteConfig{{Name: "standard"}, {Name: "economy"}},
+		Lines: []LineConfig{
+			{Name: "std-a", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "standard"},
+			{Name: "std-msg", Protocol: ProtocolAnthropic, Models: []string{"*"}, Route: "standard"},
+			{Name: "eco-a", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "economy"},
+		},
+		Limits: LimitsConfig{KeyRate: RateConfig{Rate: 10000, Burst: 10000}},
+		Retry:  RetryConfig{BackoffMin: time.Millisecond, BackoffMax: 5 * time.Millisecond},
+	}
+	f := false
+	cfg.SyncWrites = &f
+	for _, o := range opts {
+		o(&cfg)
+	}
+	for i := range cfg.Lines {
+		l := &cfg.Lines[i]
+		if l.BaseURL == "" {
+			s := sim.New(sim.Options{VideoSteps: 20 * time.Millisecond})
+			hs := httptest.NewServer(s)
+			t.Cleanup(hs.Close)
+			t.Cleanup(s.Close)
+			e.sims[l.Name] = s
+			e.simURLs[l.Name] = hs.URL
+			l.BaseURL = hs.URL
+		}
+	}
+	if err := cfg.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	e.cfg = cfg
+	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	st, err := store.OpenBadger(filepath.Join(e.dataDir, "ledger"), store.BadgerOptions{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.store = st
+	host, err := plugins.Open(context.Background(), plugins.Config{
+		Dir: cfg.Plugins.Dir, CacheDir: cfg.Plugins.CacheDir, CallTimeout: cfg.Plugins.CallTimeout, Poll: -1, Logger: log,
+	})
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	e.host = host
+	gw, err := New(Options{Config: cfg, Store: st, Plugins: host, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw = gw
+	e.srv = httptest.NewServer(gw.Handler())
+	e.url = e.srv.URL
+	t.Cleanup(func() {
+		e.srv.Close()
+		host.Close(context.Background())
+		st.Close()
+	})
+	return e
+}
+
+// account creates an account with credit (USD decimal text).
+func (e *env) account(id, usd string) {
+	e.t.Helper()
+	ctx := context.Background()
+	if _, err := e.store.CreateAccount(ctx, id); err != nil {
+		e.t.Fatal(err)
+	}
+	if usd != "" && usd != "0" {
+		amt, err := pricing.ParseUSD(usd)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if _, err := e.store.Credit(ctx, id, amt, "test"); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// key creates a key on a route ("auto" for Auto) and returns the plaintext.
+func (e *env) key(account, route string, exclude ...string) string {
+	e.t.Helper()
+	plain, id, hash, err := store.NewKey()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.store.CreateKey(context.Background(), store.Key{ID: id, Hash: hash, Account: account, Route: route, Exclude: exclude, Created: time.Now()}); err != nil {
+		e.t.Fatal(err)
+	}
+	return plain
+}
+
+func (e *env) balance(account string) store.Account {
+	e.t.Helper()
+	a, err := e.store.Balance(context.Background(), account)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return a
+}
+
+// do sends a request to the gateway and returns status, headers and body.
+func (e *env) do(method, path, key string, body any, hdr ...string) (int, http.Header, []byte) {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, e.url+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// A cut stream ends in a read error: return what arrived before it.
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, data
+}
+
+// errBody decodes the spec's error body, failing the test if the shape is wrong.
+func errBody(t testing.TB, data []byte) (msg, typ string, code any) {
+	t.Helper()
+	var b struct {
+		Error *struct {
+			Message *string `json:"message"`
+			Type    *string `json:"type"`
+			Code    any     `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(data, &b); err != nil || b.Error == nil || b.Error.Message == nil || b.Error.Type == nil {
+		t.Fatalf("not the spec's error body: %s", data)
+	}
+	return *b.Error.Message, *b.Error.Type, b.Error.Code
+}
+
+func chatBody(model, content string, extra ...string) string {
+	s := fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":%q}]`, model, content)
+	for _, x := range extra {
+		s += "," + x
+	}
+	return s + "}"
+}

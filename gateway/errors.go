@@ -1,0 +1,129 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/modelrelay/modelrelay/plugins"
+	"github.com/modelrelay/modelrelay/sdk/abi"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// Error is what a handler returns to fail a request. writeError is the one
+// place that turns it into the spec's error body (spec 2.13).
+type Error struct {
+	Status     int
+	Type       string
+	Code       any // string, integer or nil
+	Message    string
+	RetryAfter int // seconds; sent as Retry-After when > 0
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func errf(status int, typ string, code any, format string, args ...any) *Error {
+	return &Error{Status: status, Type: typ, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Constructors for the statuses of spec section 7.
+func badRequest(field, format string, args ...any) *Error {
+	e := errf(http.StatusBadRequest, "invalid_request_error", "invalid_field", format, args...)
+	if field != "" {
+		e.Code = "invalid_" + field
+		if len(field) > 40 {
+			e.Code = "invalid_field"
+		}
+	}
+	return e
+}
+
+func unauthorized(format string, args ...any) *Error {
+	return errf(http.StatusUnauthorized, "authentication_error", "invalid_api_key", format, args...)
+}
+
+func forbidden(format string, args ...any) *Error {
+	return errf(http.StatusForbidden, "permission_error", "model_not_allowed", format, args...)
+}
+
+func notFound(format string, args ...any) *Error {
+	return errf(http.StatusNotFound, "not_found_error", "not_found", format, args...)
+}
+
+func unavailable(code, format string, args ...any) *Error {
+	return errf(http.StatusServiceUnavailable, "service_unavailable_error", code, format, args...)
+}
+
+func internal(code, format string, args ...any) *Error {
+	return errf(http.StatusInternalServerError, "api_error", code, format, args...)
+}
+
+// errorBody is the wire shape of spec 2.13.
+type errorBody struct {
+	Error struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+		Code    any    `json:"code"`
+	} `json:"error"`
+}
+
+// toError maps any error a handler returns to an *Error.
+func toError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var ae *abi.Error
+	if errors.As(err, &ae) {
+		switch ae.Code {
+		case abi.CodeInvalid:
+			return badRequest(ae.Field, "%s", ae.Message)
+		case abi.CodeForbidden:
+			return forbidden("%s", ae.Message)
+		case abi.CodeUnprocessable:
+			return errf(http.StatusUnprocessableEntity, "invalid_request_error", "unprocessable_entity", "%s", ae.Message)
+		default:
+			return internal("plugin_error", "%s", ae.Message)
+		}
+	}
+	var pe *plugins.Error
+	if errors.As(err, &pe) {
+		if pe.Op == "select" {
+			return unavailable("plugin_failure", "line selection failed in plugin %s", pe.Plugin)
+		}
+		return internal("plugin_failure", "plugin %s failed", pe.Plugin)
+	}
+	var ie *store.InsufficientError
+	if errors.As(err, &ie) {
+		if ie.Available <= 0 {
+			return errf(http.StatusPaymentRequired, "insufficient_quota", "insufficient_credit",
+				"the account's balance is empty (available %s USD); this call needs up to %s USD", ie.Available.String(), ie.Needed.String())
+		}
+		return errf(http.StatusPaymentRequired, "insufficient_quota", "insufficient_credit",
+			"insufficient credit: this call needs up to %s USD, available %s USD", ie.Needed.String(), ie.Available.String())
+	}
+	return internal("internal_error", "internal error")
+}
+
+// writeError writes err in the spec's shape. The message ends with the
+// request id, quoted with the support address.
+func (g *Gateway) writeError(w http.ResponseWriter, rid string, err error) *Error {
+	e := toError(err)
+	var body errorBody
+	body.Error.Message = fmt.Sprintf("%s — if you contact %s, quote request id %s", e.Message, g.cfg.SupportEmail, rid)
+	body.Error.Type = e.Type
+	body.Error.Code = e.Code
+	b, _ := json.Marshal(&body)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Request-Id", rid)
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	h.Del("Content-Length")
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(append(b, '\n'))
+	return e
+}

@@ -1,0 +1,300 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/modelrelay/modelrelay/plugins"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// Store is what the gateway needs of the store package.
+type Store interface {
+	store.Ledger
+	store.Keys
+	store.Jobs
+}
+
+// Options wires a Gateway. Config must already be resolved (LoadConfig does).
+type Options struct {
+	Config  Config
+	Store   Store
+	Plugins *plugins.Host
+	// Logger receives access and event logs. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Transport overrides the upstream transport of every line (tests).
+	Transport http.RoundTripper
+}
+
+// Gateway is the HTTP front of ModelRelay.
+type Gateway struct {
+	cfg    Config
+	store  Store
+	host   *plugins.Host
+	log    *slog.Logger
+	now    func() time.Time
+	lines  *lineSet
+	keys   *keyCache
+	limits *limiters
+	router *httprouter.Router
+
+	inflight sync.WaitGroup
+	closing  atomic.Bool
+}
+
+// New builds a Gateway.
+func New(o Options) (*Gateway, error) {
+	if o.Store == nil || o.Plugins == nil {
+		return nil, errors.New("gateway: Store and Plugins are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if err := o.Config.Resolve(); err != nil {
+		return nil, err
+	}
+	g := &Gateway{
+		cfg:   o.Config,
+		store: o.Store,
+		host:  o.Plugins,
+		log:   o.Logger,
+		now:   o.Now,
+		keys:  newKeyCache(),
+	}
+	g.lines = newLineSet(o.Config, o.Transport, o.Logger)
+	g.limits = newLimiters(o.Config)
+	g.router = g.routes()
+	return g, nil
+}
+
+// Handler is the gateway's HTTP handler.
+func (g *Gateway) Handler() http.Handler { return g.router }
+
+// Drain waits for in-flight relayed calls to finish, or ctx to end.
+func (g *Gateway) Drain(ctx context.Context) error {
+	g.closing.Store(true)
+	done := make(chan struct{})
+	go func() { g.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *Gateway) routes() *httprouter.Router {
+	r := httprouter.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = true
+
+	for _, ep := range endpoints {
+		r.POST(ep.path, g.handle(ep.name, g.relayHandler(ep)))
+		for _, alias := range ep.aliases {
+			r.POST(alias, g.handle(ep.name, g.relayHandler(ep)))
+		}
+	}
+	r.GET("/v1/models", g.handle("models", g.handleModels))
+
+	g.adminRoutes(r)
+	g.opsRoutes(r)
+
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		rid := newRequestID()
+		msg := "no such endpoint: " + req.Method + " " + req.URL.Path
+		if svc := notRelayed(req.URL.Path); svc != "" {
+			msg = svc + " is not relayed by this service (spec section 1)"
+		}
+		g.writeError(w, rid, notFound("%s", msg))
+	})
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		rid := newRequestID()
+		g.writeError(w, rid, errf(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+			"method %s is not allowed on %s (allowed: %s)", req.Method, req.URL.Path, w.Header().Get("Allow")))
+	})
+	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
+		if v == http.ErrAbortHandler {
+			panic(v)
+		}
+		rid := w.Header().Get("X-Request-Id")
+		if rid == "" {
+			rid = newRequestID()
+		}
+		g.log.Error("panic in handler", "request_id", rid, "path", req.URL.Path, "panic", v)
+		g.writeError(w, rid, internal("internal_error", "internal error"))
+	}
+	return r
+}
+
+// notRelayed names the service of a path that spec section 1 excludes.
+func notRelayed(path string) string {
+	services := []struct{ prefix, name string }{
+		{"/v1/batches", "batch"},
+		{"/v1/fine_tuning", "fine-tuning"},
+		{"/v1/fine-tunes", "fine-tuning"},
+		{"/v1/files", "files"},
+		{"/v1/assistants", "assistants"},
+		{"/v1/threads", "assistants"},
+		{"/v1/vector_stores", "vector stores"},
+		{"/v1/realtime", "realtime"},
+		{"/v1/audio", "audio"},
+		{"/v1/embeddings", "embeddings"},
+		{"/v1/messages/batches", "batch"},
+	}
+	for _, s := range services {
+		if path == s.prefix || strings.HasPrefix(path, s.prefix+"/") {
+			return s.name
+		}
+	}
+	return ""
+}
+
+// reqInfo collects what the access log reports about one request.
+type reqInfo struct {
+	rid      string
+	start    time.Time
+	keyID    string
+	account  string
+	model    string
+	route    string
+	line     string
+	charge   string
+	upstream time.Duration
+	stream   bool
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, info *reqInfo) error
+
+// handle wraps a handler: request id, error writing, access log.
+func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		info := &reqInfo{rid: newRequestID(), start: g.now()}
+		w.Header().Set("X-Request-Id", info.rid)
+		sw := &statusWriter{ResponseWriter: w}
+		err := fn(sw, r, ps, info)
+		status := sw.status
+		if err != nil {
+			if sw.wrote {
+				// Headers are gone: the stream was cut. Nothing more can be said.
+				g.log.Warn("request failed after response started", "request_id", info.rid, "error", err.Error())
+			} else {
+				e := g.writeError(sw, info.rid, err)
+				status = e.Status
+				if e.Status >= 500 {
+					g.log.Error("request failed", "request_id", info.rid, "endpoint", name, "error", err.Error())
+				}
+			}
+		}
+		if status == 0 {
+			status = http.StatusOK
+		}
+		cut := err != nil && sw.wrote && errors.Is(err, errStreamCut)
+		attrs := []any{
+			"request_id", info.rid, "endpoint", name, "method", r.Method, "status", status,
+			"latency_ms", float64(g.now().Sub(info.start).Microseconds()) / 1000,
+		}
+		if info.keyID != "" {
+			attrs = append(attrs, "key_id", info.keyID, "account", info.account)
+		}
+		if info.model != "" {
+			attrs = append(attrs, "model", info.model, "route", info.route)
+		}
+		if info.line != "" {
+			attrs = append(attrs, "line", info.line, "upstream_ms", float64(info.upstream.Microseconds())/1000)
+		}
+		if info.charge != "" {
+			attrs = append(attrs, "charge_usd", info.charge)
+		}
+		if info.stream {
+			attrs = append(attrs, "stream", true)
+		}
+		if cut {
+			attrs = append(attrs, "cut", true)
+		}
+		g.log.Info("request", attrs...)
+		if cut {
+			// Pass the cut on: abort the connection instead of ending the
+			// response cleanly, so the client cannot mistake it for a whole answer.
+			panic(http.ErrAbortHandler)
+		}
+	}
+}
+
+// statusWriter records the status and whether anything was written.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if !s.wrote {
+		s.status = code
+		s.wrote = true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if !s.wrote {
+		s.status = http.StatusOK
+		s.wrote = true
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+var ridPrefix = func() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}()
+
+var ridSeq atomic.Uint64
+
+// newRequestID returns "req_" + a per-process random prefix + a counter and
+// random suffix: unique across restarts and cheap.
+func newRequestID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	n := ridSeq.Add(1)
+	var buf [4 + 8 + 12 + 12]byte
+	out := append(buf[:0], "req_"...)
+	out = append(out, ridPrefix...)
+	out = appendHex(out, n, 10)
+	out = append(out, hex.EncodeToString(b[:])...)
+	return string(out)
+}
+
+func appendHex(b []byte, n uint64, width int) []byte {
+	const digits = "0123456789abcdef"
+	var tmp [16]byte
+	for i := width - 1; i >= 0; i-- {
+		tmp[i] = digits[n&0xf]
+		n >>= 4
+	}
+	return append(b, tmp[:width]...)
+}

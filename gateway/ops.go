@@ -1,0 +1,61 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// OpsHandler serves the operator endpoints (health, readiness) that need no
+// sk- key; serve it on a separate address with metrics_listen.
+func (g *Gateway) OpsHandler() http.Handler {
+	r := httprouter.New()
+	g.opsRoutes(r)
+	return r
+}
+
+func (g *Gateway) opsRoutes(r *httprouter.Router) {
+	r.GET("/healthz", func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+		_ = writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.GET("/readyz", func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
+		problems := g.readiness(req.Context())
+		if len(problems) > 0 {
+			_ = writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "problems": problems})
+			return
+		}
+		_ = writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+}
+
+// readiness: the store answers, plugins are loaded, and every model sold has
+// at least one configured line on each of its routes.
+func (g *Gateway) readiness(ctx context.Context) []string {
+	var problems []string
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := g.store.Charges(ctx, "readiness-probe", 1); err != nil {
+		problems = append(problems, "store: "+err.Error())
+	}
+	models := g.host.Catalog().Models()
+	if len(models) == 0 {
+		problems = append(problems, "plugins: no model is loaded")
+	}
+	for _, m := range models {
+		found := false
+		for _, l := range g.lines.all {
+			if l.Serves(m.ID) {
+				if _, ok := m.Routes[l.cfg.Route]; ok {
+					found = true
+					break
+				}
+			}
+		}
+		if !found {
+			problems = append(problems, "lines: no line serves "+m.ID)
+		}
+	}
+	return problems
+}

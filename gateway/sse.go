@@ -1,0 +1,255 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/modelrelay/modelrelay/pricing"
+)
+
+// errStreamCut marks a stream that ended without its proper end; the handler
+// aborts the client connection so the client sees the cut too.
+var errStreamCut = errors.New("stream cut")
+
+// relayStream relays an SSE answer event by event, flushing after each, and
+// settles from the usage read out of the stream as it passes. For chat
+// completions whose client did not ask for usage, the usage chunk the gateway
+// asked for is removed (and the "usage":null member it adds to every chunk),
+// so the client sees exactly what the provider would have sent it.
+func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
+	stripUsage := c.ep.name == pricing.EndpointChat && !c.sum.includeUsage
+	meter := c.ep.meter()
+	h := w.Header()
+	copyResponseHeaders(h, up.resp.Header)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(up.resp.StatusCode)
+	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush()
+	}
+
+	var (
+		rd        = bufio.NewReaderSize(up.resp.Body, 16<<10)
+		ev        []byte // the raw bytes of the event being read
+		textBytes int
+		events    int
+		writeErr  error
+		readErr   error
+	)
+	emit := func() {
+		if len(ev) == 0 {
+			return
+		}
+		name, data := parseEvent(ev)
+		if data != nil || len(name) > 0 {
+			_ = meter.Observe(string(name), data)
+		}
+		out := ev
+		if stripUsage && data != nil {
+			if pricing.IsChatUsageOnlyChunk(data) {
+				ev = ev[:0]
+				return
+			}
+			if bytes.Contains(data, []byte(`"usage"`)) {
+				out = rebuildData(ev, stripUsageNull(data))
+			}
+		}
+		if data != nil && c.ep.text != nil {
+			textBytes += c.ep.text(data)
+		}
+		if writeErr == nil {
+			if _, err := w.Write(out); err != nil {
+				writeErr = err
+			} else if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		events++
+		ev = ev[:0]
+	}
+	for {
+		line, err := rd.ReadSlice('\n')
+		ev = append(ev, line...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				readErr = err
+			}
+			break
+		}
+		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') { // blank line: end of event
+			emit()
+			if writeErr != nil {
+				break
+			}
+		}
+	}
+	complete := readErr == nil && writeErr == nil && len(bytes.TrimSpace(ev)) == 0
+	if len(bytes.TrimSpace(ev)) > 0 && writeErr == nil {
+		// A final event without its blank line: pass it on as it came.
+		emit()
+	}
+
+	u, ok := meter.Usage()
+	note := ""
+	if !ok {
+		u = pricing.Usage{InputTokens: settleInputTokens(len(c.body)), OutputTokens: pricing.EstimateTokens(textBytes)}
+		switch {
+		case writeErr != nil || ctx.Err() != nil:
+			note = fmt.Sprintf("estimated: the client went away after %d events", events)
+		case readErr != nil:
+			note = fmt.Sprintf("estimated: the upstream stream was cut after %d events", events)
+		default:
+			note = fmt.Sprintf("estimated: the stream ended without usage after %d events", events)
+		}
+	}
+	if err := g.settle(ctx, c, u, note); err != nil {
+		g.log.Error("stream settled with error", "request_id", c.info.rid, "error", err.Error())
+	}
+	if readErr != nil {
+		up.line.recordFailure(g.now(), fmt.Errorf("stream cut: %w", readErr))
+	}
+	if !complete && readErr != nil && writeErr == nil && ctx.Err() == nil {
+		return errStreamCut
+	}
+	return nil
+}
+
+// parseEvent returns the event name and data of one raw SSE event (data
+// lines joined by "\n"); data is nil when the event has no data line.
+func parseEvent(ev []byte) (name, data []byte) {
+	dataLines := 0
+	var joined []byte
+	for len(ev) > 0 {
+		i := bytes.IndexByte(ev, '\n')
+		var ln []byte
+		if i < 0 {
+			ln, ev = ev, nil
+		} else {
+			ln, ev = ev[:i], ev[i+1:]
+		}
+		ln = bytes.TrimSuffix(ln, []byte("\r"))
+		switch {
+		case bytes.HasPrefix(ln, []byte("data:")):
+			v := ln[5:]
+			if len(v) > 0 && v[0] == ' ' {
+				v = v[1:]
+			}
+			dataLines++
+			if dataLines == 1 {
+				data = v
+			} else {
+				if dataLines == 2 {
+					joined = append(joined, data...)
+				}
+				joined = append(append(joined, '\n'), v...)
+				data = joined
+			}
+		case bytes.HasPrefix(ln, []byte("event:")):
+			name = bytes.TrimSpace(ln[6:])
+		}
+	}
+	if dataLines > 0 && data == nil {
+		data = []byte{}
+	}
+	return name, data
+}
+
+// rebuildData replaces the data of a single-data-line event, keeping the
+// other lines as they were.
+func rebuildData(ev, data []byte) []byte {
+	var out []byte
+	for len(ev) > 0 {
+		i := bytes.IndexByte(ev, '\n')
+		var ln []byte
+		if i < 0 {
+			ln, ev = ev, nil
+		} else {
+			ln, ev = ev[:i+1], ev[i+1:]
+		}
+		if bytes.HasPrefix(ln, []byte("data:")) {
+			out = append(out, "data: "...)
+			out = append(out, data...)
+			if bytes.HasSuffix(ln, []byte("\r\n")) {
+				out = append(out, '\r', '\n')
+			} else if bytes.HasSuffix(ln, []byte("\n")) {
+				out = append(out, '\n')
+			}
+			continue
+		}
+		out = append(out, ln...)
+	}
+	return out
+}
+
+// Delivered text of one SSE event, for the estimate of a stream that ends
+// without usage: the bytes of generated text (content, reasoning, tool-call
+// arguments) it carried.
+func chatText(data []byte) int {
+	if len(data) == 0 || data[0] != '{' {
+		return 0
+	}
+	var ch struct {
+		Choices []struct {
+			Delta struct {
+				Content          string `json:"content"`
+				ReasoningContent string `json:"reasoning_content"`
+				ToolCalls        []struct {
+					Function struct {
+						Arguments string `json:"arguments"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"delta"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(data, &ch) != nil {
+		return 0
+	}
+	n := 0
+	for _, c := range ch.Choices {
+		n += len(c.Delta.Content) + len(c.Delta.ReasoningContent)
+		for _, t := range c.Delta.ToolCalls {
+			n += len(t.Function.Arguments)
+		}
+	}
+	return n
+}
+
+func responsesText(data []byte) int {
+	if !bytes.Contains(data, []byte(`"delta"`)) {
+		return 0
+	}
+	var ev struct {
+		Delta string `json:"delta"`
+	}
+	if json.Unmarshal(data, &ev) != nil {
+		return 0
+	}
+	return len(ev.Delta)
+}
+
+func messagesText(data []byte) int {
+	if !bytes.Contains(data, []byte(`"delta"`)) {
+		return 0
+	}
+	var ev struct {
+		Delta struct {
+			Text        string `json:"text"`
+			PartialJSON string `json:"partial_json"`
+			Thinking    string `json:"thinking"`
+		} `json:"delta"`
+	}
+	if json.Unmarshal(data, &ev) != nil {
+		return 0
+	}
+	return len(ev.Delta.Text) + len(ev.Delta.PartialJSON) + len(ev.Delta.Thinking)
+}

@@ -1,0 +1,135 @@
+package plugins
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/modelrelay/modelrelay/sdk/abi"
+)
+
+// benchConfig is the production configuration, guard included: every call
+// runs under a context deadline with WithCloseOnContextDone, as in
+// production. The deadline is 1s instead of 50ms only so that a benchmark on
+// a loaded machine does not fail on a scheduling hiccup; its length does not
+// change what a call costs.
+func benchConfig(dir string) Config {
+	return Config{Dir: dir, CacheDir: wasmCache, Poll: -1, CallTimeout: time.Second, Logger: (&testLogger{}).logger()}
+}
+
+// benchHost opens tokens and lines with the production configuration and
+// warms the pools.
+func benchHost(b *testing.B) *Host {
+	b.Helper()
+	dir := b.TempDir()
+	stage(b, dir, "tokens", "lines")
+	h, err := Open(context.Background(), benchConfig(dir))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.Close(context.Background()) })
+	if _, err := h.Admit(context.Background(), tokensAdmit()); err != nil {
+		b.Fatal(err)
+	}
+	return h
+}
+
+// BenchmarkCall is one Admit on the tokens plugin from a warm pool.
+func BenchmarkCall(b *testing.B) {
+	h := benchHost(b)
+	ctx := context.Background()
+	req := tokensAdmit()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := h.Admit(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCallParallel is BenchmarkCall from GOMAXPROCS goroutines, for
+// throughput with the default pool of 2.
+func BenchmarkCallParallel(b *testing.B) {
+	h := benchHost(b)
+	ctx := context.Background()
+	req := tokensAdmit()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := h.Admit(ctx, req); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkRequest is the plugin time of one relayed request: Admit, a
+// (cached) Select and Settle.
+func BenchmarkRequest(b *testing.B) {
+	h := benchHost(b)
+	ctx := context.Background()
+	admit := tokensAdmit()
+	sel := abi.SelectRequest{Now: admit.Now, Model: admit.Model, Route: admit.Route, Lines: []abi.Line{
+		{Name: "std-1", Route: "standard", Models: []string{admit.Model}, Weight: 3},
+		{Name: "std-2", Route: "standard", Models: []string{admit.Model}, Weight: 1},
+		{Name: "std-backup", Route: "standard", Models: []string{admit.Model}, Priority: 1, Weight: 1},
+	}}
+	settle := abi.SettleRequest{Now: admit.Now, Endpoint: admit.Endpoint, Model: admit.Model, Route: admit.Route,
+		Usage: abi.Usage{InputTokens: 1100, CacheReadTokens: 100, OutputTokens: 240}}
+	if _, err := h.Select(ctx, sel); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := h.Admit(ctx, admit); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := h.Select(ctx, sel); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := h.Settle(ctx, settle); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkInstantiate is the cost of one new tokens instance: instantiation
+// (the guest's Go runtime start), the ABI version check and OpConfigure with
+// tokens.json.
+func BenchmarkInstantiate(b *testing.B) {
+	h := benchHost(b)
+	v := h.Catalog().versions["tokens"]
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		in, err := v.newInstance(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		in.close()
+	}
+}
+
+// BenchmarkCallMinimal is one Settle on the hand-written "trap" guest, whose
+// settle does no work (it returns a constant without decoding its input):
+// what remains is the host and the boundary — the pool, the deadline, two
+// guarded calls (mr_alloc, mr_call) and the result decode. Compare with
+// BenchmarkCall to see the share of the guest's own work.
+func BenchmarkCallMinimal(b *testing.B) {
+	dir := b.TempDir()
+	stage(b, dir, "trap")
+	h, err := Open(context.Background(), benchConfig(dir))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.Close(context.Background()) })
+	ctx := context.Background()
+	req := abi.SettleRequest{Model: "trap-model", Route: "standard", Usage: abi.Usage{InputTokens: 10}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := h.Settle(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

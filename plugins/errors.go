@@ -1,0 +1,61 @@
+package plugins
+
+import (
+	"errors"
+	"strings"
+)
+
+// Error is a plugin failure: a trap, a panic that reached the host, a call
+// past its deadline, a memory blow-up, a malformed result, a plugin that
+// could not be loaded, or no plugin serving the model asked for. Its message
+// names the plugin. The instance that failed has been discarded.
+//
+// A guest's own structured error (an *abi.Error in the result envelope) is
+// not an Error: the host returns it unchanged.
+//
+// The gateway maps an Error to 503 for Select and to 500 otherwise.
+type Error struct {
+	Plugin string // the plugin at fault; "" when no plugin serves the request
+	Op     string // "load", "instantiate", "admit", "settle", "select", …
+	Err    error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("plugin ")
+	if e.Plugin == "" {
+		b.WriteString("(none)")
+	} else {
+		b.WriteString(e.Plugin)
+	}
+	if e.Op != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Op)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Causes an Error wraps; test them with errors.Is. A call past its deadline
+// wraps context.DeadlineExceeded instead.
+var (
+	// ErrNoPlugin: no loaded plugin serves the model (or implements select).
+	ErrNoPlugin = errors.New("no plugin serves it")
+	// ErrMalformed: the guest returned something the ABI does not allow (an
+	// undecodable envelope, a result outside its memory, a negative amount,
+	// a plan naming an unknown line, an invalid description).
+	ErrMalformed = errors.New("malformed result")
+	// ErrMemoryLimit: the guest failed with its memory at the limit.
+	ErrMemoryLimit = errors.New("memory limit reached")
+	// ErrABI: the module does not speak this host's ABI (missing or
+	// mistyped exports, another ABI version, not built as a reactor).
+	ErrABI = errors.New("ABI mismatch")
+	// ErrClosed: the Host was closed.
+	ErrClosed = errors.New("host closed")
+)

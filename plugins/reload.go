@@ -1,0 +1,412 @@
+package plugins
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Bounds on the files read from the plugin directory.
+const (
+	maxWasmBytes   = 256 << 20
+	maxConfigBytes = 16 << 20
+)
+
+// fileStat is what a scan compares before reading a file.
+type fileStat struct {
+	exists bool
+	size   int64
+	mtime  time.Time
+}
+
+func (a fileStat) same(b fileStat) bool {
+	return a.exists == b.exists && a.size == b.size && a.mtime.Equal(b.mtime)
+}
+
+// fingerprint identifies the files of one plugin: NAME.wasm and NAME.json.
+// A scan that finds both stats unchanged skips the plugin without reading
+// it; otherwise it reads and hashes them, and only different contents count
+// as a replacement (a touched file is not reloaded).
+type fingerprint struct {
+	wasm, cfg       fileStat
+	wasmSum, cfgSum string // hex sha256; cfgSum "" when there is no NAME.json
+	refused         bool   // loaded fine but refused for a conflict: retried when another plugin changes
+}
+
+// candidate is a plugin found by a scan.
+type candidate struct {
+	name      string
+	path      string // NAME.wasm
+	cfgPath   string // NAME.json
+	fp        fingerprint
+	wasm, cfg []byte // read only when the plugin is to be (re)loaded
+}
+
+// scan lists the plugins of the directory (or the one file of LoadFile) and
+// stats their files.
+func (h *Host) scan() (map[string]*candidate, error) {
+	var names []string
+	if h.only != "" {
+		names = []string{h.only}
+	} else {
+		entries, err := os.ReadDir(h.dir)
+		if err != nil {
+			return nil, fmt.Errorf("plugins: plugin directory: %w", err)
+		}
+		for _, e := range entries {
+			if n := e.Name(); strings.HasSuffix(n, ".wasm") && !strings.HasPrefix(n, ".") && len(n) > len(".wasm") {
+				names = append(names, n)
+			}
+		}
+	}
+	found := make(map[string]*candidate, len(names))
+	for _, file := range names {
+		name := strings.TrimSuffix(file, ".wasm")
+		c := &candidate{
+			name:    name,
+			path:    filepath.Join(h.dir, file),
+			cfgPath: filepath.Join(h.dir, name+".json"),
+		}
+		var err error
+		if c.fp.wasm, err = statFile(c.path); err != nil {
+			return nil, fmt.Errorf("plugins: plugin %s: %w", name, err)
+		}
+		if !c.fp.wasm.exists {
+			if h.only != "" {
+				return nil, fmt.Errorf("plugins: plugin %s: %s is missing", name, c.path)
+			}
+			continue // a directory or a file gone between ReadDir and Stat
+		}
+		if c.fp.cfg, err = statFile(c.cfgPath); err != nil {
+			return nil, fmt.Errorf("plugins: plugin %s: %w", name, err)
+		}
+		found[name] = c
+	}
+	return found, nil
+}
+
+// statFile stats a regular file (following symbolic links); a missing file,
+// or something that is not a regular file, does not exist.
+func statFile(path string) (fileStat, error) {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fileStat{}, nil
+	case err != nil:
+		return fileStat{}, err
+	case !st.Mode().IsRegular():
+		return fileStat{}, nil
+	}
+	return fileStat{exists: true, size: st.Size(), mtime: st.ModTime()}, nil
+}
+
+// read reads and hashes the candidate's files.
+func (c *candidate) read() error {
+	var err error
+	if c.wasm, err = readFile(c.path, maxWasmBytes); err != nil {
+		return err
+	}
+	c.fp.wasmSum = sha256Hex(c.wasm)
+	c.cfg, c.fp.cfgSum = nil, ""
+	if c.fp.cfg.exists {
+		if c.cfg, err = readFile(c.cfgPath, maxConfigBytes); err != nil {
+			return err
+		}
+		c.fp.cfgSum = sha256Hex(c.cfg)
+	}
+	return nil
+}
+
+func readFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d MiB", path, limit>>20)
+	}
+	return b, nil
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// counter returns the counters of a plugin name, creating them. h.mu held.
+func (h *Host) counter(name string) *counters {
+	c := h.counters[name]
+	if c == nil {
+		c = new(counters)
+		h.counters[name] = c
+	}
+	return c
+}
+
+// loadMany loads the candidates concurrently (compilation is the slow part
+// and uses one core per module) and returns the versions and errors by name.
+func (h *Host) loadMany(ctx context.Context, cands []*candidate) (map[string]*version, map[string]error) {
+	loaded := make(map[string]*version)
+	failed := make(map[string]error)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for _, c := range cands {
+		ctr := h.counter(c.name)
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var v *version
+			var err error
+			if c.wasm == nil { // Reload has read (and hashed) what it found changed
+				err = c.read()
+			}
+			if err != nil {
+				err = &Error{Plugin: c.name, Op: "load", Err: err}
+			} else {
+				v, err = loadVersion(ctx, h.opts, c.name, c.path, c.wasm, c.cfg, ctr)
+			}
+			c.wasm, c.cfg = nil, nil
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed[c.name] = err
+				return
+			}
+			loaded[c.name] = v
+		})
+	}
+	wg.Wait()
+	return loaded, failed
+}
+
+// loadAll is the first load: every plugin must load, and the catalogue must
+// be consistent.
+func (h *Host) loadAll(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	found, err := h.scan()
+	if err != nil {
+		return err
+	}
+	if len(found) == 0 {
+		return fmt.Errorf("plugins: no plugins (*.wasm) in %s", h.dir)
+	}
+	cands := slices.Collect(maps.Values(found))
+	loaded, failed := h.loadMany(ctx, cands)
+	closeAll := func() {
+		for _, v := range loaded {
+			v.retire()
+		}
+	}
+	if len(failed) > 0 {
+		closeAll()
+		var errs []error
+		for _, name := range slices.Sorted(maps.Keys(failed)) {
+			errs = append(errs, failed[name])
+		}
+		return errors.Join(errs...)
+	}
+	cat, err := buildCatalog(loaded)
+	if err != nil {
+		closeAll()
+		return err
+	}
+	for name, c := range found {
+		fp := c.fp
+		h.seen[name] = &fp
+	}
+	h.cat.Store(cat)
+	for _, info := range cat.infos {
+		h.logger.Info("plugin loaded", "plugin", info.Name, "file", info.File, "sha256", info.SHA256,
+			"implements", info.Implements, "models", len(info.Models), "engine", h.opts.engine.kind)
+	}
+	return nil
+}
+
+// Reload rescans the directory now: it loads added plugins, reloads replaced
+// ones (a different NAME.wasm or NAME.json), and drops removed ones. The new
+// catalogue is built completely and then swapped in; calls in flight finish
+// on the versions they started on, which are closed once drained. A plugin
+// that fails to load, or that would serve a model another plugin serves,
+// is refused and its previous version (if any) keeps serving; the failure is
+// logged naming the plugin and returned. The poller calls Reload every
+// Config.Poll.
+func (h *Host) Reload(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed.Load() {
+		return &Error{Op: "reload", Err: ErrClosed}
+	}
+	found, err := h.scan()
+	if err != nil {
+		if msg := err.Error(); msg != h.lastScanErr {
+			h.lastScanErr = msg
+			h.logger.Error("plugin directory scan failed; plugins keep serving", "dir", h.dir, "err", err)
+		}
+		return err
+	}
+	h.lastScanErr = ""
+	cur := h.cat.Load()
+
+	// Decide what changed.
+	var changed []*candidate
+	for name, c := range found {
+		prev := h.seen[name]
+		if prev != nil && prev.wasm.same(c.fp.wasm) && prev.cfg.same(c.fp.cfg) {
+			continue
+		}
+		if err := c.read(); err != nil {
+			// Probably a file being replaced; the next scan sees it again.
+			h.logger.Warn("plugin file unreadable; previous version keeps serving", "plugin", name, "err", err)
+			continue
+		}
+		if prev != nil && prev.wasmSum == c.fp.wasmSum && prev.cfgSum == c.fp.cfgSum {
+			prev.wasm, prev.cfg = c.fp.wasm, c.fp.cfg // touched, not changed
+			continue
+		}
+		changed = append(changed, c)
+	}
+	var removed []string
+	for name := range cur.versions {
+		if found[name] == nil {
+			removed = append(removed, name)
+		}
+	}
+	for name := range h.seen {
+		if found[name] == nil {
+			delete(h.seen, name)
+		}
+	}
+	if len(changed) == 0 && len(removed) == 0 {
+		return nil
+	}
+	// A plugin refused for a conflict gets another chance now that something
+	// else changed.
+	for name, fp := range h.seen {
+		if fp.refused && !slices.ContainsFunc(changed, func(c *candidate) bool { return c.name == name }) {
+			c := found[name]
+			if err := c.read(); err == nil {
+				changed = append(changed, c)
+			}
+		}
+	}
+	slices.SortFunc(changed, func(a, b *candidate) int { return strings.Compare(a.name, b.name) })
+	slices.Sort(removed)
+
+	loaded, failed := h.loadMany(ctx, changed)
+	for _, v := range loaded {
+		if old := cur.versions[v.name]; old != nil {
+			v.warm(ctx, len(old.slots))
+		}
+	}
+
+	// Assemble the next catalogue: the unchanged versions first, then the
+	// previous versions of plugins whose new version failed, then the new
+	// versions; a new version that conflicts is refused and its predecessor
+	// kept.
+	next := newCatalog()
+	var stale []*version // versions to retire once next is published
+	isChanged := func(name string) bool {
+		return slices.ContainsFunc(changed, func(c *candidate) bool { return c.name == name })
+	}
+	keep := func(v *version) {
+		if err := next.add(v); err != nil {
+			h.logger.Error("plugin dropped: it conflicts with a newly loaded plugin", "plugin", v.name, "err", err)
+			stale = append(stale, v)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cur.versions)) {
+		v := cur.versions[name]
+		switch {
+		case slices.Contains(removed, name):
+			stale = append(stale, v)
+		case !isChanged(name):
+			keep(v)
+		}
+	}
+	for _, c := range changed {
+		if err := failed[c.name]; err != nil {
+			fp := c.fp
+			h.seen[c.name] = &fp // not retried until the files change again
+			if old := cur.versions[c.name]; old != nil {
+				h.logger.Error("plugin reload failed; previous version keeps serving", "plugin", c.name, "err", err)
+				keep(old)
+			} else {
+				h.logger.Error("plugin load failed; not added", "plugin", c.name, "err", err)
+			}
+		}
+	}
+	var added, replaced []string
+	var errs []error
+	for _, c := range changed {
+		v := loaded[c.name]
+		if v == nil {
+			errs = append(errs, failed[c.name])
+			continue
+		}
+		fp := c.fp
+		h.seen[c.name] = &fp
+		old := cur.versions[c.name]
+		if err := next.add(v); err != nil {
+			fp.refused = true
+			errs = append(errs, err)
+			stale = append(stale, v)
+			if old != nil {
+				h.logger.Error("plugin reload refused; previous version keeps serving", "plugin", c.name, "err", err)
+				keep(old)
+			} else {
+				h.logger.Error("plugin refused; not added", "plugin", c.name, "err", err)
+			}
+			continue
+		}
+		if old != nil {
+			replaced = append(replaced, c.name)
+			stale = append(stale, old)
+		} else {
+			added = append(added, c.name)
+		}
+	}
+	next.finish()
+	h.cat.Store(next)
+	for _, v := range stale {
+		v.retire()
+	}
+	if len(added)+len(replaced)+len(removed) > 0 {
+		h.logger.Info("plugins reloaded", "added", added, "replaced", replaced, "removed", removed)
+	}
+	return errors.Join(errs...)
+}
+
+// poll calls Reload every interval until the Host closes. Reload logs what it
+// does and what fails; its error needs no second report here.
+func (h *Host) poll(interval time.Duration) {
+	defer close(h.pollerDone)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+			_ = h.Reload(context.Background())
+		}
+	}
+}

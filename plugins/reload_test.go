@@ -1,0 +1,394 @@
+package plugins
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelrelay/modelrelay/sdk/abi"
+)
+
+// repriced returns tokens.json with the standard input price of model set to
+// price (USD per million tokens).
+func repriced(t *testing.T, model, price string) []byte {
+	t.Helper()
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(configBytes(t, "tokens")))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatalf("tokens.json: %v", err)
+	}
+	models, _ := doc["models"].([]any)
+	for _, m := range models {
+		m, _ := m.(map[string]any)
+		if m["id"] != model {
+			continue
+		}
+		routes, _ := m["routes"].(map[string]any)
+		std, _ := routes["standard"].(map[string]any)
+		if std == nil {
+			t.Fatalf("tokens.json: %s has no standard route", model)
+		}
+		std["input"] = price
+		out, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	t.Fatalf("tokens.json: no model %s", model)
+	return nil
+}
+
+func info(t *testing.T, h *Host, plugin string) PluginInfo {
+	t.Helper()
+	for _, p := range h.Catalog().Plugins() {
+		if p.Name == plugin {
+			return p
+		}
+	}
+	t.Fatalf("plugin %s not loaded", plugin)
+	return PluginInfo{}
+}
+
+func waitDone(t *testing.T, v *version) {
+	t.Helper()
+	select {
+	case <-v.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the retired version of %s never shut down (refs %d)", v.name, v.refs.Load())
+	}
+}
+
+func TestHotReloadUnderLoad(t *testing.T) {
+	dir := t.TempDir()
+	stage(t, dir, "tokens", "lines")
+	// The deadline is generous: this test is about the swap, and a loaded
+	// 2-core machine can keep a runnable goroutine off the CPU for longer
+	// than the 50ms default (TestHostilePlugins covers deadlines).
+	h, logs := openDir(t, dir, Config{Poll: 10 * time.Millisecond, CallTimeout: 5 * time.Second})
+	ctx := context.Background()
+	req := tokensAdmit()
+	before, err := h.Admit(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := h.Catalog().versions["tokens"]
+	oldInfo := info(t, h, "tokens")
+
+	var (
+		stop     atomic.Bool
+		failures atomic.Int64
+		firstErr atomic.Value
+		mu       sync.Mutex
+		holds    = map[int64]int{}
+		wg       sync.WaitGroup
+	)
+	for range 4 {
+		wg.Go(func() {
+			for !stop.Load() {
+				res, err := h.Admit(ctx, req)
+				if err != nil {
+					failures.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					continue
+				}
+				mu.Lock()
+				holds[res.Hold]++
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(100 * time.Millisecond)
+	// Deploy: the same tokens.wasm copied over, with a tokens.json that
+	// raises the standard input price.
+	writeFile(t, filepath.Join(dir, "tokens.wasm"), wasmBytes(t, "tokens"))
+	writeFile(t, filepath.Join(dir, "tokens.json"), repriced(t, req.Model, "97.5"))
+
+	deadline := time.Now().Add(30 * time.Second)
+	var after abi.AdmitResult
+	for time.Now().Before(deadline) {
+		if info(t, h, "tokens").Config != oldInfo.Config {
+			after, err = h.Admit(ctx, req)
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // keep calling on the new version
+	stop.Store(true)
+	wg.Wait()
+
+	if n := failures.Load(); n > 0 {
+		t.Fatalf("%d calls failed during the reload; first: %v", n, firstErr.Load())
+	}
+	if err != nil || after.Hold <= before.Hold {
+		t.Fatalf("after the reload: hold %d (err %v), want above %d", after.Hold, err, before.Hold)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if holds[after.Hold] == 0 || holds[before.Hold] == 0 {
+		t.Fatalf("holds seen %v: want both the old price (%d) and the new (%d)", holds, before.Hold, after.Hold)
+	}
+	for hold := range holds {
+		if hold != before.Hold && hold != after.Hold {
+			t.Fatalf("hold %d is neither the old nor the new price (%v)", hold, holds)
+		}
+	}
+	waitDone(t, old)
+	if got := info(t, h, "tokens"); got.SHA256 != oldInfo.SHA256 || !got.Loaded.After(oldInfo.Loaded) {
+		t.Errorf("plugin info after the reload: %+v (before %+v)", got, oldInfo)
+	}
+	if !contains(logs.String(), "plugins reloaded", "replaced=[tokens]") {
+		t.Errorf("reload not logged:\n%s", logs.String())
+	}
+}
+
+func TestReloadBrokenReplacementKeepsServing(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		file    string // replaced file
+		data    func(t *testing.T) []byte
+		wantErr []string
+	}{
+		{"not wasm", "tokens.wasm", func(*testing.T) []byte { return []byte("\x00asm garbage") }, []string{"plugin tokens: compile"}},
+		{"wrong ABI version", "tokens.wasm", func(t *testing.T) []byte { return wasmBytes(t, "version") }, []string{"plugin tokens", "ABI version 7, host speaks 1"}},
+		{"bad configuration", "tokens.json", func(*testing.T) []byte { return []byte(`{"models": [`) }, []string{"plugin tokens", "configuration refused"}},
+		{"a plugin that refuses tokens.json", "tokens.wasm", func(t *testing.T) []byte { return wasmBytes(t, "loop") }, []string{"plugin tokens", "configuration refused"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			stage(t, dir, "tokens")
+			h, logs := openDir(t, dir, Config{})
+			want, err := h.Admit(ctx, tokensAdmit())
+			if err != nil {
+				t.Fatal(err)
+			}
+			was := info(t, h, "tokens")
+			original, err := os.ReadFile(filepath.Join(dir, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(dir, tc.file), tc.data(t))
+
+			err = h.Reload(ctx)
+			var pe *Error
+			if !errors.As(err, &pe) || pe.Plugin != "tokens" || !contains(err.Error(), tc.wantErr...) {
+				t.Fatalf("Reload: %v, want a *plugins.Error naming tokens with %q", err, tc.wantErr)
+			}
+			if !contains(logs.String(), "previous version keeps serving", "plugin=tokens") {
+				t.Errorf("failure not logged:\n%s", logs.String())
+			}
+			if got, err := h.Admit(ctx, tokensAdmit()); err != nil || got.Hold != want.Hold {
+				t.Fatalf("after the broken reload: %+v, %v; want hold %d", got, err, want.Hold)
+			}
+			if got := info(t, h, "tokens"); got.SHA256 != was.SHA256 || !got.Loaded.Equal(was.Loaded) {
+				t.Fatalf("the broken version replaced the good one: %+v", got)
+			}
+			// The broken files are not retried until they change again.
+			if err := h.Reload(ctx); err != nil {
+				t.Fatalf("second Reload: %v", err)
+			}
+			// Fixed: the plugin reloads.
+			writeFile(t, filepath.Join(dir, tc.file), original)
+			if err := h.Reload(ctx); err != nil {
+				t.Fatalf("Reload with the files restored: %v", err)
+			}
+			if got := info(t, h, "tokens"); !got.Loaded.After(was.Loaded) {
+				t.Fatalf("the restored plugin was not reloaded: %+v", got)
+			}
+			if got, err := h.Admit(ctx, tokensAdmit()); err != nil || got.Hold != want.Hold {
+				t.Fatalf("restored: %+v, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestReloadAddRemoveTouch(t *testing.T) {
+	dir := t.TempDir()
+	stage(t, dir, "panic")
+	h, logs := openDir(t, dir, Config{})
+	ctx := context.Background()
+	oldPanic := h.Catalog().versions["panic"]
+
+	stage(t, dir, "loop")
+	if err := h.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Catalog().PluginFor("loop-model"); got != "loop" {
+		t.Fatalf("PluginFor(loop-model) = %q after adding loop.wasm", got)
+	}
+	if !contains(logs.String(), "added=[loop]") {
+		t.Errorf("addition not logged:\n%s", logs.String())
+	}
+	loaded := info(t, h, "loop").Loaded
+
+	if err := os.Remove(filepath.Join(dir, "panic.wasm")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.Catalog().Model("panic-model"); ok {
+		t.Fatal("panic-model still served after panic.wasm was removed")
+	}
+	if _, err := h.Admit(ctx, hostileAdmit("panic-model", "")); !errors.Is(err, ErrNoPlugin) {
+		t.Fatalf("Admit on a removed plugin: %v", err)
+	}
+	if !contains(logs.String(), "removed=[panic]") {
+		t.Errorf("removal not logged:\n%s", logs.String())
+	}
+	waitDone(t, oldPanic)
+
+	// A touched file with the same content is not reloaded.
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "loop.wasm"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := info(t, h, "loop").Loaded; !got.Equal(loaded) {
+		t.Fatalf("touching loop.wasm reloaded it")
+	}
+	names := []string{}
+	for _, p := range h.Catalog().Plugins() {
+		names = append(names, p.Name)
+	}
+	if !slices.Equal(names, []string{"loop"}) {
+		t.Fatalf("Plugins() = %v", names)
+	}
+
+	// Dot files are ignored (a copy in progress).
+	writeFile(t, filepath.Join(dir, ".half.wasm"), []byte("partial"))
+	if err := h.Reload(ctx); err != nil {
+		t.Fatalf("a hidden file was loaded: %v", err)
+	}
+}
+
+func TestReloadConflict(t *testing.T) {
+	dir := t.TempDir()
+	stage(t, dir, "tokens")
+	h, logs := openDir(t, dir, Config{})
+	ctx := context.Background()
+
+	stage(t, dir, "dup")
+	err := h.Reload(ctx)
+	if !contains(errString(err), "plugin dup", `"modelb-6-astra"`, "plugin tokens") {
+		t.Fatalf("Reload: %v, want the conflict naming dup, tokens and the model", err)
+	}
+	if got := h.Catalog().PluginFor("modelb-6-astra"); got != "tokens" {
+		t.Fatalf("modelb-6-astra served by %q", got)
+	}
+	if !contains(logs.String(), "plugin refused", "plugin=dup") {
+		t.Errorf("refusal not logged:\n%s", logs.String())
+	}
+	if _, err := h.Admit(ctx, tokensAdmit()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Once tokens is gone, dup gets its chance.
+	for _, f := range []string{"tokens.wasm", "tokens.json"} {
+		os.Remove(filepath.Join(dir, f))
+	}
+	if err := h.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Catalog().PluginFor("modelb-6-astra"); got != "dup" {
+		t.Fatalf("after removing tokens, modelb-6-astra served by %q", got)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func TestReloadDrainsCallsInFlight(t *testing.T) {
+	dir := t.TempDir()
+	stage(t, dir, "loop")
+	h, _ := openDir(t, dir, Config{CallTimeout: time.Minute})
+	ctx := context.Background()
+	old := h.Catalog().versions["loop"]
+
+	// A call that loops until the test cancels it.
+	inFlight, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.Admit(inFlight, hostileAdmit("loop-model", "loop"))
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	// Replace loop.wasm with another plugin entirely.
+	writeFile(t, filepath.Join(dir, "loop.wasm"), wasmBytes(t, "hog"))
+	if err := h.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Catalog().PluginFor("hog-model"); got != "loop" {
+		t.Fatalf("hog-model served by %q", got)
+	}
+	select {
+	case <-old.done:
+		t.Fatal("the old version shut down with a call in flight")
+	default:
+	}
+	// The new version serves while the old one finishes its call.
+	if _, err := h.Admit(ctx, hostileAdmit("hog-model", "")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-old.done:
+		t.Fatal("the old version shut down with a call in flight")
+	default:
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) || !contains(errString(err), "plugin loop", "abandoned by the caller") {
+		t.Fatalf("the call in flight: %v", err)
+	}
+	waitDone(t, old)
+	if s := stats(t, h, "loop"); s.Failures != 0 {
+		t.Errorf("a call the caller abandoned counted as a failure: %+v", s)
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	dir := t.TempDir()
+	stage(t, dir, "tokens", "panic")
+	ctx := context.Background()
+	h, err := LoadFile(ctx, filepath.Join(dir, "tokens.wasm"), Config{CacheDir: wasmCache, Poll: -1, Dir: "/ignored", Logger: (&testLogger{}).logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
+	plugins := h.Catalog().Plugins()
+	if len(plugins) != 1 || plugins[0].Name != "tokens" || plugins[0].Config == "" {
+		t.Fatalf("Plugins() = %+v, want tokens alone, configured", plugins)
+	}
+	if _, err := h.Admit(ctx, tokensAdmit()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Catalog().Plugins()) != 1 {
+		t.Fatal("Reload of a single-file host picked up other files")
+	}
+	for _, bad := range []string{filepath.Join(dir, "missing.wasm"), filepath.Join(dir, "tokens.json"), dir} {
+		if h, err := LoadFile(ctx, bad, Config{Poll: -1}); err == nil {
+			h.Close(ctx)
+			t.Errorf("LoadFile(%s) succeeded", bad)
+		}
+	}
+}

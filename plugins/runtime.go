@@ -1,0 +1,159 @@
+package plugins
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// engine is the one wazero Runtime of a Host, with its compilation cache.
+type engine struct {
+	rt    wazero.Runtime
+	cache wazero.CompilationCache // nil without CacheDir
+	kind  string                  // "compiler" or "interpreter"
+}
+
+// compilerSupported mirrors wazero's own platform check (which is internal):
+// its optimizing compiler targets amd64 and arm64 on these systems.
+func compilerSupported() bool {
+	switch runtime.GOOS {
+	case "linux", "darwin", "freebsd", "netbsd", "windows", "dragonfly", "solaris", "illumos":
+	default:
+		return false
+	}
+	return runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64"
+}
+
+// newEngine builds the Runtime: the compiler (the interpreter only where the
+// compiler is unsupported), termination on context done (the only defence
+// against a guest that never returns), the memory ceiling, the file-backed
+// compilation cache, and WASI with nothing granted (see moduleConfig).
+func newEngine(ctx context.Context, cfg *Config) (*engine, error) {
+	e := &engine{kind: "compiler"}
+	var rc wazero.RuntimeConfig
+	if compilerSupported() {
+		rc = wazero.NewRuntimeConfigCompiler()
+	} else {
+		e.kind = "interpreter"
+		rc = wazero.NewRuntimeConfigInterpreter()
+	}
+	rc = rc.WithCloseOnContextDone(true).WithMemoryLimitPages(cfg.MemoryLimitPages)
+	if cfg.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("plugins: compilation cache %q: %w", cfg.CacheDir, err)
+		}
+		e.cache = c
+		rc = rc.WithCompilationCache(c)
+	}
+	e.rt = wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
+		e.close(ctx)
+		return nil, fmt.Errorf("plugins: WASI: %w", err)
+	}
+	return e, nil
+}
+
+func (e *engine) close(ctx context.Context) {
+	_ = e.rt.Close(ctx)
+	if e.cache != nil {
+		_ = e.cache.Close(ctx)
+	}
+}
+
+// moduleConfig is the sandbox of every instance: an anonymous module (so a
+// plugin can be instantiated many times), the reactor's _initialize as the
+// only start function, and nothing granted. wazero's defaults already deny
+// the rest: no filesystem mounts, no environment, no arguments, no stdin or
+// stdout, a fake wall clock fixed in the past and a fake monotonic clock,
+// deterministic "randomness", and a sleep that returns at once. The plugin's
+// only clock is the Now field of its requests. Standard error goes to a
+// bounded debug log so that a guest's own panic message can be diagnosed.
+func moduleConfig(stderr *stderrLog) wazero.ModuleConfig {
+	return wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions("_initialize").
+		WithStderr(stderr)
+}
+
+// stderrBudget is how many bytes of a single instance's standard error are
+// logged; the rest is dropped. stderrTail is how much of its end is kept to
+// be quoted in the log line of a failure; stderrLine is the longest line
+// logged as one record.
+const (
+	stderrBudget = 4 << 10
+	stderrTail   = 512
+	stderrLine   = 256
+)
+
+// stderrLog takes a guest's standard error: it logs it line by line at debug
+// level, at most stderrBudget bytes per instance, and keeps the last
+// stderrTail bytes (a Go guest's "panic: …" or "fatal error: out of memory")
+// for the warning logged when the instance fails. Plugins are handed
+// summaries (token counts, model names), never prompts, so there is no
+// request content to leak here.
+type stderrLog struct {
+	logger *slog.Logger
+	plugin string
+
+	mu   sync.Mutex
+	left int    // bytes that may still be logged
+	line []byte // the current, unfinished line
+	tail []byte
+}
+
+func newStderrLog(logger *slog.Logger, plugin string) *stderrLog {
+	return &stderrLog{logger: logger, plugin: plugin, left: stderrBudget}
+}
+
+func (w *stderrLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	keep := p
+	if len(keep) > stderrTail {
+		keep = keep[len(keep)-stderrTail:]
+	}
+	w.tail = append(w.tail, keep...)
+	if len(w.tail) > stderrTail {
+		w.tail = append(w.tail[:0], w.tail[len(w.tail)-stderrTail:]...)
+	}
+	if w.left <= 0 || !w.logger.Enabled(context.Background(), slog.LevelDebug) {
+		return len(p), nil
+	}
+	for _, c := range p {
+		if c == '\n' || len(w.line) >= stderrLine {
+			w.flush()
+			if c == '\n' {
+				continue
+			}
+		}
+		w.line = append(w.line, c)
+	}
+	return len(p), nil
+}
+
+// flush logs the current line within the budget. w.mu held.
+func (w *stderrLog) flush() {
+	text := w.line
+	w.line = w.line[:0]
+	if w.left <= 0 {
+		return
+	}
+	if len(text) > w.left {
+		text = text[:w.left]
+	}
+	w.left -= len(text) + 1
+	w.logger.Debug("plugin stderr", "plugin", w.plugin, "line", string(text))
+}
+
+// last returns the kept end of the guest's standard error.
+func (w *stderrLog) last() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.tail)
+}

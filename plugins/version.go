@@ -1,0 +1,515 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/sdk/abi"
+)
+
+// instantiateBudget bounds instantiation (the guest's _initialize, which
+// starts the Go runtime), the ABI version check and OpConfigure, and, at
+// load, OpDescribe. It is far above the measured 12–15 ms so that a loaded
+// machine does not refuse a good plugin, and far below anything a caller
+// would notice as a hang.
+const instantiateBudget = 5 * time.Second
+
+// counters survive reloads: they are per plugin name, not per version, so
+// that the metrics built from them only ever grow.
+type counters struct {
+	calls    atomic.Uint64
+	failures atomic.Uint64
+	recycled atomic.Uint64
+}
+
+// version is one loaded version of one plugin: its compiled module, what it
+// described, and its pool of instances.
+//
+// Lifetime: refs starts at 1, the reference of the catalogue that serves the
+// version. Every call (and every background refill) holds one more for its
+// duration. retire drops the catalogue's reference once a newer catalogue no
+// longer holds the version; when the count reaches zero nothing can use the
+// version any more, and it closes its instances and compiled module.
+type version struct {
+	name     string
+	path     string // the .wasm file
+	sum      string // hex sha256 of the .wasm bytes
+	cfgSum   string // hex sha256 of NAME.json; "" when absent
+	config   []byte // NAME.json, handed to OpConfigure of every instance
+	loaded   time.Time
+	desc     abi.Description
+	models   []pricing.Model
+	counters *counters
+	opts     *options
+	compiled wazero.CompiledModule
+
+	slots chan struct{}  // one token per live instance (idle, busy or being created)
+	idle  chan *instance // instances ready for a call
+	plans *planCache     // Select results, when the plugin implements select
+	refs  atomic.Int64   // see the type comment
+	gone  atomic.Bool    // retired: no background refills any more
+	done  chan struct{}  // closed once the version has shut down
+}
+
+// options are the settings every version shares with its Host.
+type options struct {
+	engine       *engine
+	logger       *slog.Logger
+	poolSize     int
+	callTimeout  time.Duration
+	recycleCalls int
+	recycleBytes uint64
+	memoryLimit  uint64 // bytes
+}
+
+// requiredExports are the functions a guest must export, with their types.
+var requiredExports = []struct {
+	name    string
+	params  []api.ValueType
+	results []api.ValueType
+}{
+	{abi.ExportVersion, nil, []api.ValueType{api.ValueTypeI32}},
+	{abi.ExportAlloc, []api.ValueType{api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}},
+	{abi.ExportCall, []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI64}},
+}
+
+// loadVersion compiles wasm, checks its exports, creates the first instance
+// (which checks the ABI version and configures it), asks it to describe
+// itself and validates the description. The first instance is kept in the
+// pool: a plugin that cannot serve fails here, at load, and not on a
+// request. Every error is an *Error naming the plugin.
+func loadVersion(ctx context.Context, o *options, name, path string, wasm, config []byte, c *counters) (*version, error) {
+	v := &version{
+		name:     name,
+		path:     path,
+		sum:      sha256Hex(wasm),
+		config:   config,
+		loaded:   time.Now(),
+		counters: c,
+		opts:     o,
+		slots:    make(chan struct{}, o.poolSize),
+		idle:     make(chan *instance, o.poolSize),
+		done:     make(chan struct{}),
+	}
+	if config != nil {
+		v.cfgSum = sha256Hex(config)
+	}
+	v.refs.Store(1)
+
+	compiled, err := o.engine.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, &Error{Plugin: name, Op: "compile", Err: err}
+	}
+	v.compiled = compiled
+	if err := checkExports(compiled); err != nil {
+		_ = compiled.Close(context.Background())
+		return nil, &Error{Plugin: name, Op: "load", Err: err}
+	}
+
+	v.slots <- struct{}{}
+	in, err := v.newInstance(ctx)
+	if err != nil {
+		_ = compiled.Close(context.Background())
+		return nil, &Error{Plugin: name, Op: "instantiate", Err: err}
+	}
+	if err := v.describe(ctx, in); err != nil {
+		in.close()
+		_ = compiled.Close(context.Background())
+		return nil, &Error{Plugin: name, Op: "describe", Err: err}
+	}
+	v.idle <- in
+	return v, nil
+}
+
+// checkExports refuses a module that lacks an export of the ABI or exports
+// it with another type, and a Go module built as a command instead of a
+// reactor (its exports would trap on first use).
+func checkExports(m wazero.CompiledModule) error {
+	fns := m.ExportedFunctions()
+	for _, want := range requiredExports {
+		def, ok := fns[want.name]
+		if !ok {
+			if _, isCommand := fns["_start"]; isCommand {
+				return fmt.Errorf("%w: no export %s; the module is a command (it exports _start): build it with -buildmode=c-shared", ErrABI, want.name)
+			}
+			return fmt.Errorf("%w: no export %s", ErrABI, want.name)
+		}
+		if !sameTypes(def.ParamTypes(), want.params) || !sameTypes(def.ResultTypes(), want.results) {
+			return fmt.Errorf("%w: export %s has type %s, want %s", ErrABI, want.name,
+				signature(def.ParamTypes(), def.ResultTypes()), signature(want.params, want.results))
+		}
+	}
+	if _, ok := fns["_start"]; ok {
+		if _, ok := fns["_initialize"]; !ok {
+			return fmt.Errorf("%w: the module is a command (it exports _start, not _initialize): build it with -buildmode=c-shared", ErrABI)
+		}
+	}
+	if _, ok := m.ExportedMemories()["memory"]; !ok {
+		return fmt.Errorf("%w: no exported memory named \"memory\"", ErrABI)
+	}
+	return nil
+}
+
+func sameTypes(a, b []api.ValueType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func signature(params, results []api.ValueType) string {
+	s := "func("
+	for i, t := range params {
+		if i > 0 {
+			s += ", "
+		}
+		s += api.ValueTypeName(t)
+	}
+	s += ")"
+	switch len(results) {
+	case 0:
+	case 1:
+		s += " " + api.ValueTypeName(results[0])
+	default:
+		s += " ("
+		for i, t := range results {
+			if i > 0 {
+				s += ", "
+			}
+			s += api.ValueTypeName(t)
+		}
+		s += ")"
+	}
+	return s
+}
+
+// newInstance instantiates the module (running _initialize), checks the ABI
+// version and configures the instance with NAME.json, within
+// instantiateBudget. The caller holds a slot for it.
+func (v *version) newInstance(ctx context.Context) (*instance, error) {
+	ctx, cancel := context.WithTimeout(ctx, instantiateBudget)
+	defer cancel()
+	stderr := newStderrLog(v.opts.logger, v.name)
+	mod, err := v.opts.engine.rt.InstantiateModule(ctx, v.compiled, moduleConfig(stderr))
+	if err != nil {
+		return nil, withStderr(err, stderr)
+	}
+	in := &instance{
+		mod:    mod,
+		alloc:  mod.ExportedFunction(abi.ExportAlloc),
+		call:   mod.ExportedFunction(abi.ExportCall),
+		mem:    mod.ExportedMemory("memory"),
+		stderr: stderr,
+	}
+	if in.alloc == nil || in.call == nil || in.mem == nil {
+		in.close()
+		return nil, fmt.Errorf("%w: exports missing after instantiation", ErrABI)
+	}
+	if err := mod.ExportedFunction(abi.ExportVersion).CallWithStack(ctx, in.stack[:1]); err != nil {
+		in.close()
+		return nil, fmt.Errorf("%s: %w", abi.ExportVersion, withStderr(err, stderr))
+	}
+	if got := uint32(in.stack[0]); got != abi.Version {
+		in.close()
+		return nil, fmt.Errorf("%w: ABI version %d, host speaks %d", ErrABI, got, abi.Version)
+	}
+	view, err := in.invoke(ctx, abi.OpConfigure, v.config, maxResult)
+	if err == nil {
+		var gerr *abi.Error
+		var payload []byte
+		payload, gerr, err = abi.DecodeResult(view)
+		switch {
+		case err != nil:
+			err = fmt.Errorf("%w: %w", ErrMalformed, err)
+		case gerr != nil:
+			err = fmt.Errorf("configuration refused: %w", gerr)
+		case len(payload) != 0:
+			err = fmt.Errorf("%w: configure returned %d unexpected bytes", ErrMalformed, len(payload))
+		}
+	}
+	if err != nil {
+		in.close()
+		return nil, fmt.Errorf("configure: %w", withStderr(err, stderr))
+	}
+	return in, nil
+}
+
+// withStderr appends the end of the guest's standard error, if any, to a
+// failure at load time (where it is the only clue an operator gets).
+func withStderr(err error, stderr *stderrLog) error {
+	if tail := stderr.last(); tail != "" {
+		return fmt.Errorf("%w (guest stderr: %q)", err, tail)
+	}
+	return err
+}
+
+// describe runs OpDescribe on in and validates the description.
+func (v *version) describe(ctx context.Context, in *instance) error {
+	ctx, cancel := context.WithTimeout(ctx, instantiateBudget)
+	defer cancel()
+	view, err := in.invoke(ctx, abi.OpDescribe, nil, maxDescribeResult)
+	if err != nil {
+		return withStderr(err, in.stderr)
+	}
+	payload, gerr, err := abi.DecodeResult(view)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	case gerr != nil:
+		return fmt.Errorf("refused to describe itself: %w", gerr)
+	}
+	if err := v.desc.Decode(payload); err != nil {
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	models, err := validateDescription(&v.desc)
+	if err != nil {
+		return fmt.Errorf("%w: description: %w", ErrMalformed, err)
+	}
+	v.models = models
+	if v.implements(abi.CapSelect) {
+		v.plans = newPlanCache()
+	}
+	return nil
+}
+
+func (v *version) implements(capability string) bool {
+	for _, c := range v.desc.Implements {
+		if c == capability {
+			return true
+		}
+	}
+	return false
+}
+
+// acquire takes a reference for one call; it fails once the version has
+// shut down (the caller then reads the newer catalogue).
+func (v *version) acquire() bool {
+	for {
+		n := v.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if v.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release drops a reference; the last one shuts the version down.
+func (v *version) release() {
+	if v.refs.Add(-1) == 0 {
+		v.shutdown()
+	}
+}
+
+// retire drops the catalogue's reference: the version finishes the calls it
+// has and then shuts down. Call it once, after the catalogue that no longer
+// holds the version has been published.
+func (v *version) retire() {
+	v.gone.Store(true)
+	v.release()
+}
+
+// shutdown closes the instances and the compiled module. Nothing holds a
+// reference any more, so every live instance is idle.
+func (v *version) shutdown() {
+	for {
+		select {
+		case in := <-v.idle:
+			in.close()
+			<-v.slots
+			continue
+		default:
+		}
+		break
+	}
+	_ = v.compiled.Close(context.Background())
+	close(v.done)
+}
+
+// get takes an idle instance, or creates one while the pool has room, or
+// waits on ctx for one to come back.
+func (v *version) get(ctx context.Context) (*instance, error) {
+	select {
+	case in := <-v.idle:
+		return in, nil
+	default:
+	}
+	select {
+	case in := <-v.idle:
+		return in, nil
+	case v.slots <- struct{}{}:
+		in, err := v.newInstance(ctx)
+		if err != nil {
+			<-v.slots
+			return nil, err
+		}
+		return in, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// put returns a healthy instance to the pool, or recycles it when it has
+// served RecycleCalls calls or its memory has grown past RecycleBytes (guest
+// memory never shrinks).
+func (v *version) put(in *instance) {
+	in.calls++
+	if in.calls >= v.opts.recycleCalls || uint64(in.mem.Size()) > v.opts.recycleBytes {
+		v.counters.recycled.Add(1)
+		v.replace(in)
+		return
+	}
+	v.idle <- in // never blocks: live instances ≤ cap(idle)
+}
+
+// replace closes in and creates its replacement in the background, keeping
+// its slot, so that no request pays for instantiation. A retired version is
+// not refilled.
+func (v *version) replace(in *instance) {
+	in.close()
+	if v.gone.Load() || !v.acquire() {
+		<-v.slots
+		return
+	}
+	go func() {
+		defer v.release()
+		fresh, err := v.newInstance(context.Background())
+		if err != nil {
+			<-v.slots
+			v.counters.failures.Add(1)
+			v.opts.logger.Warn("plugin instance could not be replaced", "plugin", v.name, "err", err)
+			return
+		}
+		v.idle <- fresh
+	}()
+}
+
+// callResult is a result type the host decodes and checks.
+type callResult interface {
+	Decode(payload []byte) error
+}
+
+// callRequest is a request type the host encodes.
+type callRequest interface {
+	AppendTo(b []byte) []byte
+}
+
+// do runs op on one instance of the pool within CallTimeout. A guest's
+// structured error is returned as the *abi.Error it is, and the instance goes
+// back to the pool. Any other failure discards the instance and is an *Error.
+func (v *version) do(ctx context.Context, op abi.Op, opName string, req callRequest, res callResult) error {
+	v.counters.calls.Add(1)
+	in, err := v.get(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			v.counters.failures.Add(1)
+			v.opts.logger.Warn("plugin instance could not be created", "plugin", v.name, "op", opName, "err", err)
+		}
+		return &Error{Plugin: v.name, Op: opName, Err: err}
+	}
+	in.buf = req.AppendTo(in.buf[:0])
+	cctx, cancel := context.WithTimeout(ctx, v.opts.callTimeout)
+	view, err := in.invoke(cctx, op, in.buf, maxResult)
+	cancel()
+	if err != nil {
+		return v.fail(ctx, in, opName, err)
+	}
+	payload, gerr, err := abi.DecodeResult(view)
+	if err != nil {
+		return v.fail(ctx, in, opName, fmt.Errorf("%w: %w", ErrMalformed, err))
+	}
+	if gerr != nil {
+		v.put(in)
+		return gerr
+	}
+	if err := res.Decode(payload); err != nil {
+		return v.fail(ctx, in, opName, fmt.Errorf("%w: %w", ErrMalformed, err))
+	}
+	v.put(in)
+	return nil
+}
+
+// fail discards in after a failed call and builds the error. A call cut
+// short because the caller's own context ended is reported as such and not
+// counted as the plugin's failure.
+func (v *version) fail(ctx context.Context, in *instance, op string, err error) error {
+	memSize := uint64(in.mem.Size())
+	tail := in.stderr.last()
+	v.replace(in)
+	if ctx.Err() != nil && !errors.Is(err, ErrMalformed) {
+		return &Error{Plugin: v.name, Op: op, Err: fmt.Errorf("call abandoned by the caller: %w", context.Cause(ctx))}
+	}
+	full := err
+	switch {
+	case errors.Is(err, ErrMalformed):
+	case errors.Is(err, context.DeadlineExceeded):
+		err = fmt.Errorf("no answer within %v: %w", v.opts.callTimeout, err)
+	case memSize+memoryLimitSlack >= v.opts.memoryLimit:
+		err = fmt.Errorf("%w (%d of %d MiB): %w", ErrMemoryLimit, memSize>>20, v.opts.memoryLimit>>20, trap{err})
+	default:
+		err = trap{err}
+	}
+	v.counters.failures.Add(1)
+	attrs := []any{"plugin", v.name, "op", op, "err", err}
+	if detail := full.Error(); strings.Contains(detail, "\n") {
+		attrs = append(attrs, "detail", detail) // wazero's wasm stack trace
+	}
+	if tail != "" {
+		attrs = append(attrs, "stderr", tail)
+	}
+	v.opts.logger.Warn("plugin call failed; instance discarded", attrs...)
+	return &Error{Plugin: v.name, Op: op, Err: err}
+}
+
+// memoryLimitSlack: a guest whose memory is within this distance of the
+// limit when it traps is taken to have run out of memory. The Go runtime
+// grows its heap in 4 MiB arenas, so the last failed growth leaves up to
+// that much unused.
+const memoryLimitSlack = 4<<20 + 64<<10
+
+// warm creates instances until n are live (at most the pool size), so that a
+// replacement taking over a busy plugin does not make its first requests wait
+// for instantiation. A failure only logs: the version already has one good
+// instance, and the pool creates the rest on demand.
+func (v *version) warm(ctx context.Context, n int) {
+	for len(v.slots) < min(n, cap(v.slots)) {
+		v.slots <- struct{}{}
+		in, err := v.newInstance(ctx)
+		if err != nil {
+			<-v.slots
+			v.opts.logger.Warn("plugin instance could not be pre-created", "plugin", v.name, "err", err)
+			return
+		}
+		v.idle <- in
+	}
+}
+
+// trap is a guest's failure as wazero reports it, shortened to its first
+// line: wazero appends the whole wasm stack trace, which belongs in the log
+// (fail logs it) and not in an error message a gateway may show.
+type trap struct{ err error }
+
+func (t trap) Error() string {
+	msg := t.err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+func (t trap) Unwrap() error { return t.err }

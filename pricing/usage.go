@@ -1,0 +1,485 @@
+package pricing
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// This file reads token usage out of provider response bodies and stream
+// events. Its errors never quote the body: they name a field and a byte
+// offset, so that they can be logged without leaking prompt or completion
+// text.
+
+// count is a token count in a usage object; absent and null read as 0.
+type count = int64
+
+// chatUsageWire is a chat-completions usage object.
+type chatUsageWire struct {
+	PromptTokens        count `json:"prompt_tokens"`
+	CompletionTokens    count `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens count `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+func (w *chatUsageWire) usage() (Usage, error) {
+	var cached count
+	if w.PromptTokensDetails != nil {
+		cached = w.PromptTokensDetails.CachedTokens
+	}
+	if err := nonNegativeFields(
+		"usage.prompt_tokens", w.PromptTokens,
+		"usage.completion_tokens", w.CompletionTokens,
+		"usage.prompt_tokens_details.cached_tokens", cached,
+	); err != nil {
+		return Usage{}, err
+	}
+	if cached > w.PromptTokens {
+		return Usage{}, fmt.Errorf("usage.prompt_tokens_details.cached_tokens (%d) is above usage.prompt_tokens (%d)", cached, w.PromptTokens)
+	}
+	return Usage{
+		InputTokens:     w.PromptTokens - cached,
+		CacheReadTokens: cached,
+		OutputTokens:    w.CompletionTokens,
+	}, nil
+}
+
+// ChatUsage reads the usage of a chat-completions response object, or of one
+// streamed chunk's data: usage.prompt_tokens, usage.completion_tokens and
+// usage.prompt_tokens_details.cached_tokens. InputTokens is prompt minus
+// cached, CacheReadTokens is cached, OutputTokens is completion. ok is false
+// when the body has no usage object or a null one. Malformed JSON, a
+// non-integer or negative count, or cached above prompt is an error.
+func ChatUsage(body []byte) (u Usage, ok bool, err error) {
+	var v struct {
+		Usage *chatUsageWire `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return Usage{}, false, jsonError("chat completion", err)
+	}
+	if v.Usage == nil {
+		return Usage{}, false, nil
+	}
+	u, err = v.Usage.usage()
+	return u, err == nil, err
+}
+
+// responsesUsageWire is a Responses API usage object.
+type responsesUsageWire struct {
+	InputTokens        count `json:"input_tokens"`
+	OutputTokens       count `json:"output_tokens"`
+	InputTokensDetails *struct {
+		CachedTokens count `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+}
+
+func (w *responsesUsageWire) usage() (Usage, error) {
+	var cached count
+	if w.InputTokensDetails != nil {
+		cached = w.InputTokensDetails.CachedTokens
+	}
+	if err := nonNegativeFields(
+		"usage.input_tokens", w.InputTokens,
+		"usage.output_tokens", w.OutputTokens,
+		"usage.input_tokens_details.cached_tokens", cached,
+	); err != nil {
+		return Usage{}, err
+	}
+	if cached > w.InputTokens {
+		return Usage{}, fmt.Errorf("usage.input_tokens_details.cached_tokens (%d) is above usage.input_tokens (%d)", cached, w.InputTokens)
+	}
+	return Usage{
+		InputTokens:     w.InputTokens - cached,
+		CacheReadTokens: cached,
+		OutputTokens:    w.OutputTokens,
+	}, nil
+}
+
+// ResponsesUsage reads the usage of a Responses API response object:
+// usage.input_tokens, usage.input_tokens_details.cached_tokens and
+// usage.output_tokens (output includes reasoning tokens). InputTokens is
+// input minus cached. ok is false when there is no non-null usage object.
+func ResponsesUsage(body []byte) (u Usage, ok bool, err error) {
+	var v struct {
+		Usage *responsesUsageWire `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return Usage{}, false, jsonError("response", err)
+	}
+	if v.Usage == nil {
+		return Usage{}, false, nil
+	}
+	u, err = v.Usage.usage()
+	return u, err == nil, err
+}
+
+// messagesUsageWire is a message-API usage object. Pointers tell a field that
+// is present from one that is not, which matters for message_delta.
+type messagesUsageWire struct {
+	InputTokens              *count `json:"input_tokens"`
+	OutputTokens             *count `json:"output_tokens"`
+	CacheReadInputTokens     *count `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens *count `json:"cache_creation_input_tokens"`
+	CacheCreation            *struct {
+		Ephemeral5m count `json:"ephemeral_5m_input_tokens"`
+		Ephemeral1h count `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
+}
+
+func deref(p *count) count {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func (w *messagesUsageWire) check() error {
+	var e5, e1 count
+	if w.CacheCreation != nil {
+		e5, e1 = w.CacheCreation.Ephemeral5m, w.CacheCreation.Ephemeral1h
+	}
+	return nonNegativeFields(
+		"usage.input_tokens", deref(w.InputTokens),
+		"usage.output_tokens", deref(w.OutputTokens),
+		"usage.cache_read_input_tokens", deref(w.CacheReadInputTokens),
+		"usage.cache_creation_input_tokens", deref(w.CacheCreationInputTokens),
+		"usage.cache_creation.ephemeral_5m_input_tokens", e5,
+		"usage.cache_creation.ephemeral_1h_input_tokens", e1,
+	)
+}
+
+// messagesState is the usage of one message as its usage objects report it.
+type messagesState struct {
+	input, output, cacheRead, creation count
+	breakdown                          bool // a cache_creation breakdown was seen
+	write5m, write1h                   count
+}
+
+// merge takes the fields w carries; absent fields keep their values.
+func (s *messagesState) merge(w *messagesUsageWire) {
+	if w.InputTokens != nil {
+		s.input = *w.InputTokens
+	}
+	if w.OutputTokens != nil {
+		s.output = *w.OutputTokens
+	}
+	if w.CacheReadInputTokens != nil {
+		s.cacheRead = *w.CacheReadInputTokens
+	}
+	if w.CacheCreationInputTokens != nil {
+		s.creation = *w.CacheCreationInputTokens
+	}
+	if w.CacheCreation != nil {
+		s.breakdown = true
+		s.write5m, s.write1h = w.CacheCreation.Ephemeral5m, w.CacheCreation.Ephemeral1h
+	}
+}
+
+// usage splits cache creation into 5-minute and 1-hour writes. With a
+// cache_creation breakdown, 1-hour writes are its 1-hour count and 5-minute
+// writes its 5-minute count, or the rest of cache_creation_input_tokens when
+// that is larger (a breakdown never lowers the total billed). Without one,
+// every creation token is a 5-minute write.
+func (s *messagesState) usage() Usage {
+	u := Usage{InputTokens: s.input, CacheReadTokens: s.cacheRead, OutputTokens: s.output}
+	if !s.breakdown {
+		u.CacheWriteTokens = s.creation
+		return u
+	}
+	u.CacheWrite1hTokens = s.write1h
+	u.CacheWriteTokens = s.write5m
+	if rest := s.creation - s.write1h; rest > u.CacheWriteTokens {
+		u.CacheWriteTokens = rest
+	}
+	return u
+}
+
+// MessagesUsage reads the usage of a message-API message object:
+// usage.input_tokens (which already excludes cached input),
+// usage.cache_read_input_tokens, usage.cache_creation_input_tokens with its
+// optional breakdown usage.cache_creation.ephemeral_5m_input_tokens and
+// ephemeral_1h_input_tokens, and usage.output_tokens. Without the breakdown
+// every cache creation token is a 5-minute write; with it, 1-hour writes are
+// its 1-hour count and 5-minute writes the larger of its 5-minute count and
+// the rest of cache_creation_input_tokens. ok is false when there is no
+// non-null usage object.
+func MessagesUsage(body []byte) (u Usage, ok bool, err error) {
+	var v struct {
+		Usage *messagesUsageWire `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return Usage{}, false, jsonError("message", err)
+	}
+	if v.Usage == nil {
+		return Usage{}, false, nil
+	}
+	if err := v.Usage.check(); err != nil {
+		return Usage{}, false, err
+	}
+	var st messagesState
+	st.merge(v.Usage)
+	return st.usage(), true, nil
+}
+
+// SystemOneUsage reads the usage of a typed-question response:
+// usage.input_tokens and usage.output_tokens. ok is false when there is no
+// non-null usage object.
+func SystemOneUsage(body []byte) (u Usage, ok bool, err error) {
+	var v struct {
+		Usage *struct {
+			InputTokens  count `json:"input_tokens"`
+			OutputTokens count `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return Usage{}, false, jsonError("typed-question response", err)
+	}
+	if v.Usage == nil {
+		return Usage{}, false, nil
+	}
+	if err := nonNegativeFields(
+		"usage.input_tokens", v.Usage.InputTokens,
+		"usage.output_tokens", v.Usage.OutputTokens,
+	); err != nil {
+		return Usage{}, false, err
+	}
+	return Usage{InputTokens: v.Usage.InputTokens, OutputTokens: v.Usage.OutputTokens}, true, nil
+}
+
+// nonNegativeFields takes name, value pairs and reports the first negative.
+func nonNegativeFields(pairs ...any) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if v := pairs[i+1].(count); v < 0 {
+			return fmt.Errorf("%s is negative (%d)", pairs[i].(string), v)
+		}
+	}
+	return nil
+}
+
+// jsonError turns a decoding error into one that names the field or the byte
+// offset but never quotes the body.
+func jsonError(what string, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("%s: invalid JSON at byte %d", what, se.Offset)
+	case errors.As(err, &te):
+		if te.Field == "" {
+			return fmt.Errorf("%s: must be a JSON object, not %s", what, te.Value)
+		}
+		return fmt.Errorf("%s: %s must be %s, not %s", what, te.Field, te.Type, te.Value)
+	default:
+		return fmt.Errorf("%s: malformed JSON", what)
+	}
+}
+
+// usageKey is what mayHaveUsage looks for.
+var usageKey = []byte(`"usage"`)
+
+// mayHaveUsage is the cheap test run on every stream event before any JSON
+// decoding: does data contain the key "usage" with a value other than null?
+// It may answer true for data without usage (the text "usage" followed by a
+// colon inside a string); it answers false only when no such key is present
+// spelled plainly, which is how every provider writes it.
+func mayHaveUsage(data []byte) bool {
+	for {
+		i := bytes.Index(data, usageKey)
+		if i < 0 {
+			return false
+		}
+		data = data[i+len(usageKey):]
+		j := skipSpace(data, 0)
+		if j >= len(data) || data[j] != ':' {
+			continue
+		}
+		j = skipSpace(data, j+1)
+		if j < len(data) && data[j] != 'n' {
+			return true
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// IsChatUsageOnlyChunk reports whether data, one chat-completions stream
+// chunk, is the usage chunk a provider sends when asked for
+// stream_options.include_usage: its choices is an empty array and its usage a
+// non-null object. The gateway removes that chunk when the client did not ask
+// for usage itself.
+func IsChatUsageOnlyChunk(data []byte) bool {
+	if !mayHaveUsage(data) {
+		return false
+	}
+	var v struct {
+		Choices *[]json.RawMessage `json:"choices"`
+		Usage   json.RawMessage    `json:"usage"`
+	}
+	if json.Unmarshal(data, &v) != nil {
+		return false
+	}
+	return v.Choices != nil && len(*v.Choices) == 0 && len(v.Usage) > 0 && v.Usage[0] == '{'
+}
+
+// EstimateTokens is the conservative token estimate for n bytes of delivered
+// text, ceil(n/4), used to settle a stream that ended without usage (client
+// gone, upstream cut). Four bytes per token overestimates English text with
+// current tokenizers only slightly and never returns 0 for non-empty text.
+func EstimateTokens(n int) int64 {
+	if n <= 0 {
+		return 0
+	}
+	return (int64(n) + 3) / 4
+}
+
+// A Meter reads the usage of one streamed response, event by event. Observe
+// takes each server-sent event's name ("" when the event has no event: line)
+// and its data (the data: lines joined, without the "data: " prefix). Usage
+// returns the usage seen so far and whether any was seen. Observe is cheap for
+// events that carry no usage: it looks for the key "usage" before decoding
+// anything. An error from Observe concerns that event only (malformed usage);
+// the meter keeps what it had and can take later events. A Meter is used by
+// one goroutine.
+type Meter interface {
+	Observe(event string, data []byte) error
+	Usage() (Usage, bool)
+}
+
+// NewChatMeter returns a Meter for a chat-completions stream: the last chunk
+// that carries a non-null usage object gives the usage (ChatUsage); "[DONE]"
+// and chunks without usage are skipped. Event names are ignored.
+func NewChatMeter() Meter { return &chatMeter{} }
+
+type chatMeter struct {
+	u  Usage
+	ok bool
+}
+
+func (m *chatMeter) Observe(_ string, data []byte) error {
+	if !mayHaveUsage(data) {
+		return nil
+	}
+	u, ok, err := ChatUsage(data)
+	if err != nil {
+		return err
+	}
+	if ok {
+		m.u, m.ok = u, true
+	}
+	return nil
+}
+
+func (m *chatMeter) Usage() (Usage, bool) { return m.u, m.ok }
+
+// NewResponsesMeter returns a Meter for a Responses API stream: the usage is
+// response.usage of the response.completed event, or of response.incomplete
+// or response.failed when they carry one. The event type is the SSE event
+// name, or the data's "type" field when the name is empty.
+func NewResponsesMeter() Meter { return &responsesMeter{} }
+
+type responsesMeter struct {
+	u  Usage
+	ok bool
+}
+
+func (m *responsesMeter) Observe(event string, data []byte) error {
+	if !mayHaveUsage(data) {
+		return nil
+	}
+	var v struct {
+		Type     string `json:"type"`
+		Response *struct {
+			Usage *responsesUsageWire `json:"usage"`
+		} `json:"response"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return jsonError("responses event", err)
+	}
+	if event == "" {
+		event = v.Type
+	}
+	switch event {
+	case "response.completed", "response.incomplete", "response.failed":
+	default:
+		return nil
+	}
+	if v.Response == nil || v.Response.Usage == nil {
+		return nil
+	}
+	u, err := v.Response.Usage.usage()
+	if err != nil {
+		return fmt.Errorf("%s: response.%w", event, err)
+	}
+	m.u, m.ok = u, true
+	return nil
+}
+
+func (m *responsesMeter) Usage() (Usage, bool) { return m.u, m.ok }
+
+// NewMessagesMeter returns a Meter for a message-API stream. message_start
+// gives message.usage: input, cache read, cache creation and the initial
+// output count. Each message_delta gives usage.output_tokens, a running
+// total, so the latest replaces the earlier; input and cache fields that a
+// message_delta repeats replace theirs too (a repeated
+// cache_creation_input_tokens without a breakdown keeps the breakdown of
+// message_start). Cache creation is split as in MessagesUsage. The
+// event type is the data's "type" field, or the SSE event name when the data
+// has none.
+func NewMessagesMeter() Meter { return &messagesMeter{} }
+
+type messagesMeter struct {
+	st messagesState
+	ok bool
+}
+
+func (m *messagesMeter) Observe(event string, data []byte) error {
+	if !mayHaveUsage(data) {
+		return nil
+	}
+	var v struct {
+		Type    string             `json:"type"`
+		Usage   *messagesUsageWire `json:"usage"`
+		Message *struct {
+			Usage *messagesUsageWire `json:"usage"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return jsonError("messages event", err)
+	}
+	if v.Type != "" {
+		event = v.Type
+	}
+	var w *messagesUsageWire
+	switch event {
+	case "message_start":
+		if v.Message != nil {
+			w = v.Message.Usage
+		}
+	case "message_delta":
+		w = v.Usage
+	}
+	if w == nil {
+		return nil
+	}
+	if err := w.check(); err != nil {
+		return fmt.Errorf("%s: %w", event, err)
+	}
+	m.st.merge(w)
+	m.ok = true
+	return nil
+}
+
+func (m *messagesMeter) Usage() (Usage, bool) { return m.st.usage(), m.ok }
+
+var (
+	_ Meter = (*chatMeter)(nil)
+	_ Meter = (*responsesMeter)(nil)
+	_ Meter = (*messagesMeter)(nil)
+)

@@ -1,0 +1,251 @@
+package sdk
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/sdk/abi"
+)
+
+// PriceList is the catalogue of a token-priced plugin: the models of a price
+// list in pricing.ParseModels format, with their route prices. Configure (or
+// Set) loads it; Describe, TokenAdmit and TokenSettle read it. The zero value
+// is an empty list whose operations fail with an internal error until it is
+// loaded. It is safe for concurrent use; a reload replaces the whole list.
+type PriceList struct {
+	cat atomic.Pointer[catalogue]
+}
+
+type catalogue struct {
+	models []pricing.Model
+	index  map[string]int
+	desc   abi.Description // Models converted once, at load
+}
+
+// Configure parses config with pricing.ParseModels and replaces the list.
+// Empty config is an error.
+func (l *PriceList) Configure(config []byte) error {
+	if len(config) == 0 {
+		return errors.New("no price list: the configuration is empty")
+	}
+	models, err := pricing.ParseModels(config)
+	if err != nil {
+		return err
+	}
+	return l.Set(models)
+}
+
+// Set replaces the list with models, after checking each with
+// pricing.Model.Validate and that no id repeats.
+func (l *PriceList) Set(models []pricing.Model) error {
+	if len(models) == 0 {
+		return errors.New("no price list: no models")
+	}
+	c := &catalogue{
+		models: make([]pricing.Model, len(models)),
+		index:  make(map[string]int, len(models)),
+		desc: abi.Description{
+			Implements: []string{abi.CapValidate, abi.CapQuote, abi.CapPrice},
+			Models:     make([]abi.Model, len(models)),
+		},
+	}
+	for i, m := range models {
+		if err := m.Validate(); err != nil {
+			return fmt.Errorf("models[%d] (%s): %w", i, m.ID, err)
+		}
+		if j, dup := c.index[m.ID]; dup {
+			return fmt.Errorf("models[%d]: id %q is also the id of models[%d]", i, m.ID, j)
+		}
+		c.index[m.ID] = i
+		c.models[i] = m
+		c.desc.Models[i] = ModelToABI(m)
+	}
+	l.cat.Store(c)
+	return nil
+}
+
+// Models returns the models of the list, in price-list order.
+func (l *PriceList) Models() []pricing.Model {
+	c := l.cat.Load()
+	if c == nil {
+		return nil
+	}
+	return append([]pricing.Model(nil), c.models...)
+}
+
+// Model returns the model with the given id.
+func (l *PriceList) Model(id string) (pricing.Model, bool) {
+	c := l.cat.Load()
+	if c == nil {
+		return pricing.Model{}, false
+	}
+	i, ok := c.index[id]
+	if !ok {
+		return pricing.Model{}, false
+	}
+	return c.models[i], true
+}
+
+// Describe returns the list's Description: no name (Call fills in the
+// plugin's), Implements validate, quote and price, and every model.
+func (l *PriceList) Describe() abi.Description {
+	c := l.cat.Load()
+	if c == nil {
+		return abi.Description{Implements: []string{abi.CapValidate, abi.CapQuote, abi.CapPrice}}
+	}
+	return c.desc
+}
+
+// Route returns the model and its price on route. An unknown model, or a
+// route the model is not priced on, is a 403 *abi.Error (the model is not
+// sold on that route); an empty list is an internal error.
+func (l *PriceList) Route(model, route string) (pricing.Model, pricing.Price, error) {
+	c := l.cat.Load()
+	if c == nil {
+		return pricing.Model{}, pricing.Price{}, Internal("the price list is not configured")
+	}
+	i, ok := c.index[model]
+	if !ok {
+		return pricing.Model{}, pricing.Price{}, Forbidden("model %s is not sold here", model)
+	}
+	m := c.models[i]
+	p, ok := m.Routes[route]
+	if !ok {
+		return pricing.Model{}, pricing.Price{}, Forbidden("model %s is not sold on route %q (its routes: %s)", model, route, strings.Join(routeNames(m), ", "))
+	}
+	return m, p, nil
+}
+
+func routeNames(m pricing.Model) []string {
+	names := make([]string, 0, len(m.Routes))
+	for _, r := range ModelToABI(m).Routes {
+		names = append(names, r.Route)
+	}
+	return names
+}
+
+// OutputField is the name of the request field that carries the output
+// budget on endpoint: max_output_tokens for responses, max_tokens otherwise
+// (chat completions also accept max_completion_tokens; the host passes
+// whichever was sent as AdmitRequest.MaxOutputTokens).
+func OutputField(endpoint string) string {
+	if endpoint == pricing.EndpointResponses {
+		return "max_output_tokens"
+	}
+	return "max_tokens"
+}
+
+// TokenAdmit validates and quotes a call to a per-million-token model.
+//
+// Validation: the model is in the list (else 403), priced on req.Route (else
+// 403), served on req.Endpoint (else 400 naming model), and
+// req.MaxOutputTokens is not negative and not above the model's max_output
+// when that is known (else 400 naming OutputField).
+//
+// The hold is the most the call can cost with req.InputTokens input tokens
+// and an output budget of MaxOutputTokens, or DefaultOutputTokens when it is
+// 0, or the model's max_output when both are 0, capped at max_output when
+// known. The input tokens are priced at the dearest input-side price of the
+// route — plain input (the long-context input price when the input is above
+// the long-context threshold), cache write or 1-hour cache write — since a
+// message call may write all of its input to a cache. The output is priced
+// at the route's output price (long-context when above the threshold). The
+// sum is rounded up once, by pricing.Price.Charge.
+func (l *PriceList) TokenAdmit(req abi.AdmitRequest) (abi.AdmitResult, error) {
+	m, p, err := l.Route(req.Model, req.Route)
+	if err != nil {
+		return abi.AdmitResult{}, err
+	}
+	if p.Unit != pricing.PerMillionTokens {
+		return abi.AdmitResult{}, Internal("model %s route %s is priced %s; TokenAdmit quotes per_million_tokens prices only", m.ID, req.Route, p.Unit)
+	}
+	if !hasEndpoint(m, req.Endpoint) {
+		return abi.AdmitResult{}, Invalid("model", "model %s is not served on the %s endpoint (it is served on %s)", m.ID, req.Endpoint, strings.Join(m.Endpoints, ", "))
+	}
+	field := OutputField(req.Endpoint)
+	switch {
+	case req.MaxOutputTokens < 0:
+		return abi.AdmitResult{}, Invalid(field, "%s must not be negative (got %d)", field, req.MaxOutputTokens)
+	case m.MaxOutput > 0 && req.MaxOutputTokens > m.MaxOutput:
+		return abi.AdmitResult{}, Invalid(field, "%s is %d, above the %d output tokens model %s allows", field, req.MaxOutputTokens, m.MaxOutput, m.ID)
+	case req.InputTokens < 0:
+		return abi.AdmitResult{}, Internal("the host's input token estimate is negative (%d)", req.InputTokens)
+	case req.DefaultOutputTokens < 0:
+		return abi.AdmitResult{}, Internal("the host's default output tokens are negative (%d)", req.DefaultOutputTokens)
+	}
+	out := req.MaxOutputTokens
+	if out == 0 {
+		out = req.DefaultOutputTokens
+	}
+	if m.MaxOutput > 0 && (out == 0 || out > m.MaxOutput) {
+		out = m.MaxOutput
+	}
+	// Charge is linear in each input category for a given total, so the
+	// dearest split puts every input token in one category: try each.
+	n := req.InputTokens
+	var hold pricing.Nano
+	for _, u := range [...]pricing.Usage{
+		{InputTokens: n, OutputTokens: out},
+		{CacheWriteTokens: n, OutputTokens: out},
+		{CacheWrite1hTokens: n, OutputTokens: out},
+		{CacheReadTokens: n, OutputTokens: out},
+	} {
+		c, err := p.Charge(u)
+		if err != nil {
+			return abi.AdmitResult{}, Internal("quoting model %s on route %s: %v", m.ID, req.Route, err)
+		}
+		hold = max(hold, c)
+	}
+	return abi.AdmitResult{Hold: int64(hold)}, nil
+}
+
+// TokenSettle prices the real usage of a call with the route's price
+// (pricing.Price.Charge: exact, long-context prices above the threshold,
+// rounded up once). Unknown models and routes fail as in TokenAdmit; a usage
+// Charge rejects (negative counts, overflow) is an internal error.
+func (l *PriceList) TokenSettle(req abi.SettleRequest) (abi.SettleResult, error) {
+	m, p, err := l.Route(req.Model, req.Route)
+	if err != nil {
+		return abi.SettleResult{}, err
+	}
+	c, err := p.Charge(UsageFromABI(req.Usage))
+	if err != nil {
+		return abi.SettleResult{}, Internal("pricing model %s on route %s: %v", m.ID, req.Route, err)
+	}
+	return abi.SettleResult{Charge: int64(c)}, nil
+}
+
+func hasEndpoint(m pricing.Model, endpoint string) bool {
+	for _, e := range m.Endpoints {
+		if e == endpoint {
+			return true
+		}
+	}
+	return false
+}
+
+// TokenPlugin is a complete plugin for token-priced models: Configure loads
+// the price list from NAME.json, or from defaultConfig when the host passes
+// none (a plugin may embed its prices), and Describe, Admit and Settle are
+// the PriceList's.
+func TokenPlugin(name string, defaultConfig []byte) Plugin {
+	l := new(PriceList)
+	return Plugin{
+		Name: name,
+		Configure: func(config []byte) error {
+			if len(config) == 0 {
+				config = defaultConfig
+			}
+			if len(config) == 0 {
+				return fmt.Errorf("plugin %s has no price list: put %s.json beside %s.wasm", name, name, name)
+			}
+			return l.Configure(config)
+		},
+		Describe: l.Describe,
+		Admit:    l.TokenAdmit,
+		Settle:   l.TokenSettle,
+	}
+}

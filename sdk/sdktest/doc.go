@@ -1,0 +1,16 @@
+// Package sdktest checks a plugin against recorded fixtures (sdk/fixture) in
+// one line of a plugin's own test, running its handlers natively through the
+// same dispatch (sdk.Call) and binary envelopes as the wasm build:
+//
+//	func TestFixtures(t *testing.T) { sdktest.Run(t, "../../testdata/plugins/tokens") }
+//
+// Run configures the plugin with NAME.json from the package directory (the
+// test's working directory) when there is one, describes it, and runs every
+// fixture of the directory as a subtest named after its file. With
+// `go test -args -sdktest.update`, or RELAY_UPDATE=1 in the environment, it
+// rewrites each fixture's expectations (and its usage, from the recorded
+// upstream body) with what the plugin answers instead of failing.
+//
+// What it must not do: touch the network, or print recorded bodies (they can
+// hold prompt and completion text); failures name fields and numbers.
+package sdktest

@@ -1,0 +1,246 @@
+package sim
+
+import (
+	"sync"
+	"time"
+)
+
+// Prompt-cache lifetimes of the two Anthropic TTLs.
+const (
+	ttl5m = int64(5 * time.Minute)
+	ttl1h = int64(time.Hour)
+)
+
+// cacheShards × cacheShardMax bounds the prompt cache (65536 prefixes).
+const (
+	cacheShards   = 16
+	cacheShardMax = 4096
+)
+
+// FNV-1a, 64 bit.
+const (
+	fnvOffset uint64 = 14695981039346656037
+	fnvPrime  uint64 = 1099511628211
+)
+
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
+}
+
+func fnvBytes(h uint64, s []byte) uint64 {
+	for _, c := range s {
+		h ^= uint64(c)
+		h *= fnvPrime
+	}
+	return h
+}
+
+func fnvByte(h uint64, c byte) uint64 { return (h ^ uint64(c)) * fnvPrime }
+
+// boundary is the end of one content block in prompt order: the tokens up
+// to and including it, and the hash of the model and everything up to it.
+type boundary struct {
+	pos  int64
+	hash uint64
+}
+
+// breakpoint is a block with cache_control: an index into the boundaries.
+type breakpoint struct {
+	at    int
+	ttl1h bool
+}
+
+// prefix is a messages prompt laid out for caching.
+type prefix struct {
+	total  int64
+	bounds []boundary
+	bps    []breakpoint
+}
+
+// messagesPrefix counts a messages prompt (system blocks, then each message:
+// MessageTokens plus its blocks) and, when any block carries cache_control,
+// records every block boundary and breakpoint.
+func messagesPrefix(req *messagesRequest) prefix {
+	var p prefix
+	cached := hasBreakpoint(req.System)
+	for i := 0; !cached && i < len(req.Messages); i++ {
+		cached = hasBreakpoint(&req.Messages[i].Content)
+	}
+	if !cached {
+		p.total = contentTokens(req.System)
+		for i := range req.Messages {
+			p.total += MessageTokens + contentTokens(&req.Messages[i].Content)
+		}
+		return p
+	}
+	h := fnvString(fnvOffset, req.Model)
+	block := func(pt *part) {
+		h = fnvByte(h, 0x1e)
+		h = fnvString(h, pt.Type)
+		h = fnvByte(h, 0x1f)
+		if isText(pt.Type) {
+			h = fnvString(h, pt.Text)
+		} else {
+			h = fnvBytes(h, pt.raw)
+		}
+		p.total += partTokens(pt)
+		p.bounds = append(p.bounds, boundary{pos: p.total, hash: h})
+		if cc := pt.CacheControl; cc != nil {
+			p.bps = append(p.bps, breakpoint{at: len(p.bounds) - 1, ttl1h: cc.TTL == "1h"})
+		}
+	}
+	if req.System != nil {
+		h = fnvString(fnvByte(h, 0x1d), "system")
+		for i := range req.System.parts {
+			block(&req.System.parts[i])
+		}
+	}
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		h = fnvString(fnvByte(h, 0x1d), m.Role)
+		p.total += MessageTokens
+		for j := range m.Content.parts {
+			block(&m.Content.parts[j])
+		}
+	}
+	return p
+}
+
+func hasBreakpoint(c *content) bool {
+	if c == nil {
+		return false
+	}
+	for i := range c.parts {
+		if c.parts[i].CacheControl != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// counts splits the prompt into cache reads, cache writes and plain input.
+// With a nil cache every breakpoint is a write. Otherwise the longest
+// prefix ending at a block boundary at or before the last breakpoint that
+// is in the cache is read; each breakpoint after it writes the tokens since
+// the previous one (5m or 1h by its ttl), and is stored (or refreshed).
+func (p *prefix) counts(cache *promptCache, now int64) Counts {
+	var c Counts
+	if len(p.bps) == 0 {
+		c.Prompt = p.total
+		return c
+	}
+	var read int64
+	if cache != nil {
+		for j := p.bps[len(p.bps)-1].at; j >= 0; j-- {
+			if cache.hit(p.bounds[j].hash, now) {
+				read = p.bounds[j].pos
+				break
+			}
+		}
+	}
+	prev := read
+	for _, bp := range p.bps {
+		b := p.bounds[bp.at]
+		if b.pos > prev {
+			if bp.ttl1h {
+				c.CacheWrite1h += b.pos - prev
+			} else {
+				c.CacheWrite += b.pos - prev
+			}
+			prev = b.pos
+		}
+		if cache != nil {
+			ttl := ttl5m
+			if bp.ttl1h {
+				ttl = ttl1h
+			}
+			cache.put(b.hash, ttl, now)
+		}
+	}
+	c.Cached = read
+	c.Prompt = p.total - prev
+	return c
+}
+
+// promptCache is the bounded set of cached prompt prefixes. The zero value
+// is ready to use.
+type promptCache struct {
+	shards [cacheShards]cacheShard
+}
+
+type cacheShard struct {
+	mu sync.Mutex
+	m  map[uint64]cacheEntry
+}
+
+type cacheEntry struct {
+	exp int64 // unix nanoseconds
+	ttl int64
+}
+
+// hit reports whether h is cached and unexpired, refreshing its lifetime.
+func (c *promptCache) hit(h uint64, now int64) bool {
+	s := &c.shards[h%cacheShards]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.m[h]
+	if !ok {
+		return false
+	}
+	if e.exp <= now {
+		delete(s.m, h)
+		return false
+	}
+	e.exp = now + e.ttl
+	s.m[h] = e
+	return true
+}
+
+// put stores h for ttl (keeping the longer ttl of an existing entry),
+// evicting from a full shard first.
+func (c *promptCache) put(h uint64, ttl, now int64) {
+	s := &c.shards[h%cacheShards]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = make(map[uint64]cacheEntry)
+	}
+	e, ok := s.m[h]
+	if ok && e.ttl > ttl {
+		ttl = e.ttl
+	}
+	if !ok && len(s.m) >= cacheShardMax {
+		s.evict(now)
+	}
+	s.m[h] = cacheEntry{exp: now + ttl, ttl: ttl}
+}
+
+// evictSample is how many entries a full shard samples to evict.
+const evictSample = 32
+
+// evict makes room in a full shard: it samples up to evictSample entries
+// (map iteration starts at a random place), deletes the expired ones and,
+// when none was, the first one sampled.
+func (s *cacheShard) evict(now int64) {
+	n, removed := 0, false
+	var first uint64
+	for k, v := range s.m {
+		if n == 0 {
+			first = k
+		}
+		if v.exp <= now {
+			delete(s.m, k)
+			removed = true
+		}
+		if n++; n == evictSample {
+			break
+		}
+	}
+	if !removed {
+		delete(s.m, first)
+	}
+}

@@ -1,0 +1,340 @@
+package sim
+
+import (
+	"errors"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Counting constants; doc.go states the rules they belong to.
+const (
+	MessageTokens   = 4    // per chat/messages message and per responses input item
+	PartTokens      = 85   // per non-text content part (image, file, tool_use, …)
+	CacheMinTokens  = 1024 // chat/responses: prompts below this have no cached tokens
+	CacheBlock      = 64   // chat/responses: cached tokens are a multiple of this
+	ReplyWords      = 24   // completion length (words) when nothing caps it
+	EchoWords       = 64   // at most this many words of the last user message are echoed
+	StateTokenLimit = 32768
+)
+
+// Tokens is the sim's token count of a text: ceil(len(s)/4), len in bytes.
+// It is 0 for "" and at least 1 otherwise.
+func Tokens(s string) int64 { return tokensN(len(s)) }
+
+func tokensN(n int) int64 { return (int64(n) + 3) / 4 }
+
+// Counts are the usage numbers the sim reports for one request. Fields are
+// read per endpoint:
+//
+//   - chat: Prompt = prompt_tokens, Cached = prompt_tokens_details.cached_tokens
+//     (included in Prompt), Completion = completion_tokens.
+//   - responses: Prompt = input_tokens, Cached = input_tokens_details.cached_tokens
+//     (included in Prompt), Completion = output_tokens.
+//   - messages: Prompt = input_tokens (neither read from nor written to the
+//     cache), Cached = cache_read_input_tokens, CacheWrite = ephemeral 5m
+//     writes, CacheWrite1h = ephemeral 1h writes (their sum is
+//     cache_creation_input_tokens), Completion = output_tokens.
+//   - systemone: Prompt = input_tokens; Completion is 0.
+//
+// Capped reports that the completion stopped at the request's max tokens
+// field (finish_reason "length", status "incomplete", stop_reason
+// "max_tokens").
+type Counts struct {
+	Prompt       int64
+	Cached       int64
+	CacheWrite   int64
+	CacheWrite1h int64
+	Completion   int64
+	Capped       bool
+}
+
+// contentTokens counts a content: text parts by Tokens, others PartTokens.
+func contentTokens(c *content) int64 {
+	if c == nil {
+		return 0
+	}
+	var n int64
+	for i := range c.parts {
+		n += partTokens(&c.parts[i])
+	}
+	return n
+}
+
+func partTokens(p *part) int64 {
+	if isText(p.Type) {
+		return Tokens(p.Text)
+	}
+	return PartTokens
+}
+
+// cachedTokens is the chat/responses cached-token rule.
+func cachedTokens(prompt int64) int64 {
+	if prompt < CacheMinTokens {
+		return 0
+	}
+	return prompt / 2 / CacheBlock * CacheBlock
+}
+
+// lastText returns the text of the last message whose role is role: its
+// text parts joined by a space.
+func lastText(msgs []chatMessage, role string) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == role {
+			return partsText(&msgs[i].Content)
+		}
+	}
+	return ""
+}
+
+func partsText(c *content) string {
+	if c == nil {
+		return ""
+	}
+	if len(c.parts) == 1 {
+		return c.parts[0].Text
+	}
+	var b strings.Builder
+	for _, p := range c.parts {
+		if !isText(p.Type) || p.Text == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// chatPlan computes the counts and echo text of a parsed chat request.
+func chatPlan(req *chatRequest) (c Counts, echo string, limit int64) {
+	for i := range req.Messages {
+		c.Prompt += MessageTokens + contentTokens(&req.Messages[i].Content)
+	}
+	c.Cached = cachedTokens(c.Prompt)
+	limit, _ = limitField("max_tokens", req.MaxTokens)
+	if req.MaxCompletionTokens != nil {
+		limit, _ = limitField("max_completion_tokens", req.MaxCompletionTokens)
+	}
+	echo = lastText(req.Messages, "user")
+	return c, echo, limit
+}
+
+// responsesPlan computes the counts and echo text of a parsed responses
+// request.
+func responsesPlan(req *responsesRequest) (c Counts, echo string, limit int64) {
+	if req.Instructions != nil {
+		c.Prompt += Tokens(*req.Instructions)
+	}
+	in := req.Input
+	if in.str {
+		c.Prompt += MessageTokens + Tokens(in.text)
+		echo = in.text
+	} else {
+		last := -1
+		for i := range in.items {
+			it := &in.items[i]
+			if it.hasContent {
+				c.Prompt += MessageTokens + contentTokens(it.Content)
+				if it.Role == "user" {
+					last = i
+				}
+			} else {
+				c.Prompt += MessageTokens + tokensN(it.rawLen)
+			}
+		}
+		if last >= 0 {
+			echo = partsText(in.items[last].Content)
+		}
+	}
+	c.Cached = cachedTokens(c.Prompt)
+	limit, _ = limitField("max_output_tokens", req.MaxOutputTokens)
+	return c, echo, limit
+}
+
+// reply is a generated completion: its text, the byte offset where each
+// word ends, and its length in words.
+type reply struct {
+	text   string
+	ends   []int
+	capped bool
+}
+
+func (r *reply) words() int64 { return int64(len(r.ends)) }
+
+// chunk returns content chunk i of n: the words [i*W/n, (i+1)*W/n), with
+// the space that precedes them. The chunks concatenate to the text; a chunk
+// is empty when there are fewer words than chunks.
+func (r *reply) chunk(i, n int) string {
+	w := len(r.ends)
+	a, b := i*w/n, (i+1)*w/n
+	if a == b {
+		return ""
+	}
+	start := 0
+	if a > 0 {
+		start = r.ends[a-1]
+	}
+	return r.text[start:r.ends[b-1]]
+}
+
+// filler pads a reply to ReplyWords words.
+var filler = strings.Fields("the quick brown fox jumps over the lazy dog while " +
+	"seven wizards quietly pack boxes of liquor jugs and " +
+	"a sphinx of black quartz judges every vow")
+
+// buildReply writes the deterministic completion: "Simulated reply from
+// <model>:", up to EchoWords words of echo, then filler words up to
+// ReplyWords words in all; then at most limit words when limit > 0.
+func buildReply(model, echo string, limit int64) reply {
+	var r reply
+	total := 4 // the header words
+	echoN := 0
+	for i := 0; i < len(echo) && echoN < EchoWords; {
+		s, e := nextWord(echo, i)
+		if s == e {
+			break
+		}
+		echoN++
+		i = e
+	}
+	total += echoN
+	if total < ReplyWords {
+		total = ReplyWords
+	}
+	if limit > 0 && int64(total) > limit {
+		total = int(limit)
+		r.capped = true
+	}
+	b := make([]byte, 0, 32+len(model)+min(len(echo), 1024)+8*total)
+	r.ends = make([]int, 0, total)
+	add := func(word, suffix string) {
+		if len(r.ends) > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, word...)
+		b = append(b, suffix...)
+		r.ends = append(r.ends, len(b))
+	}
+	for k, w := range [4]string{"Simulated", "reply", "from", model} {
+		if len(r.ends) == total {
+			break
+		}
+		if k == 3 {
+			add(w, ":")
+		} else {
+			add(w, "")
+		}
+	}
+	for i := 0; i < len(echo) && len(r.ends) < total && len(r.ends) < 4+EchoWords; {
+		s, e := nextWord(echo, i)
+		if s == e {
+			break
+		}
+		add(echo[s:e], "")
+		i = e
+	}
+	for k := 0; len(r.ends) < total; k++ {
+		add(filler[k%len(filler)], "")
+	}
+	r.text = string(b)
+	return r
+}
+
+// nextWord returns the bounds of the first whitespace-separated word of s
+// at or after i; s == e when there is none.
+func nextWord(s string, i int) (start, end int) {
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if !unicode.IsSpace(r) {
+			break
+		}
+		i += size
+	}
+	start = i
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			break
+		}
+		i += size
+	}
+	return start, i
+}
+
+// ReplyText returns the completion the sim writes for model when the last
+// user message is userText and the max tokens field is limit (0 = none),
+// and whether limit cut it short. Its token count is its number of
+// whitespace-separated words.
+func ReplyText(model, userText string, limit int64) (text string, capped bool) {
+	r := buildReply(model, userText, limit)
+	return r.text, r.capped
+}
+
+// ChatUsage returns the usage the sim reports for a chat completion request
+// body (the same for JSON and streamed replies).
+func ChatUsage(body []byte) (Counts, error) {
+	req, err := parseChat(body)
+	if err != nil {
+		return Counts{}, usageErr(err, req)
+	}
+	c, echo, limit := chatPlan(req)
+	r := buildReply(req.Model, echo, limit)
+	c.Completion, c.Capped = r.words(), r.capped
+	return c, nil
+}
+
+// ResponsesUsage returns the usage the sim reports for a responses request
+// body.
+func ResponsesUsage(body []byte) (Counts, error) {
+	req, err := parseResponses(body)
+	if err != nil {
+		return Counts{}, usageErr(err, req)
+	}
+	c, echo, limit := responsesPlan(req)
+	r := buildReply(req.Model, echo, limit)
+	c.Completion, c.Capped = r.words(), r.capped
+	return c, nil
+}
+
+// MessagesUsage returns the usage the sim reports for a messages request
+// body the first time its cache breakpoints are seen (every breakpoint a
+// cache write). When the sim has already seen a prefix, the tokens up to it
+// move from CacheWrite/CacheWrite1h to Cached (see doc.go).
+func MessagesUsage(body []byte) (Counts, error) {
+	req, err := parseMessages(body)
+	if err != nil {
+		return Counts{}, usageErr(err, req)
+	}
+	p := messagesPrefix(req)
+	c := p.counts(nil, 0)
+	r := buildReply(req.Model, lastText(req.Messages, "user"), *req.MaxTokens)
+	c.Completion, c.Capped = r.words(), r.capped
+	return c, nil
+}
+
+// SystemOneUsage returns the usage the sim reports for a typed-question
+// request body; it fails for a body the sim answers 4xx.
+func SystemOneUsage(body []byte) (Counts, error) {
+	req, err := parseSystemOne(body)
+	if err != nil {
+		return Counts{}, usageErr(err, req)
+	}
+	if problems := req.validate(); len(problems) > 0 {
+		return Counts{}, errors.New("validation: " + problems[0].Msg)
+	}
+	return Counts{Prompt: req.inputTokens()}, nil
+}
+
+func usageErr(err error, req interface{ model() string }) error {
+	if errors.Is(err, errModel) {
+		return errors.New("model `" + req.model() + "` is not served by this endpoint")
+	}
+	return err
+}
+
+func (r *chatRequest) model() string      { return r.Model }
+func (r *responsesRequest) model() string { return r.Model }
+func (r *messagesRequest) model() string  { return r.Model }
+func (r *systemOneRequest) model() string { return r.Model }

@@ -1,0 +1,294 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+)
+
+// content is a message content: a string, an array of content parts, or
+// null. A string becomes one text part with str set.
+type content struct {
+	parts []part
+}
+
+var errContent = errors.New("content must be a string, an array of content parts or null")
+
+func (c *content) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return errContent
+	}
+	switch b[0] {
+	case 'n':
+		c.parts = nil
+		return nil
+	case '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		c.parts = []part{{Type: "text", Text: s, str: true}}
+		return nil
+	case '[':
+		return json.Unmarshal(b, &c.parts)
+	}
+	return errContent
+}
+
+// part is one content part or block. Non-text parts keep their raw JSON
+// (for prompt-cache identity); they count a flat PartTokens.
+type part struct {
+	Type         string
+	Text         string
+	CacheControl *cacheControl
+	str          bool
+	raw          []byte
+}
+
+// cacheControl is an Anthropic prompt-cache breakpoint.
+type cacheControl struct {
+	Type string `json:"type"`
+	TTL  string `json:"ttl"`
+}
+
+var errPart = errors.New("each content part must be a JSON object")
+
+func (p *part) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		return errPart
+	}
+	var v struct {
+		Type         string        `json:"type"`
+		Text         string        `json:"text"`
+		CacheControl *cacheControl `json:"cache_control"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	p.Type, p.Text, p.CacheControl = v.Type, v.Text, v.CacheControl
+	if !isText(v.Type) {
+		p.raw = append([]byte(nil), b...)
+	}
+	return nil
+}
+
+// isText reports whether a part type carries countable text.
+func isText(typ string) bool {
+	return typ == "text" || typ == "input_text" || typ == "output_text"
+}
+
+// chatRequest is the part of a chat completion request the sim reads.
+type chatRequest struct {
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages"`
+	Stream        bool          `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	MaxTokens           *int64 `json:"max_tokens"`
+	MaxCompletionTokens *int64 `json:"max_completion_tokens"`
+}
+
+type chatMessage struct {
+	Role    string  `json:"role"`
+	Content content `json:"content"`
+}
+
+// responsesRequest is the part of a responses request the sim reads.
+type responsesRequest struct {
+	Model           string     `json:"model"`
+	Input           *respInput `json:"input"`
+	Instructions    *string    `json:"instructions"`
+	Stream          bool       `json:"stream"`
+	MaxOutputTokens *int64     `json:"max_output_tokens"`
+}
+
+// respInput is a responses `input`: a string or an array of items.
+type respInput struct {
+	str   bool
+	text  string
+	items []respItem
+}
+
+var errInput = errors.New("input must be a string or an array of input items")
+
+func (in *respInput) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return errInput
+	}
+	switch b[0] {
+	case '"':
+		in.str = true
+		return json.Unmarshal(b, &in.text)
+	case '[':
+		return json.Unmarshal(b, &in.items)
+	}
+	return errInput
+}
+
+// respItem is one input item. Items with content are messages; other items
+// (function calls, their outputs, …) count by the size of their raw JSON.
+type respItem struct {
+	Role       string
+	Content    *content
+	rawLen     int
+	hasContent bool
+}
+
+var errItem = errors.New("each input item must be a JSON object")
+
+func (it *respItem) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		return errItem
+	}
+	var v struct {
+		Role    string   `json:"role"`
+		Content *content `json:"content"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	it.Role, it.Content, it.rawLen = v.Role, v.Content, len(b)
+	it.hasContent = v.Content != nil
+	return nil
+}
+
+// messagesRequest is the part of a messages request the sim reads.
+type messagesRequest struct {
+	Model     string        `json:"model"`
+	MaxTokens *int64        `json:"max_tokens"`
+	System    *content      `json:"system"`
+	Messages  []chatMessage `json:"messages"`
+	Stream    bool          `json:"stream"`
+}
+
+// limitField checks an optional max-tokens field: absent is no cap,
+// present must be at least 1.
+func limitField(name string, v *int64) (int64, error) {
+	if v == nil {
+		return 0, nil
+	}
+	if *v < 1 {
+		return 0, errors.New("`" + name + "` must be at least 1, got " + strconv.FormatInt(*v, 10))
+	}
+	return *v, nil
+}
+
+// parseChat decodes and validates a chat completion request. A model error
+// is returned as errModel so the caller can answer 404.
+func parseChat(body []byte) (*chatRequest, error) {
+	var req chatRequest
+	if err := decodeJSON(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Model == "" {
+		return nil, errors.New("`model` is required")
+	}
+	if !serves(req.Model, famChat) {
+		return &req, errModel
+	}
+	if len(req.Messages) == 0 {
+		return nil, errors.New("`messages` must be a non-empty array")
+	}
+	for i := range req.Messages {
+		if req.Messages[i].Role == "" {
+			return nil, errors.New("`messages[" + strconv.Itoa(i) + "].role` is required")
+		}
+	}
+	if _, err := limitField("max_tokens", req.MaxTokens); err != nil {
+		return nil, err
+	}
+	if _, err := limitField("max_completion_tokens", req.MaxCompletionTokens); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+// parseResponses decodes and validates a responses request.
+func parseResponses(body []byte) (*responsesRequest, error) {
+	var req responsesRequest
+	if err := decodeJSON(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Model == "" {
+		return nil, errors.New("`model` is required")
+	}
+	if !serves(req.Model, famResponses) {
+		return &req, errModel
+	}
+	if req.Input == nil {
+		return nil, errors.New("`input` is required")
+	}
+	if _, err := limitField("max_output_tokens", req.MaxOutputTokens); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+// parseMessages decodes and validates a messages request (the version
+// header is checked by the handler).
+func parseMessages(body []byte) (*messagesRequest, error) {
+	var req messagesRequest
+	if err := decodeJSON(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Model == "" {
+		return nil, errors.New("model: Field required")
+	}
+	if !serves(req.Model, famMessages) {
+		return &req, errModel
+	}
+	if req.MaxTokens == nil {
+		return nil, errors.New("max_tokens: Field required")
+	}
+	if *req.MaxTokens < 1 {
+		return nil, errors.New("max_tokens: must be at least 1, got " + strconv.FormatInt(*req.MaxTokens, 10))
+	}
+	if len(req.Messages) == 0 {
+		return nil, errors.New("messages: must contain at least one message")
+	}
+	for i := range req.Messages {
+		role := req.Messages[i].Role
+		if role != "user" && role != "assistant" {
+			return nil, errors.New("messages." + strconv.Itoa(i) + ".role: must be \"user\" or \"assistant\"")
+		}
+	}
+	if err := checkCacheControl("system", req.System); err != nil {
+		return nil, err
+	}
+	for i := range req.Messages {
+		if err := checkCacheControl("messages."+strconv.Itoa(i)+".content", &req.Messages[i].Content); err != nil {
+			return nil, err
+		}
+	}
+	return &req, nil
+}
+
+// checkCacheControl validates the cache_control of every part of c.
+func checkCacheControl(where string, c *content) error {
+	if c == nil {
+		return nil
+	}
+	for j, p := range c.parts {
+		cc := p.CacheControl
+		if cc == nil {
+			continue
+		}
+		at := where + "." + strconv.Itoa(j) + ".cache_control"
+		if cc.Type != "ephemeral" {
+			return errors.New(at + ".type: must be \"ephemeral\"")
+		}
+		if cc.TTL != "" && cc.TTL != "5m" && cc.TTL != "1h" {
+			return errors.New(at + ".ttl: must be \"5m\" or \"1h\"")
+		}
+	}
+	return nil
+}
+
+// errModel marks a request whose model the endpoint does not serve.
+var errModel = errors.New("model not served")

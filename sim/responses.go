@@ -1,0 +1,223 @@
+package sim
+
+import (
+	"errors"
+	"net/http"
+)
+
+const responsesPath = "/v1/responses"
+
+// respReply is what every piece of a responses answer is written from.
+type respReply struct {
+	id, itemID []byte
+	created    int64
+	model      string
+	maxOut     *int64
+	rep        reply
+	c          Counts
+}
+
+// finalStatus is the status of the finished response.
+func (x *respReply) finalStatus() string {
+	if x.rep.capped {
+		return "incomplete"
+	}
+	return "completed"
+}
+
+// responses answers POST /v1/responses.
+func (s *Server) responses(w http.ResponseWriter, r *http.Request, cfg *config) {
+	sc := getScratch()
+	defer putScratch(sc)
+	if err := readBody(r, sc); err != nil {
+		bodyError(w, shapeOpenAI, err)
+		return
+	}
+	req, err := parseResponses(sc.body.Bytes())
+	if errors.Is(err, errModel) {
+		modelError(w, shapeOpenAI, req.Model, responsesPath)
+		return
+	}
+	if err != nil {
+		badRequest(w, shapeOpenAI, err.Error())
+		return
+	}
+	c, echo, limit := responsesPlan(req)
+	var idBuf, itemBuf [48]byte
+	x := respReply{
+		id:      s.id(idBuf[:0], "resp_"),
+		itemID:  s.id(itemBuf[:0], "msg_"),
+		created: s.now().Unix(),
+		model:   req.Model,
+		maxOut:  req.MaxOutputTokens,
+		rep:     buildReply(req.Model, echo, limit),
+	}
+	c.Completion, c.Capped = x.rep.words(), x.rep.capped
+	x.c = c
+
+	if !req.Stream {
+		sc.out = x.appendResponse(sc.out, true)
+		writeJSON(w, http.StatusOK, sc.out)
+		return
+	}
+
+	st, ok := s.startStream(w, r, cfg)
+	if !ok {
+		return
+	}
+	seq := int64(0)
+	b := sc.out[:0]
+	// begin starts event `name` with its type and sequence number.
+	begin := func(name string) {
+		b = frameEvent(b[:0], name)
+		b = append(b, `{"type":"`...)
+		b = append(b, name...)
+		b = append(b, `","sequence_number":`...)
+		b = appendInt(b, seq)
+		seq++
+	}
+	end := func() { b = frameEnd(append(b, '}')) }
+	defer func() { sc.out = b }()
+
+	for _, name := range [2]string{"response.created", "response.in_progress"} {
+		begin(name)
+		b = append(b, `,"response":`...)
+		b = x.appendResponse(b, false)
+		end()
+		if !st.event(b) {
+			return
+		}
+	}
+	begin("response.output_item.added")
+	b = append(b, `,"output_index":0,"item":`...)
+	b = x.appendItem(b, false)
+	end()
+	if !st.event(b) {
+		return
+	}
+	begin("response.content_part.added")
+	b = x.appendPartRef(b)
+	b = append(b, `,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}`...)
+	end()
+	if !st.event(b) {
+		return
+	}
+	n := cfg.chunks
+	for i := 0; i < n; i++ {
+		begin("response.output_text.delta")
+		b = x.appendPartRef(b)
+		b = append(b, `,"delta":`...)
+		b = appendString(b, x.rep.chunk(i, n))
+		b = append(b, `,"logprobs":[]`...)
+		end()
+		if !st.content(i, b) {
+			return
+		}
+	}
+	st.contentDone()
+	begin("response.output_text.done")
+	b = x.appendPartRef(b)
+	b = append(b, `,"text":`...)
+	b = appendString(b, x.rep.text)
+	b = append(b, `,"logprobs":[]`...)
+	end()
+	if !st.event(b) {
+		return
+	}
+	begin("response.content_part.done")
+	b = x.appendPartRef(b)
+	b = append(b, `,"part":`...)
+	b = x.appendPart(b)
+	end()
+	if !st.event(b) {
+		return
+	}
+	begin("response.output_item.done")
+	b = append(b, `,"output_index":0,"item":`...)
+	b = x.appendItem(b, true)
+	end()
+	if !st.event(b) {
+		return
+	}
+	begin("response." + x.finalStatus())
+	b = append(b, `,"response":`...)
+	b = x.appendResponse(b, true)
+	end()
+	st.event(b)
+}
+
+// appendPartRef appends the item_id/output_index/content_index fields.
+func (x *respReply) appendPartRef(b []byte) []byte {
+	b = append(b, `,"item_id":"`...)
+	b = append(b, x.itemID...)
+	return append(b, `","output_index":0,"content_index":0`...)
+}
+
+// appendPart appends the finished output_text part.
+func (x *respReply) appendPart(b []byte) []byte {
+	b = append(b, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
+	b = appendString(b, x.rep.text)
+	return append(b, '}')
+}
+
+// appendItem appends the output message item, empty and in progress or
+// finished.
+func (x *respReply) appendItem(b []byte, done bool) []byte {
+	b = append(b, `{"id":"`...)
+	b = append(b, x.itemID...)
+	b = append(b, `","type":"message","status":"`...)
+	if !done {
+		b = append(b, `in_progress","content":[]`...)
+	} else {
+		b = append(b, x.finalStatus()...)
+		b = append(b, `","content":[`...)
+		b = x.appendPart(b)
+		b = append(b, ']')
+	}
+	return append(b, `,"role":"assistant"}`...)
+}
+
+// appendResponse appends the response object, in progress (no output, no
+// usage) or finished.
+func (x *respReply) appendResponse(b []byte, done bool) []byte {
+	b = append(b, `{"id":"`...)
+	b = append(b, x.id...)
+	b = append(b, `","object":"response","created_at":`...)
+	b = appendInt(b, x.created)
+	b = append(b, `,"status":"`...)
+	switch {
+	case !done:
+		b = append(b, `in_progress","background":false,"error":null,"incomplete_details":null`...)
+	case x.rep.capped:
+		b = append(b, `incomplete","background":false,"error":null,"incomplete_details":{"reason":"max_output_tokens"}`...)
+	default:
+		b = append(b, `completed","background":false,"error":null,"incomplete_details":null`...)
+	}
+	b = append(b, `,"instructions":null,"max_output_tokens":`...)
+	if x.maxOut != nil {
+		b = appendInt(b, *x.maxOut)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"model":`...)
+	b = appendString(b, x.model)
+	b = append(b, `,"output":[`...)
+	if done {
+		b = x.appendItem(b, true)
+	}
+	b = append(b, `],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"service_tier":"default","store":false,"temperature":1.0,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled","usage":`...)
+	if done {
+		b = append(b, `{"input_tokens":`...)
+		b = appendInt(b, x.c.Prompt)
+		b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
+		b = appendInt(b, x.c.Cached)
+		b = append(b, `},"output_tokens":`...)
+		b = appendInt(b, x.c.Completion)
+		b = append(b, `,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":`...)
+		b = appendInt(b, x.c.Prompt+x.c.Completion)
+		b = append(b, '}')
+	} else {
+		b = append(b, "null"...)
+	}
+	return append(b, `,"user":null,"metadata":{}}`...)
+}

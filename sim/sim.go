@@ -1,0 +1,370 @@
+package sim
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults applied when the corresponding Options field is zero.
+const (
+	DefaultChunks     = 8           // content chunks per streamed reply
+	DefaultStatus     = 500         // fault status when only a rate, or Hang, is set
+	DefaultVideoStep  = time.Second // one step of the video schedule
+	DefaultRetryAfter = 1           // Retry-After seconds on a 429 fault
+)
+
+// Options controls the simulated provider's timing and faults. The zero
+// value is a fast, fault-free provider.
+type Options struct {
+	// Latency is the wait before the response headers are sent (every
+	// request that can fault, see doc.go). 0 = none.
+	Latency time.Duration
+	// FirstChunk is the wait, after the headers of a stream are flushed,
+	// before its first event. 0 = none.
+	FirstChunk time.Duration
+	// ChunkGap is the wait between two content chunks of a stream. 0 = none.
+	ChunkGap time.Duration
+	// Chunks is the number of content chunks in a streamed reply; 0 = 8.
+	Chunks int
+	// Status is the fault status (e.g. 500, 503, 429, 529). 0 = 500 when
+	// faults are on. A non-zero Status alone turns faults on for every request.
+	Status int
+	// ErrorRate is the fraction of fault-eligible requests that fault, 0..1.
+	// It is deterministic: eligible request i (counted from 0 since the
+	// options were last set) faults iff floor((i+1)*rate) > floor(i*rate).
+	// 0 with Status or Hang set means every request; 1 = every request.
+	ErrorRate float64
+	// Hang makes faulted requests hang, sending nothing, until the client
+	// goes away (or Close is called). Hang alone faults every request.
+	Hang bool
+	// CutAfter > 0 cuts every stream after this many content chunks: the
+	// chunks are flushed, then the connection is aborted (no [DONE], no
+	// final event).
+	CutAfter int
+	// RetryAfter is the Retry-After value, in seconds, of 429 faults; 0 = 1.
+	RetryAfter int
+	// APIKey, when set, must be presented as "Authorization: Bearer <key>" or
+	// "x-api-key: <key>"; anything else is answered 401.
+	APIKey string
+	// VideoSteps is one step of the video schedule: a job is pending, then
+	// processing after 1 step, then final after 3 steps. 0 = 1s.
+	VideoSteps time.Duration
+}
+
+// RegisterFlags binds the options to fs, using the current values of o as
+// the flag defaults: -latency -first-chunk -chunk-gap -chunks -fault-status
+// -error-rate -hang -cut-after -retry-after -api-key -video-steps.
+func (o *Options) RegisterFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&o.Latency, "latency", o.Latency, "sim: wait before sending response headers")
+	fs.DurationVar(&o.FirstChunk, "first-chunk", o.FirstChunk, "sim: wait after the headers of a stream before its first event")
+	fs.DurationVar(&o.ChunkGap, "chunk-gap", o.ChunkGap, "sim: wait between content chunks of a stream")
+	fs.IntVar(&o.Chunks, "chunks", o.Chunks, "sim: content chunks per streamed reply (0 = 8)")
+	fs.IntVar(&o.Status, "fault-status", o.Status, "sim: status of faulted requests, e.g. 500, 503, 429 (alone: every request faults)")
+	fs.Float64Var(&o.ErrorRate, "error-rate", o.ErrorRate, "sim: deterministic fraction of requests that fault, 0..1")
+	fs.BoolVar(&o.Hang, "hang", o.Hang, "sim: faulted requests hang until the client goes away")
+	fs.IntVar(&o.CutAfter, "cut-after", o.CutAfter, "sim: abort every stream after this many content chunks (0 = never)")
+	fs.IntVar(&o.RetryAfter, "retry-after", o.RetryAfter, "sim: Retry-After seconds on 429 faults (0 = 1)")
+	fs.StringVar(&o.APIKey, "api-key", o.APIKey, "sim: API key the sim requires (empty = none)")
+	fs.DurationVar(&o.VideoSteps, "video-steps", o.VideoSteps, "sim: one step of the video job schedule (0 = 1s)")
+}
+
+// Validate reports the first option that is out of range, naming its flag.
+func (o Options) Validate() error {
+	switch {
+	case o.Latency < 0:
+		return errors.New("sim: -latency must not be negative")
+	case o.FirstChunk < 0:
+		return errors.New("sim: -first-chunk must not be negative")
+	case o.ChunkGap < 0:
+		return errors.New("sim: -chunk-gap must not be negative")
+	case o.Chunks < 0:
+		return errors.New("sim: -chunks must not be negative")
+	case o.Status != 0 && (o.Status < 400 || o.Status > 599):
+		return fmt.Errorf("sim: -fault-status %d is not a 4xx or 5xx status", o.Status)
+	case math.IsNaN(o.ErrorRate) || o.ErrorRate < 0 || o.ErrorRate > 1:
+		return fmt.Errorf("sim: -error-rate %v is not within 0..1", o.ErrorRate)
+	case o.CutAfter < 0:
+		return errors.New("sim: -cut-after must not be negative")
+	case o.RetryAfter < 0:
+		return errors.New("sim: -retry-after must not be negative")
+	case o.VideoSteps < 0:
+		return errors.New("sim: -video-steps must not be negative")
+	}
+	return nil
+}
+
+// config is one immutable set of options plus the fault sequence that
+// belongs to it; SetOptions swaps the whole thing atomically.
+type config struct {
+	opts     Options
+	chunks   int
+	status   int
+	rate     float64 // > 0 when faults are on
+	step     time.Duration
+	eligible atomic.Int64 // fault-eligible requests seen under this config
+}
+
+func newConfig(o Options) *config {
+	c := &config{opts: o, chunks: o.Chunks, status: o.Status, step: o.VideoSteps}
+	if c.chunks <= 0 {
+		c.chunks = DefaultChunks
+	}
+	if c.step <= 0 {
+		c.step = DefaultVideoStep
+	}
+	rate := o.ErrorRate
+	if math.IsNaN(rate) || rate < 0 {
+		rate = 0
+	}
+	if rate > 1 {
+		rate = 1
+	}
+	if rate == 0 && (o.Status != 0 || o.Hang) {
+		rate = 1
+	}
+	c.rate = rate
+	if c.status < 400 || c.status > 599 {
+		c.status = DefaultStatus
+	}
+	return c
+}
+
+// fault reports whether the next fault-eligible request faults.
+func (c *config) fault() bool {
+	if c.rate <= 0 {
+		return false
+	}
+	i := c.eligible.Add(1) - 1
+	if c.rate >= 1 {
+		return true
+	}
+	return math.Floor(float64(i+1)*c.rate) > math.Floor(float64(i)*c.rate)
+}
+
+// Server is the simulated provider. It implements http.Handler; create it
+// with New.
+type Server struct {
+	cfg      atomic.Pointer[config]
+	requests atomic.Int64
+	seq      atomic.Uint64
+	salt     uint32
+	cache    promptCache
+	videos   videoStore
+	done     chan struct{}
+	once     sync.Once
+	now      func() time.Time
+}
+
+// New returns a simulated provider with the given options.
+func New(opts Options) *Server {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	s := &Server{salt: binary.LittleEndian.Uint32(b[:]), done: make(chan struct{}), now: time.Now}
+	s.cfg.Store(newConfig(opts))
+	return s
+}
+
+// SetOptions replaces the options; requests in flight keep the options they
+// started with. It restarts the deterministic ErrorRate sequence at 0.
+func (s *Server) SetOptions(o Options) { s.cfg.Store(newConfig(o)) }
+
+// Options returns the options in force.
+func (s *Server) Options() Options { return s.cfg.Load().opts }
+
+// Requests returns the number of requests received so far, on every path.
+func (s *Server) Requests() int64 { return s.requests.Load() }
+
+// Close releases every request that is hanging or waiting (their
+// connections are aborted) and makes later waits return at once. Call it
+// before shutting down the http.Server that serves s. It is idempotent.
+func (s *Server) Close() { s.once.Do(func() { close(s.done) }) }
+
+// route is one endpoint of the sim.
+type route uint8
+
+const (
+	routeNone route = iota
+	routeChat
+	routeResponses
+	routeMessages
+	routeImages
+	routeImageEdits
+	routeVideoCreate
+	routeVideoGet
+	routeVideoContent
+	routeSystemOne
+	routeModels
+	routeImageFile
+)
+
+// match maps a path to its route, the method it needs and, for video
+// routes, the job id.
+func match(path string) (rt route, method, id string) {
+	switch path {
+	case "/v1/chat/completions":
+		return routeChat, http.MethodPost, ""
+	case "/v1/responses":
+		return routeResponses, http.MethodPost, ""
+	case "/v1/messages":
+		return routeMessages, http.MethodPost, ""
+	case "/v1/images/generations":
+		return routeImages, http.MethodPost, ""
+	case "/v1/images/edits":
+		return routeImageEdits, http.MethodPost, ""
+	case "/v1/videos/generations":
+		return routeVideoCreate, http.MethodPost, ""
+	case "/v1/systemone", "/v1/system_one":
+		return routeSystemOne, http.MethodPost, ""
+	case "/v1/models":
+		return routeModels, http.MethodGet, ""
+	}
+	if rest, ok := strings.CutPrefix(path, "/v1/videos/"); ok && rest != "" {
+		if id, ok := strings.CutSuffix(rest, "/content"); ok {
+			if id != "" && !strings.Contains(id, "/") {
+				return routeVideoContent, http.MethodGet, id
+			}
+			return routeNone, "", ""
+		}
+		if !strings.Contains(rest, "/") {
+			return routeVideoGet, http.MethodGet, rest
+		}
+	}
+	if rest, ok := strings.CutPrefix(path, imageFilePrefix); ok && rest != "" && !strings.Contains(rest, "/") {
+		return routeImageFile, http.MethodGet, rest
+	}
+	return routeNone, "", ""
+}
+
+// ServeHTTP answers one request: route, authenticate, maybe fault, wait
+// Latency, then the endpoint.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	cfg := s.cfg.Load()
+	rt, method, id := match(r.URL.Path)
+	sh := shapeOpenAI
+	if rt == routeMessages {
+		sh = shapeAnthropic
+	}
+	if rt == routeNone {
+		writeError(w, sh, http.StatusNotFound, "invalid_request_error", "unknown_url",
+			"Unknown request URL: "+r.Method+" "+r.URL.Path)
+		return
+	}
+	if r.Method != method {
+		w.Header().Set("Allow", method)
+		writeError(w, sh, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+			"Method "+r.Method+" is not allowed on "+r.URL.Path+"; use "+method)
+		return
+	}
+	if cfg.opts.APIKey != "" && !authorized(r, cfg.opts.APIKey) {
+		if sh == shapeAnthropic {
+			writeError(w, sh, http.StatusUnauthorized, "authentication_error", "", "invalid x-api-key")
+		} else {
+			writeError(w, sh, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
+				"Incorrect API key provided")
+		}
+		return
+	}
+	ctx := r.Context()
+	if rt != routeModels && rt != routeImageFile {
+		if cfg.fault() {
+			if cfg.opts.Hang {
+				select {
+				case <-ctx.Done():
+				case <-s.done:
+					panic(http.ErrAbortHandler)
+				}
+				return
+			}
+			if !s.wait(ctx, cfg.opts.Latency) {
+				return
+			}
+			writeFault(w, sh, cfg)
+			return
+		}
+		if !s.wait(ctx, cfg.opts.Latency) {
+			return
+		}
+	}
+	switch rt {
+	case routeChat:
+		s.chat(w, r, cfg)
+	case routeResponses:
+		s.responses(w, r, cfg)
+	case routeMessages:
+		s.messages(w, r, cfg)
+	case routeImages:
+		s.images(w, r)
+	case routeImageEdits:
+		s.imageEdits(w, r)
+	case routeImageFile:
+		s.imageFile(w, id)
+	case routeVideoCreate:
+		s.videoCreate(w, r, cfg)
+	case routeVideoGet:
+		s.videoGet(w, id)
+	case routeVideoContent:
+		s.videoContent(w, id)
+	case routeSystemOne:
+		s.systemOne(w, r)
+	case routeModels:
+		s.models(w)
+	}
+}
+
+// authorized reports whether r carries key as a Bearer token or x-api-key.
+func authorized(r *http.Request, key string) bool {
+	if got := r.Header.Get("x-api-key"); got != "" &&
+		subtle.ConstantTimeCompare([]byte(got), []byte(key)) == 1 {
+		return true
+	}
+	auth := r.Header.Get("Authorization")
+	if len(auth) > 7 && strings.EqualFold(auth[:7], "Bearer ") {
+		return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(auth[7:])), []byte(key)) == 1
+	}
+	return false
+}
+
+// wait sleeps d, returning false early when the client goes away. When the
+// server is closed it aborts the connection instead.
+func (s *Server) wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.done:
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// id appends prefix and a unique hex id to b.
+func (s *Server) id(b []byte, prefix string) []byte {
+	b = append(b, prefix...)
+	b = appendHex(b, uint64(s.salt), 8)
+	return appendHex(b, s.seq.Add(1), 16)
+}
+
+// newID returns prefix and a unique hex id.
+func (s *Server) newID(prefix string) string {
+	var buf [48]byte
+	return string(s.id(buf[:0], prefix))
+}
+
+var _ http.Handler = (*Server)(nil)

@@ -1,0 +1,84 @@
+package sim
+
+import (
+	"context"
+	"net/http"
+)
+
+// stream writes server-sent events with the configured timing and cut.
+type stream struct {
+	s    *Server
+	w    http.ResponseWriter
+	fl   http.Flusher
+	ctx  context.Context
+	cfg  *config
+	sent int // content chunks flushed
+}
+
+// startStream sends the event-stream headers, flushes them and waits
+// FirstChunk. It returns false when the client went away.
+func (s *Server) startStream(w http.ResponseWriter, r *http.Request, cfg *config) (*stream, bool) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	st := &stream{s: s, w: w, fl: fl, ctx: r.Context(), cfg: cfg}
+	st.flush()
+	return st, s.wait(st.ctx, cfg.opts.FirstChunk)
+}
+
+func (st *stream) flush() {
+	if st.fl != nil {
+		st.fl.Flush()
+	}
+}
+
+// event writes one complete SSE event (already framed) and flushes it.
+func (st *stream) event(b []byte) bool {
+	if _, err := st.w.Write(b); err != nil {
+		return false
+	}
+	st.flush()
+	return true
+}
+
+// content writes content chunk i (already framed): it waits ChunkGap before
+// every chunk but the first, and aborts the connection once CutAfter chunks
+// are out.
+func (st *stream) content(i int, b []byte) bool {
+	if i > 0 && !st.s.wait(st.ctx, st.cfg.opts.ChunkGap) {
+		return false
+	}
+	if !st.event(b) {
+		return false
+	}
+	st.sent++
+	if cut := st.cfg.opts.CutAfter; cut > 0 && st.sent >= cut {
+		panic(http.ErrAbortHandler)
+	}
+	return true
+}
+
+// contentDone is called after the last content chunk: a stream with
+// CutAfter set and not yet cut (CutAfter >= Chunks) is cut here, before its
+// closing events.
+func (st *stream) contentDone() {
+	if st.cfg.opts.CutAfter > 0 {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// frameData starts a `data: ` event in b.
+func frameData(b []byte) []byte { return append(b, "data: "...) }
+
+// frameEvent starts an `event: name\ndata: ` event in b.
+func frameEvent(b []byte, name string) []byte {
+	b = append(b, "event: "...)
+	b = append(b, name...)
+	return append(b, "\ndata: "...)
+}
+
+// frameEnd ends an event.
+func frameEnd(b []byte) []byte { return append(b, '\n', '\n') }

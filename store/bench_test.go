@@ -1,0 +1,64 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelrelay/modelrelay/pricing"
+)
+
+// BenchmarkHoldSettle measures hold+settle pairs, the ledger work of one
+// relayed call, with and without fsync on every commit: one caller, and
+// 8 callers per CPU spread over 16 accounts.
+func BenchmarkHoldSettle(b *testing.B) {
+	for _, sync := range []bool{false, true} {
+		b.Run(fmt.Sprintf("sync=%v/serial", sync), func(b *testing.B) {
+			s := openAt(b, b.TempDir(), "", sync)
+			credit(b, s, "acme", 1_000_000*usd)
+			ctx := context.Background()
+			b.ResetTimer()
+			start := time.Now()
+			for i := range b.N {
+				if err := holdSettle(ctx, s, "acme", "req_"+strconv.Itoa(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "pairs/s")
+		})
+		b.Run(fmt.Sprintf("sync=%v/parallel", sync), func(b *testing.B) {
+			s := openAt(b, b.TempDir(), "", sync)
+			const accounts = 16
+			for a := range accounts {
+				credit(b, s, "acct_"+strconv.Itoa(a), 1_000_000*usd)
+			}
+			ctx := context.Background()
+			var n atomic.Int64
+			b.SetParallelism(8) // 8 callers per CPU: concurrent calls, as a gateway has
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := n.Add(1)
+					if err := holdSettle(ctx, s, "acct_"+strconv.Itoa(int(i%accounts)), "req_"+strconv.FormatInt(i, 10)); err != nil {
+						b.Error(err) // not Fatal: this is not the benchmark's goroutine
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "pairs/s")
+		})
+	}
+}
+
+func holdSettle(ctx context.Context, s *Badger, account, id string) error {
+	if err := s.Hold(ctx, Hold{RequestID: id, Account: account, Model: "m", Route: "r", Amount: 2_000_000}); err != nil {
+		return err
+	}
+	_, err := s.Settle(ctx, Settlement{RequestID: id, Charge: 1_234_567,
+		Usage: pricing.Usage{InputTokens: 1000, OutputTokens: 200}})
+	return err
+}

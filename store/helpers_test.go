@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/modelrelay/modelrelay/pricing"
+)
+
+const usd = pricing.NanoPerUSD
+
+// openAt opens a store in dir with the given owner and closes it when the
+// test ends.
+func openAt(t testing.TB, dir, owner string, sync bool) *Badger {
+	t.Helper()
+	b, err := OpenBadger(dir, BadgerOptions{SyncWrites: sync, Owner: owner, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("OpenBadger(%q): %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return b
+}
+
+func openTemp(t testing.TB) *Badger {
+	t.Helper()
+	return openAt(t, t.TempDir(), "", false)
+}
+
+func credit(t testing.TB, b *Badger, account string, amount pricing.Nano) {
+	t.Helper()
+	if _, err := b.Credit(context.Background(), account, amount, "test credit"); err != nil {
+		t.Fatalf("Credit(%q, %d): %v", account, amount, err)
+	}
+}
+
+func hold(t testing.TB, b *Badger, account, reqID string, amount pricing.Nano) {
+	t.Helper()
+	if err := b.Hold(context.Background(), Hold{RequestID: reqID, Account: account, KeyID: "key_test",
+		Model: "m", Route: "r", Endpoint: pricing.EndpointChat, Amount: amount}); err != nil {
+		t.Fatalf("Hold(%q, %d): %v", reqID, amount, err)
+	}
+}
+
+func balance(t testing.TB, b *Badger, account string) Account {
+	t.Helper()
+	a, err := b.Balance(context.Background(), account)
+	if err != nil {
+		t.Fatalf("Balance(%q): %v", account, err)
+	}
+	return a
+}
+
+// audit fails the test unless the account's books hold.
+func audit(t testing.TB, b *Badger, account string) AuditReport {
+	t.Helper()
+	r, err := b.Audit(context.Background(), account)
+	if err != nil {
+		t.Fatalf("Audit(%q): %v", account, err)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

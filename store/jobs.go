@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/modelrelay/modelrelay/pricing"
+)
+
+// PutJob records a video job once its fee has been charged. Its account must
+// exist (ErrNotFound); a job with the same request id returns ErrExists, so
+// a job can never be rewritten (and its Refunded flag never reset). A zero
+// j.Created is set to now.
+func (b *Badger) PutJob(ctx context.Context, j Job) error {
+	if err := checkID("job request", j.RequestID); err != nil {
+		return err
+	}
+	if err := checkAccountID(j.Account); err != nil {
+		return err
+	}
+	if j.Amount < 0 {
+		return fmt.Errorf("store: job %q: amount %d nano-USD is negative", j.RequestID, j.Amount)
+	}
+	if j.Created.IsZero() {
+		j.Created = now()
+	}
+	j.Created = j.Created.UTC()
+	rec := jobRecOf(j)
+	return b.update(ctx, func(txn *badger.Txn) error {
+		if _, err := loadAccount(txn, j.Account); err != nil {
+			return err
+		}
+		ok, err := exists(txn, jobKey(j.RequestID))
+		if err != nil {
+			return err
+		}
+		if ok {
+			return fmt.Errorf("store: job %q: %w", j.RequestID, ErrExists)
+		}
+		return setJSON(txn, jobKey(j.RequestID), rec)
+	})
+}
+
+// Job returns the job; ErrNotFound if there is none. The caller checks that
+// it belongs to the asking account.
+func (b *Badger) Job(ctx context.Context, requestID string) (Job, error) {
+	var rec jobRec
+	err := b.view(ctx, func(txn *badger.Txn) error {
+		var err error
+		rec, err = loadJob(txn, requestID)
+		return err
+	})
+	if err != nil {
+		return Job{}, err
+	}
+	return rec.api(), nil
+}
+
+// RefundJob credits the job's amount back to its account exactly once, with
+// a KindRefund entry (Amount = +job.Amount), and marks the job refunded in
+// the same transaction. refunded is true only for the call that did it;
+// every other call, concurrent or later, returns false and no error. An
+// unknown job returns ErrNotFound. Like Settle, it does not give up when ctx
+// is cancelled.
+func (b *Badger) RefundJob(ctx context.Context, requestID, reason string) (refunded bool, err error) {
+	ctx = context.WithoutCancel(ctx)
+	j, err := b.Job(ctx, requestID)
+	if err != nil {
+		return false, err
+	}
+	if j.Refunded {
+		return false, nil
+	}
+	defer b.lock(j.Account)()
+	err = b.update(ctx, func(txn *badger.Txn) error {
+		refunded = false
+		rec, err := loadJob(txn, requestID)
+		if err != nil {
+			return err
+		}
+		if rec.Refunded {
+			return nil
+		}
+		acct, err := loadAccount(txn, rec.Account)
+		if err != nil {
+			return err
+		}
+		bal, err := addNano("balance of account "+acct.ID, pricing.Nano(acct.Balance), pricing.Nano(rec.Amount))
+		if err != nil {
+			return err
+		}
+		acct.Balance = int64(bal)
+		if _, err := journal(txn, &acct, entryRec{
+			Kind: KindRefund, RequestID: rec.RequestID, KeyID: rec.KeyID, Model: rec.Model,
+			Route: rec.Route, Endpoint: pricing.EndpointVideo, Amount: rec.Amount, Note: clip(reason),
+		}); err != nil {
+			return err
+		}
+		rec.Refunded = true
+		if err := setJSON(txn, jobKey(requestID), rec); err != nil {
+			return err
+		}
+		refunded = true
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return refunded, nil
+}
+
+func loadJob(txn *badger.Txn, requestID string) (jobRec, error) {
+	var rec jobRec
+	err := getJSON(txn, jobKey(requestID), &rec)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return rec, fmt.Errorf("store: job %q: %w", requestID, ErrNotFound)
+	}
+	return rec, err
+}

@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/modelrelay/modelrelay/pricing"
+)
+
+func TestRecoverHolds(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+
+	// First process: takes holds, settles one, and "crashes" with the rest
+	// open (Close here; an abrupt exit leaves the same records).
+	first, err := OpenBadger(dir, BadgerOptions{Owner: "boot-A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Owner() != "boot-A" {
+		t.Fatalf("owner %q", first.Owner())
+	}
+	credit(t, first, "acme", 10*usd)
+	credit(t, first, "beta", 10*usd)
+	hold(t, first, "acme", "settled", usd)
+	hold(t, first, "acme", "lost_1", 2*usd)
+	hold(t, first, "acme", "lost_2", 3*usd)
+	hold(t, first, "beta", "lost_3", 4*usd)
+	if _, err := first.Settle(ctx, Settlement{RequestID: "settled", Charge: 500_000_000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Second process on the same directory.
+	second := openAt(t, dir, "boot-B", false)
+	hold(t, second, "acme", "mine", usd) // taken before recovery runs: never touched
+	if total, err := second.HeldTotal(ctx, ""); err != nil || total != 10*usd {
+		t.Fatalf("HeldTotal before recovery: %d, %v; want 10 USD", total, err)
+	}
+	released, err := second.RecoverHolds(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if released != 3 {
+		t.Fatalf("released %d holds, want 3", released)
+	}
+	open, err := second.OpenHolds(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(open) != 1 || open[0].RequestID != "mine" || open[0].Owner != "boot-B" {
+		t.Fatalf("open holds after recovery: %+v", open)
+	}
+
+	cases := []struct {
+		name, account, request string
+		hold                   pricing.Nano
+	}{
+		{"acme first", "acme", "lost_1", 2 * usd},
+		{"acme second", "acme", "lost_2", 3 * usd},
+		{"beta", "beta", "lost_3", 4 * usd},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			entries, err := second.Charges(ctx, tc.account, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var found *Entry
+			for i := range entries {
+				if entries[i].RequestID == tc.request {
+					found = &entries[i]
+				}
+			}
+			if found == nil {
+				t.Fatalf("no journal entry for %s", tc.request)
+			}
+			if found.Kind != KindRecovery || found.Amount != 0 || found.HoldAmount != tc.hold ||
+				found.Note != "hold released at start-up: owner boot-A ended without settling" ||
+				found.Model != "m" || found.KeyID != "key_test" {
+				t.Errorf("recovery entry %+v", *found)
+			}
+			o, err := second.Outcome(ctx, tc.request)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.State != OutcomeRecovered || o.HoldAmount != tc.hold || o.Owner != "boot-A" || o.Seq != found.Seq {
+				t.Errorf("outcome %+v", o)
+			}
+			if _, err := second.Settle(ctx, Settlement{RequestID: tc.request, Charge: 1}); !errors.Is(err, ErrAlreadySettled) {
+				t.Errorf("late Settle: %v, want ErrAlreadySettled", err)
+			}
+		})
+	}
+
+	if a := balance(t, second, "acme"); a.Balance != 9_500_000_000 || a.Held != usd {
+		t.Errorf("acme after recovery: %+v, want balance 9.5 USD, held 1 USD", a)
+	}
+	if a := balance(t, second, "beta"); a.Balance != 10*usd || a.Held != 0 {
+		t.Errorf("beta after recovery: %+v, want balance 10 USD, nothing held", a)
+	}
+	audit(t, second, "acme")
+	audit(t, second, "beta")
+
+	// Running it again finds nothing, and this process's hold still settles.
+	if again, err := second.RecoverHolds(ctx); err != nil || again != 0 {
+		t.Errorf("second RecoverHolds: %d, %v", again, err)
+	}
+	if _, err := second.Settle(ctx, Settlement{RequestID: "mine", Charge: usd}); err != nil {
+		t.Errorf("settling this process's hold: %v", err)
+	}
+	audit(t, second, "acme")
+}
+
+func TestOpenBadgerOptions(t *testing.T) {
+	if _, err := OpenBadger("", BadgerOptions{}); err == nil {
+		t.Error("OpenBadger with no dir and not in memory succeeded")
+	}
+	mem, err := OpenBadger("", BadgerOptions{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	if len(mem.Owner()) != 32 {
+		t.Errorf("random owner %q, want 32 hex characters", mem.Owner())
+	}
+	credit(t, mem, "acme", usd)
+	audit(t, mem, "acme")
+	other, err := OpenBadger("", BadgerOptions{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Owner() == mem.Owner() {
+		t.Error("two stores drew the same random owner")
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+
+	// One directory, one process.
+	dir := t.TempDir()
+	openAt(t, dir, "x", false)
+	if b, err := OpenBadger(dir, BadgerOptions{}); err == nil {
+		b.Close()
+		t.Error("a second OpenBadger on a directory in use succeeded")
+	}
+}

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/modelrelay/modelrelay/pricing"
+)
+
+// AutoRoute is the route name of a key that may call every model.
+const AutoRoute = "auto"
+
+// Errors the store returns; callers test them with errors.Is.
+var (
+	ErrNotFound       = errors.New("not found")
+	ErrExists         = errors.New("already exists")
+	ErrInsufficient   = errors.New("insufficient credit") // wrapped by *InsufficientError
+	ErrAlreadySettled = errors.New("already settled")
+	ErrNoHold         = errors.New("no such hold")
+)
+
+// InsufficientError says a hold could not be taken: Needed was asked for and
+// Available (balance minus open holds) could not cover it.
+type InsufficientError struct {
+	Needed    pricing.Nano
+	Available pricing.Nano
+}
+
+func (e *InsufficientError) Error() string {
+	return "insufficient credit: needed " + e.Needed.String() + " USD, available " + e.Available.String() + " USD"
+}
+func (e *InsufficientError) Unwrap() error { return ErrInsufficient }
+
+// Account is a prepaid account.
+type Account struct {
+	ID      string       `json:"id"`
+	Balance pricing.Nano `json:"balance_usd"` // may go below zero only by one call's overrun
+	Held    pricing.Nano `json:"held_usd"`    // sum of open holds
+	Created time.Time    `json:"created"`
+}
+
+// Available is the credit a new hold can take.
+func (a Account) Available() pricing.Nano { return a.Balance - a.Held }
+
+// Key is an API key record. The plaintext key is never stored: Hash is the
+// hex SHA-256 of it, and lookups are by hash.
+type Key struct {
+	ID      string    `json:"id"` // public identifier, "key_…", safe for logs
+	Hash    string    `json:"hash"`
+	Account string    `json:"account"`
+	Route   string    `json:"route"` // a route name, or AutoRoute
+	Exclude []string  `json:"exclude,omitempty"`
+	Revoked bool      `json:"revoked"`
+	Created time.Time `json:"created"`
+}
+
+// Hold reserves credit for one call from admission until settlement.
+type Hold struct {
+	RequestID string       `json:"request_id"`
+	Account   string       `json:"account"`
+	KeyID     string       `json:"key_id"`
+	Model     string       `json:"model"`
+	Route     string       `json:"route"`
+	Endpoint  string       `json:"endpoint"`
+	Amount    pricing.Nano `json:"amount_usd"`
+	Created   time.Time    `json:"created"`
+	Owner     string       `json:"owner"` // the process (boot id) that took it
+}
+
+// Entry kinds in the journal.
+const (
+	KindCredit   = "credit"   // credit added by the operator
+	KindCharge   = "charge"   // a settled call
+	KindRefund   = "refund"   // a refunded charge (failed video job)
+	KindRecovery = "recovery" // a hold released at start-up after a crash (amount 0)
+)
+
+// Entry is one journal entry. Amount is signed: positive adds to the
+// balance, negative takes from it. It never holds prompt, completion or file
+// content.
+type Entry struct {
+	Seq          uint64        `json:"seq"`
+	Kind         string        `json:"kind"`
+	RequestID    string        `json:"request_id,omitempty"`
+	Account      string        `json:"account"`
+	KeyID        string        `json:"key_id,omitempty"`
+	Model        string        `json:"model,omitempty"`
+	Route        string        `json:"route,omitempty"`
+	Endpoint     string        `json:"endpoint,omitempty"`
+	Usage        pricing.Usage `json:"usage"`
+	HoldAmount   pricing.Nano  `json:"hold_usd,omitempty"`
+	Amount       pricing.Nano  `json:"amount_usd"`
+	BalanceAfter pricing.Nano  `json:"balance_after_usd"`
+	Time         time.Time     `json:"time"`
+	Note         string        `json:"note,omitempty"`
+}
+
+// Settlement is what the gateway settles a call with.
+type Settlement struct {
+	RequestID string
+	Charge    pricing.Nano // exact charge, taken in full even above the hold
+	Usage     pricing.Usage
+	Note      string // e.g. "estimated: stream cut after 5 chunks"
+}
+
+// Ledger keeps the books. Every balance change and its journal entry are one
+// atomic transaction; concurrent calls can never spend the same credit twice.
+// It is small enough for a PostgreSQL implementation to follow.
+type Ledger interface {
+	// Credit adds amount (> 0) to the account's balance, creating the account
+	// if it does not exist.
+	Credit(ctx context.Context, account string, amount pricing.Nano, note string) (Entry, error)
+	// Hold reserves h.Amount of the account's available credit; the error
+	// wraps ErrInsufficient (as *InsufficientError) when it cannot. A zero or
+	// negative balance is always insufficient, even for a zero hold.
+	Hold(ctx context.Context, h Hold) error
+	// Settle charges the call and releases the rest of its hold, exactly once
+	// per request id: a second Settle or a Settle after Release returns
+	// ErrAlreadySettled; no hold at all returns ErrNoHold.
+	Settle(ctx context.Context, s Settlement) (Entry, error)
+	// Release drops a hold without charging (the call failed).
+	Release(ctx context.Context, requestID, reason string) error
+	// Balance returns the account.
+	Balance(ctx context.Context, account string) (Account, error)
+	// Charges lists the account's journal entries, newest first, at most limit.
+	Charges(ctx context.Context, account string, limit int) ([]Entry, error)
+}
+
+// Keys keeps accounts' API keys.
+type Keys interface {
+	CreateAccount(ctx context.Context, id string) (Account, error)
+	// CreateKey stores k (whose Hash is already set); ErrExists on a duplicate.
+	CreateKey(ctx context.Context, k Key) error
+	KeyByHash(ctx context.Context, hash string) (Key, error)
+	ListKeys(ctx context.Context, account string) ([]Key, error) // account "" lists all
+	RevokeKey(ctx context.Context, id string) (Key, error)
+}
+
+// Job is a video job: ids, account, line and amount, never the prompt.
+type Job struct {
+	RequestID string       `json:"request_id"` // the provider's id, returned to the caller
+	Account   string       `json:"account"`
+	KeyID     string       `json:"key_id"`
+	Model     string       `json:"model"`
+	Route     string       `json:"route"`
+	Line      string       `json:"line"`
+	Amount    pricing.Nano `json:"amount_usd"`
+	Refunded  bool         `json:"refunded"`
+	Created   time.Time    `json:"created"`
+}
+
+// Jobs keeps video jobs.
+type Jobs interface {
+	PutJob(ctx context.Context, j Job) error
+	Job(ctx context.Context, requestID string) (Job, error)
+	// RefundJob credits the job's amount back exactly once; refunded reports
+	// whether this call did it.
+	RefundJob(ctx context.Context, requestID, reason string) (refunded bool, err error)
+}
