@@ -301,3 +301,5 @@ func chatBody(model, content string, extra ...string) string {
 	}
 	return s + "}"
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

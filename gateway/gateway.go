@@ -114,6 +114,7 @@ func (g *Gateway) routes() *httprouter.Router {
 
 	g.adminRoutes(r)
 	g.opsRoutes(r)
+	g.publicRoutes(r) // TEMP(public): added by the public-face engineer for testing; the lead adds it for good
 
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rid := newRequestID()

@@ -2,10 +2,10 @@ package gateway
 
 import (
 	"bufio"
-	"regexp"
 	"context"
 	"errors"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 

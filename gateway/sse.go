@@ -30,75 +30,8 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *cal
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(up.resp.StatusCode)
-	flusher, _ := w.(http.Flusher)
-	if flusher != nil {
-		flusher.Flush()
-	}
-
-	var (
-		rd        = bufio.NewReaderSize(up.resp.Body, 16<<10)
-		ev        []byte // the raw bytes of the event being read
-		textBytes int
-		events    int
-		writeErr  error
-		readErr   error
-	)
-	emit := func() {
-		if len(ev) == 0 {
-			return
-		}
-		name, data := parseEvent(ev)
-		if data != nil || len(name) > 0 {
-			_ = meter.Observe(string(name), data)
-		}
-		out := ev
-		if stripUsage && data != nil {
-			if pricing.IsChatUsageOnlyChunk(data) {
-				ev = ev[:0]
-				return
-			}
-			if bytes.Contains(data, []byte(`"usage"`)) {
-				out = rebuildData(ev, stripUsageNull(data))
-			}
-		}
-		if data != nil && c.ep.text != nil {
-			textBytes += c.ep.text(data)
-		}
-		if writeErr == nil {
-			if _, err := w.Write(out); err != nil {
-				writeErr = err
-			} else if flusher != nil {
-				flusher.Flush()
-			}
-		}
-		events++
-		ev = ev[:0]
-	}
-	for {
-		line, err := rd.ReadSlice('\n')
-		ev = append(ev, line...)
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				readErr = err
-			}
-			break
-		}
-		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') { // blank line: end of event
-			emit()
-			if writeErr != nil {
-				break
-			}
-		}
-	}
-	complete := readErr == nil && writeErr == nil && len(bytes.TrimSpace(ev)) == 0
-	if len(bytes.TrimSpace(ev)) > 0 && writeErr == nil {
-		// A final event without its blank line: pass it on as it came.
-		emit()
-	}
-
+	res := g.relayEvents(w, c, up, meter, stripUsage)
+	textBytes, events, readErr, writeErr, complete := res.textBytes, res.events, res.readErr, res.writeErr, res.complete
 	u, ok := meter.Usage()
 	note := ""
 	if !ok {
@@ -252,4 +185,88 @@ func messagesText(data []byte) int {
 		return 0
 	}
 	return len(ev.Delta.Text) + len(ev.Delta.PartialJSON) + len(ev.Delta.Thinking)
+}
+
+// streamResult is what relayEvents saw.
+type streamResult struct {
+	textBytes int   // generated text delivered, for the estimate
+	events    int   // events written to the client
+	readErr   error // the upstream stream broke
+	writeErr  error // the client went away
+	complete  bool  // the stream ended cleanly
+}
+
+// relayEvents copies SSE events from upstream to the client one by one,
+// flushing after each, feeding each to the meter.
+func (g *Gateway) relayEvents(w http.ResponseWriter, c *call, up *upstream, meter pricing.Meter, stripUsage bool) streamResult {
+	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush()
+	}
+
+	var (
+		rd        = bufio.NewReaderSize(up.resp.Body, 16<<10)
+		ev        []byte // the raw bytes of the event being read
+		textBytes int
+		events    int
+		writeErr  error
+		readErr   error
+	)
+	emit := func() {
+		if len(ev) == 0 {
+			return
+		}
+		name, data := parseEvent(ev)
+		if data != nil || len(name) > 0 {
+			_ = meter.Observe(string(name), data)
+		}
+		out := ev
+		if stripUsage && data != nil {
+			if pricing.IsChatUsageOnlyChunk(data) {
+				ev = ev[:0]
+				return
+			}
+			if bytes.Contains(data, []byte(`"usage"`)) {
+				out = rebuildData(ev, stripUsageNull(data))
+			}
+		}
+		if data != nil && c.ep.text != nil {
+			textBytes += c.ep.text(data)
+		}
+		if writeErr == nil {
+			if _, err := w.Write(out); err != nil {
+				writeErr = err
+			} else if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		events++
+		ev = ev[:0]
+	}
+	for {
+		line, err := rd.ReadSlice('\n')
+		ev = append(ev, line...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				readErr = err
+			}
+			break
+		}
+		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') { // blank line: end of event
+			emit()
+			if writeErr != nil {
+				break
+			}
+		}
+	}
+	complete := readErr == nil && writeErr == nil && len(bytes.TrimSpace(ev)) == 0
+	if len(bytes.TrimSpace(ev)) > 0 && writeErr == nil {
+		// A final event without its blank line: pass it on as it came.
+		emit()
+	}
+
+	return streamResult{textBytes: textBytes, events: events, readErr: readErr, writeErr: writeErr, complete: complete}
 }

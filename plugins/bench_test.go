@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
 
@@ -131,5 +134,58 @@ func BenchmarkCallMinimal(b *testing.B) {
 		if _, err := h.Settle(ctx, req); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkGuardCost measures what WithCloseOnContextDone costs on the same
+// tokens.wasm, outside the pool: an empty export and a whole Admit, without
+// and with the guard (RATIONALE-plugins.md quotes it). The host always runs
+// with the guard.
+func BenchmarkGuardCost(b *testing.B) {
+	for _, guard := range []bool{false, true} {
+		name := "without"
+		if guard {
+			name = "with"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			cache, err := wazero.NewCompilationCacheWithDir(wasmCache)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cache.Close(ctx)
+			rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(guard).WithCompilationCache(cache))
+			defer rt.Close(ctx)
+			wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+			compiled, err := rt.CompileModule(ctx, wasmBytes(b, "tokens"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			mod, err := rt.InstantiateModule(ctx, compiled, moduleConfig(newStderrLog((&testLogger{}).logger(), "tokens")))
+			if err != nil {
+				b.Fatal(err)
+			}
+			in := &instance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), call: mod.ExportedFunction(abi.ExportCall), mem: mod.ExportedMemory("memory")}
+			if _, err := in.invoke(ctx, abi.OpConfigure, configBytes(b, "tokens"), maxResult); err != nil {
+				b.Fatal(err)
+			}
+			version := mod.ExportedFunction(abi.ExportVersion)
+			req := tokensAdmit()
+			input := req.AppendTo(nil)
+			b.Run("empty", func(b *testing.B) {
+				for b.Loop() {
+					if err := version.CallWithStack(ctx, in.stack[:1]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("admit", func(b *testing.B) {
+				for b.Loop() {
+					if _, err := in.invoke(ctx, abi.OpAdmit, input, maxResult); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
 	}
 }

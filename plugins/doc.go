@@ -38,8 +38,9 @@
 // # Pool
 //
 // Each plugin version has at most Config.PoolSize instances. A call takes an
-// idle one, creates one while there is room, or waits on the caller's
-// context. Each call writes the encoded request into a guest buffer
+// idle one; while the pool has room it also starts creating one (with its
+// own budget, not the caller's context) and takes whichever is ready first;
+// it waits on the caller's context. Each call writes the encoded request into a guest buffer
 // (mr_alloc), runs mr_call under Config.CallTimeout, and decodes the result
 // envelope before the instance is released. An instance that has served
 // Config.RecycleCalls calls, or whose memory grew beyond Config.RecycleBytes

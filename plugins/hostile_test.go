@@ -306,6 +306,48 @@ func TestPoolBounded(t *testing.T) {
 	})
 }
 
+func TestPoolGrowsForCallersThatGaveUp(t *testing.T) {
+	dir := t.TempDir()
+	stage(t, dir, "loop")
+	h, _ := openDir(t, dir, Config{PoolSize: 2, CallTimeout: time.Minute})
+	ctx := context.Background()
+
+	// Occupy the one instance with a call that loops until cancelled.
+	looping, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.Admit(looping, hostileAdmit("loop-model", "loop"))
+	}()
+	defer func() { cancel(); <-done }()
+	time.Sleep(50 * time.Millisecond)
+
+	// This caller starts a second instance and gives up long before it is
+	// ready; the instance still joins the pool.
+	short, stop := context.WithTimeout(ctx, time.Millisecond)
+	defer stop()
+	if _, err := h.Admit(short, hostileAdmit("loop-model", "")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the caller's deadline", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s := stats(t, h, "loop")
+		if s.Instances == 2 && s.Idle == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats = %+v, want the second instance idle in the pool", s)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if s := stats(t, h, "loop"); s.Failures != 0 {
+		t.Errorf("failures = %d", s.Failures)
+	}
+	if _, err := h.Admit(ctx, hostileAdmit("loop-model", "")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRecycle(t *testing.T) {
 	dir := t.TempDir()
 	stage(t, dir, "panic")

@@ -52,12 +52,16 @@ func TestPlanKey(t *testing.T) {
 		t.Error("planKey changed the request")
 	}
 	variants := map[string]func(*abi.SelectRequest){
-		"model":    func(r *abi.SelectRequest) { r.Model = "n" },
-		"route":    func(r *abi.SelectRequest) { r.Route = "economy" },
-		"open":     func(r *abi.SelectRequest) { r.Lines = []abi.Line{{Name: "a", Models: []string{"m"}, Weight: 1, Open: true}} },
-		"weight":   func(r *abi.SelectRequest) { r.Lines = []abi.Line{{Name: "a", Models: []string{"m"}, Weight: 2}} },
-		"priority": func(r *abi.SelectRequest) { r.Lines = []abi.Line{{Name: "a", Models: []string{"m"}, Weight: 1, Priority: 1}} },
-		"lines":    func(r *abi.SelectRequest) { r.Lines = nil },
+		"model": func(r *abi.SelectRequest) { r.Model = "n" },
+		"route": func(r *abi.SelectRequest) { r.Route = "economy" },
+		"open": func(r *abi.SelectRequest) {
+			r.Lines = []abi.Line{{Name: "a", Models: []string{"m"}, Weight: 1, Open: true}}
+		},
+		"weight": func(r *abi.SelectRequest) { r.Lines = []abi.Line{{Name: "a", Models: []string{"m"}, Weight: 2}} },
+		"priority": func(r *abi.SelectRequest) {
+			r.Lines = []abi.Line{{Name: "a", Models: []string{"m"}, Weight: 1, Priority: 1}}
+		},
+		"lines": func(r *abi.SelectRequest) { r.Lines = nil },
 	}
 	for name, change := range variants {
 		t.Run(name, func(t *testing.T) {

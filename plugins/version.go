@@ -341,27 +341,58 @@ func (v *version) shutdown() {
 	close(v.done)
 }
 
-// get takes an idle instance, or creates one while the pool has room, or
-// waits on ctx for one to come back.
+// get takes an idle instance, or, while the pool has room, starts creating
+// one and waits for whichever comes first: an instance another call returns
+// or the new one. It waits on ctx; an instance still being created when the
+// caller gives up goes to the pool.
 func (v *version) get(ctx context.Context) (*instance, error) {
 	select {
 	case in := <-v.idle:
 		return in, nil
 	default:
 	}
+	var errc chan error // the creation this call started, if any
 	select {
 	case in := <-v.idle:
 		return in, nil
 	case v.slots <- struct{}{}:
-		in, err := v.newInstance(ctx)
-		if err != nil {
+		if !v.acquire() { // cannot happen while the caller holds a reference
 			<-v.slots
-			return nil, err
+			return nil, ErrClosed
 		}
-		return in, nil
+		errc = make(chan error, 1)
+		go v.grow(errc)
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
+	select {
+	case in := <-v.idle:
+		return in, nil
+	case err := <-errc:
+		return nil, fmt.Errorf("new instance: %w", err)
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// grow creates an instance into the pool, with its own budget and not the
+// context of the call that needed it. The caller has taken a slot for it and
+// a reference on v; grow gives back the slot if creation fails, and the
+// reference when done. A failure is counted and logged here, and sent on
+// errc when it is not nil.
+func (v *version) grow(errc chan<- error) {
+	defer v.release()
+	in, err := v.newInstance(context.Background())
+	if err != nil {
+		<-v.slots
+		v.counters.failures.Add(1)
+		v.opts.logger.Warn("plugin instance could not be created", "plugin", v.name, "err", err)
+		if errc != nil {
+			errc <- err
+		}
+		return
+	}
+	v.idle <- in // never blocks: live instances ≤ cap(idle)
 }
 
 // put returns a healthy instance to the pool, or recycles it when it has
@@ -386,17 +417,7 @@ func (v *version) replace(in *instance) {
 		<-v.slots
 		return
 	}
-	go func() {
-		defer v.release()
-		fresh, err := v.newInstance(context.Background())
-		if err != nil {
-			<-v.slots
-			v.counters.failures.Add(1)
-			v.opts.logger.Warn("plugin instance could not be replaced", "plugin", v.name, "err", err)
-			return
-		}
-		v.idle <- fresh
-	}()
+	go v.grow(nil)
 }
 
 // callResult is a result type the host decodes and checks.
@@ -416,10 +437,8 @@ func (v *version) do(ctx context.Context, op abi.Op, opName string, req callRequ
 	v.counters.calls.Add(1)
 	in, err := v.get(ctx)
 	if err != nil {
-		if ctx.Err() == nil {
-			v.counters.failures.Add(1)
-			v.opts.logger.Warn("plugin instance could not be created", "plugin", v.name, "op", opName, "err", err)
-		}
+		// A failed creation is counted and logged by grow; a caller that
+		// gave up waiting is not the plugin's failure.
 		return &Error{Plugin: v.name, Op: opName, Err: err}
 	}
 	in.buf = req.AppendTo(in.buf[:0])

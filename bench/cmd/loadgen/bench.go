@@ -1,0 +1,374 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+const chatPath = "/v1/chat/completions"
+
+// Results is everything one run measured.
+type Results struct {
+	Started    time.Time       `json:"started"`
+	Settings   Settings        `json:"settings"`
+	Latency    []LatencyRun    `json:"latency,omitempty"`
+	Throughput []ThroughputRun `json:"throughput,omitempty"`
+	Stream     []StreamRun     `json:"stream,omitempty"`
+	RSS        []RSSRun        `json:"rss,omitempty"`
+	Peak       []PeakRSS       `json:"peak,omitempty"`
+	Micro      *Micro          `json:"micro,omitempty"`
+}
+
+// Lat is a latency distribution's summary.
+type Lat struct {
+	P50 time.Duration `json:"p50"`
+	P90 time.Duration `json:"p90"`
+	P99 time.Duration `json:"p99"`
+	Max time.Duration `json:"max"`
+}
+
+func latOf(m *vegeta.Metrics) Lat {
+	return Lat{P50: m.Latencies.P50, P90: m.Latencies.P90, P99: m.Latencies.P99, Max: m.Latencies.Max}
+}
+
+// LatencyRun is one fixed-rate measurement.
+type LatencyRun struct {
+	Target   string   `json:"target"`
+	Rate     int      `json:"rate"`
+	Round    int      `json:"round"`
+	Lat      Lat      `json:"latency"`
+	Success  float64  `json:"success"`
+	Requests uint64   `json:"requests"`
+	Sent     float64  `json:"sent_per_s"` // the rate vegeta achieved
+	Errors   []string `json:"errors,omitempty"`
+}
+
+// ThroughputRun is one as-fast-as-possible measurement.
+type ThroughputRun struct {
+	Target     string   `json:"target"`
+	Round      int      `json:"round"`
+	Throughput float64  `json:"throughput"` // successful requests/s
+	Success    float64  `json:"success"`
+	Requests   uint64   `json:"requests"`
+	Lat        Lat      `json:"latency"`
+	Errors     []string `json:"errors,omitempty"`
+}
+
+// StreamRun is one streaming measurement.
+type StreamRun struct {
+	Target  string   `json:"target"`
+	Round   int      `json:"round"`
+	TTFB    Lat      `json:"ttfb"`
+	Total   Lat      `json:"total"`
+	Success float64  `json:"success"`
+	Streams uint64   `json:"streams"`
+	Errors  []string `json:"errors,omitempty"`
+}
+
+// RSSRun is the memory of one process while many streams are open.
+type RSSRun struct {
+	Target   string        `json:"target"`
+	Streams  int           `json:"streams"`    // asked for
+	Opened   int           `json:"opened"`     // got their first event
+	Failed   int           `json:"failed"`     // ended before being counted open
+	OpenNow  int           `json:"open_now"`   // still open after the last sample
+	OpenTime time.Duration `json:"open_time"`  // until the last one opened
+	Before   int64         `json:"rss_before"` // VmRSS before opening, bytes
+	During   int64         `json:"rss_during"` // highest sampled VmRSS while open, bytes
+	HWM      int64         `json:"hwm"`        // VmHWM after sampling, bytes
+	Errors   []string      `json:"errors,omitempty"`
+}
+
+// PeakRSS is a process's VmHWM (and VmRSS) after a phase.
+type PeakRSS struct {
+	Process string `json:"process"`
+	Phase   string `json:"phase"`
+	HWM     int64  `json:"hwm"`
+	RSS     int64  `json:"rss"`
+}
+
+// bench runs the phases.
+type bench struct {
+	s   Settings
+	log io.Writer
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.log, "loadgen: "+format+"\n", args...)
+}
+
+// chatBody is the small non-streaming call; streamBody the streamed one.
+// Both ask for at most 64 output tokens: the reply (24 words) is never cut.
+func chatBody(model string) []byte {
+	return []byte(`{"model":` + strconv.Quote(model) + `,"messages":[{"role":"user","content":"Reply with a short greeting."}],"max_tokens":64}`)
+}
+
+func streamBody(model string) []byte {
+	return []byte(`{"model":` + strconv.Quote(model) + `,"messages":[{"role":"user","content":"Reply with a short greeting."}],"max_tokens":64,"stream":true}`)
+}
+
+func headers(t target) http.Header {
+	h := http.Header{"Content-Type": {"application/json"}}
+	if t.Key != "" {
+		h.Set("Authorization", "Bearer "+t.Key)
+	}
+	return h
+}
+
+// newClient is a keep-alive HTTP/1.1 client; maxConns 0 = unlimited.
+func newClient(maxConns, idle int, timeout time.Duration) *http.Client {
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			Proxy:               nil,
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        0,
+			MaxIdleConnsPerHost: idle,
+			MaxConnsPerHost:     maxConns,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// rotate returns ts starting at index r (mod len).
+func rotate(ts []target, r int) []target {
+	out := make([]target, 0, len(ts))
+	for i := range ts {
+		out = append(out, ts[(i+r)%len(ts)])
+	}
+	return out
+}
+
+func (b *bench) runAll(ctx context.Context, targets, hold []target, res *Results) error {
+	if err := b.check(ctx, targets, true); err != nil {
+		return err
+	}
+	if b.s.has("rss") {
+		if err := b.check(ctx, hold, false); err != nil {
+			return err
+		}
+	}
+	procs := b.processes(targets, hold)
+	b.peak(procs, "start", res)
+	for _, phase := range b.s.Phases {
+		b.logf("phase %s", phase)
+		switch phase {
+		case "latency":
+			b.latency(ctx, targets, res)
+		case "throughput":
+			b.throughput(ctx, targets, res)
+		case "stream":
+			b.stream(ctx, targets, res)
+		case "rss":
+			b.rss(ctx, hold, res)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b.peak(procs, phase, res)
+	}
+	return nil
+}
+
+// process is a process whose memory the report shows.
+type process struct {
+	name string
+	pid  int
+}
+
+func (b *bench) processes(targets, hold []target) []process {
+	var out []process
+	for _, t := range targets {
+		if t.PID > 0 {
+			out = append(out, process{t.Name, t.PID})
+		}
+	}
+	for _, t := range hold {
+		if t.PID > 0 && t.Name != "gateway" {
+			out = append(out, process{t.Name + " (slow streams)", t.PID})
+		}
+	}
+	return out
+}
+
+func (b *bench) peak(procs []process, phase string, res *Results) {
+	for _, p := range procs {
+		m, err := readMemStatus(p.pid)
+		if err != nil {
+			b.logf("memory of %s: %v", p.name, err)
+			continue
+		}
+		res.Peak = append(res.Peak, PeakRSS{Process: p.name, Phase: phase, HWM: m.HWM, RSS: m.RSS})
+	}
+}
+
+// check makes one plain and one streamed call to every target: a
+// misconfigured target fails the run here, with its answer, instead of
+// producing a table of errors. Without wholeStream only the stream's first
+// event is awaited (the slow-stream provider takes a minute per stream).
+func (b *bench) check(ctx context.Context, targets []target, wholeStream bool) error {
+	c := newClient(0, 4, b.s.Timeout)
+	defer c.CloseIdleConnections()
+	for _, t := range targets {
+		req, err := http.NewRequestWithContext(ctx, "POST", t.URL+chatPath, bytes.NewReader(chatBody(b.s.Model)))
+		if err != nil {
+			return err
+		}
+		req.Header = headers(t)
+		resp, err := c.Do(req)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.Name, err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s (%s): HTTP %d: %s", t.Name, t.URL, resp.StatusCode, bytes.TrimSpace(body))
+		}
+		if err := checkStream(ctx, c, t, streamBody(b.s.Model), wholeStream); err != nil {
+			return fmt.Errorf("%s (%s): stream: %w", t.Name, t.URL, err)
+		}
+	}
+	return nil
+}
+
+func checkStream(ctx context.Context, c *http.Client, t target, body []byte, whole bool) error {
+	if whole {
+		return streamOnce(ctx, c, t, body).err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", t.URL+chatPath, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header = headers(t)
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	_, err = newSSEReader(resp.Body).Next()
+	return err
+}
+
+// attack runs one vegeta attack and summarises it. rate.Freq 0 is as fast
+// as workers allow (then workers must equal maxWorkers).
+func (b *bench) attack(ctx context.Context, c *http.Client, t target, rate vegeta.Rate, du time.Duration, workers, maxWorkers uint64) *vegeta.Metrics {
+	a := vegeta.NewAttacker(
+		vegeta.Client(c),
+		vegeta.Workers(workers),
+		vegeta.MaxWorkers(maxWorkers),
+		vegeta.MaxBody(0), // read and discard bodies; keep none
+	)
+	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "POST", URL: t.URL + chatPath, Body: chatBody(b.s.Model), Header: headers(t)})
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			a.Stop()
+		case <-done:
+		}
+	}()
+	var m vegeta.Metrics
+	for r := range a.Attack(tr, rate, du, t.Name) {
+		m.Add(r)
+	}
+	m.Close()
+	return &m
+}
+
+func firstErrors(errs []string) []string {
+	if len(errs) > 5 {
+		errs = errs[:5]
+	}
+	return errs
+}
+
+func (b *bench) pause(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(b.s.Pause):
+	}
+}
+
+// latency: every rate, every target, every round; warm-up at the rate first.
+func (b *bench) latency(ctx context.Context, targets []target, res *Results) {
+	clients := map[string]*http.Client{}
+	for _, t := range targets {
+		clients[t.Name] = newClient(0, int(min(b.s.MaxWorkers, 4096)), b.s.Timeout)
+	}
+	defer func() {
+		for _, c := range clients {
+			c.CloseIdleConnections()
+		}
+	}()
+	for round := 1; round <= b.s.Rounds; round++ {
+		for _, rate := range b.s.Rates {
+			for _, t := range rotate(targets, round-1) {
+				if ctx.Err() != nil {
+					return
+				}
+				pacer := vegeta.Rate{Freq: rate, Per: time.Second}
+				if b.s.Warmup > 0 {
+					b.attack(ctx, clients[t.Name], t, pacer, b.s.Warmup, 16, b.s.MaxWorkers)
+				}
+				m := b.attack(ctx, clients[t.Name], t, pacer, b.s.Duration, 16, b.s.MaxWorkers)
+				r := LatencyRun{Target: t.Name, Rate: rate, Round: round, Lat: latOf(m), Success: m.Success,
+					Requests: m.Requests, Sent: m.Rate, Errors: firstErrors(m.Errors)}
+				res.Latency = append(res.Latency, r)
+				b.logf("latency round %d %5d/s %-8s p50 %v p99 %v max %v success %.4f sent %.0f/s",
+					round, rate, t.Name, r.Lat.P50, r.Lat.P99, r.Lat.Max, r.Success, r.Sent)
+				b.pause(ctx)
+			}
+		}
+	}
+}
+
+// throughput: as fast as Conns workers on Conns connections can go.
+func (b *bench) throughput(ctx context.Context, targets []target, res *Results) {
+	n := uint64(b.s.Conns)
+	for round := 1; round <= b.s.Rounds; round++ {
+		for _, t := range rotate(targets, round-1) {
+			if ctx.Err() != nil {
+				return
+			}
+			c := newClient(b.s.Conns, b.s.Conns, b.s.Timeout)
+			if b.s.Warmup > 0 {
+				b.attack(ctx, c, t, vegeta.Rate{}, b.s.Warmup, n, n)
+			}
+			m := b.attack(ctx, c, t, vegeta.Rate{}, b.s.TPDuration, n, n)
+			c.CloseIdleConnections()
+			r := ThroughputRun{Target: t.Name, Round: round, Throughput: m.Throughput, Success: m.Success,
+				Requests: m.Requests, Lat: latOf(m), Errors: firstErrors(m.Errors)}
+			res.Throughput = append(res.Throughput, r)
+			b.logf("throughput round %d %-8s %.0f/s success %.4f p50 %v p99 %v", round, t.Name, r.Throughput, r.Success, r.Lat.P50, r.Lat.P99)
+			b.pause(ctx)
+		}
+	}
+}
+
+// errString is "" for nil.
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+var errNoDone = errors.New("stream ended without data: [DONE]")

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelrelay/modelrelay/sim"
+)
+
+func proxyTo(t *testing.T, upstream string) *httptest.Server {
+	t.Helper()
+	u, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(u) }, FlushInterval: -1}
+	// Full duplex, as bareproxy: a plain ReverseProxy cuts about 0.5% of
+	// streams (golang/go#40747).
+	px := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(px.Close)
+	return px
+}
+
+func simServer(t *testing.T, o sim.Options) *httptest.Server {
+	t.Helper()
+	s := sim.New(o)
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	t.Cleanup(s.Close)
+	return hs
+}
+
+// TestPhasesEndToEnd runs every phase, briefly, against the real simulated
+// provider and two reverse proxies standing in for the bare proxy and the
+// gateway (this test checks the harness, not the gateway), reading this
+// process's own memory.
+func TestPhasesEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load for a few seconds")
+	}
+	fast := simServer(t, sim.Options{Chunks: 5, ChunkGap: 2 * time.Millisecond})
+	slow := simServer(t, sim.Options{Chunks: 30, ChunkGap: 200 * time.Millisecond})
+	pid := os.Getpid()
+	targets := []target{
+		{Name: "direct", URL: fast.URL, Key: "sk-x"},
+		{Name: "proxy", URL: proxyTo(t, fast.URL).URL, Key: "sk-x", PID: pid},
+		{Name: "gateway", URL: proxyTo(t, fast.URL).URL, Key: "sk-x", PID: pid},
+	}
+	hold := []target{
+		{Name: "proxy", URL: proxyTo(t, slow.URL).URL, Key: "sk-y", PID: pid},
+		{Name: "gateway", URL: proxyTo(t, slow.URL).URL, Key: "sk-y", PID: pid},
+	}
+	s := Settings{
+		Model: "modelf-flash", Rates: []int{50, 100}, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond,
+		Rounds: 1, MaxWorkers: 64, Timeout: 5 * time.Second, TPDuration: 300 * time.Millisecond, Conns: 4,
+		StreamRate: 20, StreamDuration: 300 * time.Millisecond, Chunks: 5, ChunkGap: 2 * time.Millisecond,
+		OpenStreams: 20, OpenRate: 200, OpenTimeout: 5 * time.Second, Phases: allPhases, Pause: 50 * time.Millisecond,
+	}
+	res := &Results{Settings: s}
+	b := &bench{s: s, log: io.Discard}
+	if err := b.runAll(context.Background(), targets, hold, res); err != nil {
+		t.Fatal(err)
+	}
+
+	if len(res.Latency) != 6 {
+		t.Fatalf("%d latency runs", len(res.Latency))
+	}
+	for _, r := range res.Latency {
+		want := uint64(float64(r.Rate) * s.Duration.Seconds())
+		if r.Success != 1 || r.Requests < want*8/10 || r.Requests > want*12/10 || r.Lat.P50 <= 0 || r.Lat.P99 < r.Lat.P50 || r.Lat.Max < r.Lat.P99 {
+			t.Errorf("latency run %+v (want about %d requests)", r, want)
+		}
+	}
+	if len(res.Throughput) != 3 {
+		t.Fatalf("%d throughput runs", len(res.Throughput))
+	}
+	for _, r := range res.Throughput {
+		if r.Success != 1 || r.Throughput < 20 {
+			t.Errorf("throughput run %+v", r)
+		}
+	}
+	if len(res.Stream) != 3 {
+		t.Fatalf("%d stream runs", len(res.Stream))
+	}
+	for _, r := range res.Stream {
+		// 5 chunks 2 ms apart: the whole stream takes at least 8 ms, its first event much less.
+		if r.Success != 1 || r.Streams < 4 || r.TTFB.P50 <= 0 || r.Total.P50 < 8*time.Millisecond || r.TTFB.P50 >= r.Total.P50 {
+			t.Errorf("stream run %+v", r)
+		}
+	}
+	if len(res.RSS) != 2 {
+		t.Fatalf("%d rss runs", len(res.RSS))
+	}
+	for _, r := range res.RSS {
+		if r.Opened != 20 || r.Failed != 0 || r.OpenNow != 20 || r.During <= 0 || r.HWM < r.During || len(r.Errors) != 0 {
+			t.Errorf("rss run %+v", r)
+		}
+	}
+	// start + four phases, three processes each (proxy, gateway, proxy (slow streams)).
+	if len(res.Peak) != 5*3 {
+		t.Errorf("%d peak readings", len(res.Peak))
+	}
+	md := renderReport(res)
+	if !strings.Contains(md, "| 100 | gateway |") || !strings.Contains(md, "plugin time ≤ 30 µs per request | not measured") {
+		t.Errorf("report:\n%s", md)
+	}
+}
+
+// TestCheckFailsFast: a target that does not answer 200 stops the run
+// before any load, naming the target and its answer.
+func TestCheckFailsFast(t *testing.T) {
+	fast := simServer(t, sim.Options{})
+	deny := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":{"message":"invalid key"}}`, http.StatusUnauthorized)
+	}))
+	defer deny.Close()
+	s := Settings{Model: "modelf-flash", Timeout: 5 * time.Second}
+	b := &bench{s: s, log: io.Discard}
+	err := b.check(context.Background(), []target{{Name: "direct", URL: fast.URL}, {Name: "gateway", URL: deny.URL}}, true)
+	if err == nil || !strings.Contains(err.Error(), "gateway") || !strings.Contains(err.Error(), "HTTP 401") || !strings.Contains(err.Error(), "invalid key") {
+		t.Fatalf("err = %v", err)
+	}
+	if err := b.check(context.Background(), []target{{Name: "direct", URL: fast.URL}}, true); err != nil {
+		t.Fatalf("healthy target: %v", err)
+	}
+}
+
+func TestRunFlags(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing targets", []string{}, "is required"},
+		{"bad rate", []string{"-rates", "500,x"}, `-rates: "x"`},
+		{"repeated rate", []string{"-rates", "500,500"}, "listed twice"},
+		{"bad phase", []string{"-phases", "latency,warp"}, `-phases: "warp"`},
+		{"rounds", []string{"-rounds", "0"}, "-rounds"},
+		{"rss needs pids", []string{"-direct", "http://a", "-proxy", "http://b", "-gateway", "http://c", "-key", "k"}, "rss:"},
+		{"stray argument", []string{"extra"}, "unexpected argument"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := run(c.args)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("run(%q) = %v, want an error containing %q", c.args, err, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+// target is one system the benchmark loads.
+type target struct {
+	Name string // direct, proxy, gateway
+	URL  string // base URL; the chat path is appended
+	Key  string // sent as "Authorization: Bearer" (the sim and the proxy ignore it)
+	PID  int    // process to read memory of; 0 = none
+}
+
+// Settings are the benchmark's knobs, recorded in the results.
+type Settings struct {
+	Model          string        `json:"model"`
+	Rates          []int         `json:"rates"`
+	Duration       time.Duration `json:"duration"`
+	Warmup         time.Duration `json:"warmup"`
+	Rounds         int           `json:"rounds"`
+	Pause          time.Duration `json:"pause"`
+	MaxWorkers     uint64        `json:"max_workers"`
+	Timeout        time.Duration `json:"timeout"`
+	TPDuration     time.Duration `json:"throughput_duration"`
+	Conns          int           `json:"conns"`
+	StreamRate     int           `json:"stream_rate"`
+	StreamDuration time.Duration `json:"stream_duration"`
+	Chunks         int           `json:"chunks"`
+	ChunkGap       time.Duration `json:"chunk_gap"`
+	OpenStreams    int           `json:"open_streams"`
+	OpenRate       int           `json:"open_rate"`
+	OpenTimeout    time.Duration `json:"open_timeout"`
+	SimLatency     string        `json:"sim_latency"`
+	Phases         []string      `json:"phases"`
+}
+
+var allPhases = []string{"latency", "throughput", "stream", "rss"}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	var s Settings
+	direct := fs.String("direct", "", "base URL of the simulated provider (required)")
+	proxy := fs.String("proxy", "", "base URL of the bare proxy in front of it (required)")
+	gateway := fs.String("gateway", "", "base URL of the gateway in front of it (required)")
+	key := fs.String("key", "", "gateway key whose route reaches -direct (required)")
+	holdProxy := fs.String("hold-proxy", "", "rss: base URL of a bare proxy in front of a provider with a long chunk gap")
+	holdKey := fs.String("hold-key", "", "rss: gateway key whose route reaches that provider")
+	gatewayPID := fs.Int("gateway-pid", 0, "gateway process id (memory)")
+	proxyPID := fs.Int("proxy-pid", 0, "pid of the -proxy process (memory)")
+	holdProxyPID := fs.Int("hold-proxy-pid", 0, "pid of the -hold-proxy process (memory)")
+	rates := fs.String("rates", "500,1000,2000,4000", "latency: fixed rates, requests/s")
+	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run")
+	fs.StringVar(&s.Model, "model", "modelf-flash", "model of every call")
+	fs.DurationVar(&s.Duration, "duration", 5*time.Second, "latency: measured time per rate and target")
+	fs.DurationVar(&s.Warmup, "warmup", time.Second, "warm-up before every measurement (discarded)")
+	fs.IntVar(&s.Rounds, "rounds", 3, "rounds of every phase but rss; the report shows medians")
+	fs.DurationVar(&s.Pause, "pause", 500*time.Millisecond, "idle time between two measurements")
+	fs.Uint64Var(&s.MaxWorkers, "max-workers", 2048, "latency: most concurrent requests vegeta may open to hold a rate")
+	fs.DurationVar(&s.Timeout, "timeout", 10*time.Second, "timeout of one request")
+	fs.DurationVar(&s.TPDuration, "tp-duration", 10*time.Second, "throughput: measured time per target")
+	fs.IntVar(&s.Conns, "conns", 64, "throughput: workers and connections")
+	fs.IntVar(&s.StreamRate, "stream-rate", 50, "stream: streams started per second")
+	fs.DurationVar(&s.StreamDuration, "stream-duration", 10*time.Second, "stream: measured time per target")
+	fs.IntVar(&s.Chunks, "chunks", 20, "stream: content chunks the provider sends (for the report)")
+	fs.DurationVar(&s.ChunkGap, "chunk-gap", 10*time.Millisecond, "stream: the provider's gap between chunks (for the report)")
+	fs.IntVar(&s.OpenStreams, "open-streams", 1000, "rss: concurrent streams held open")
+	fs.IntVar(&s.OpenRate, "open-rate", 500, "rss: streams opened per second")
+	fs.DurationVar(&s.OpenTimeout, "open-timeout", 60*time.Second, "rss: most time to get every stream open")
+	fs.StringVar(&s.SimLatency, "sim-latency", "0s", "the provider's -latency (for the report)")
+	microPath := fs.String("micro", "", "go test -bench output to check the plugin time in (optional)")
+	jsonOut := fs.String("json", "", "write the results as JSON here (optional)")
+	mdOut := fs.String("md", "", "write the markdown report here (default: stdout)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	var err error
+	if s.Rates, err = parseRates(*rates); err != nil {
+		return err
+	}
+	if s.Phases, err = parsePhases(*phases); err != nil {
+		return err
+	}
+	if err := s.validate(); err != nil {
+		return err
+	}
+	for name, v := range map[string]string{"-direct": *direct, "-proxy": *proxy, "-gateway": *gateway, "-key": *key} {
+		if v == "" {
+			return fmt.Errorf("%s is required", name)
+		}
+	}
+	targets := []target{
+		{Name: "direct", URL: *direct, Key: *key},
+		{Name: "proxy", URL: *proxy, Key: *key, PID: *proxyPID},
+		{Name: "gateway", URL: *gateway, Key: *key, PID: *gatewayPID},
+	}
+	var hold []target
+	if s.has("rss") {
+		if *holdProxy == "" || *holdKey == "" || *holdProxyPID == 0 || *gatewayPID == 0 {
+			return errors.New("rss: -hold-proxy, -hold-key, -hold-proxy-pid and -gateway-pid are required")
+		}
+		hold = []target{
+			{Name: "proxy", URL: *holdProxy, Key: *holdKey, PID: *holdProxyPID},
+			{Name: "gateway", URL: *gateway, Key: *holdKey, PID: *gatewayPID},
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res := &Results{Settings: s, Started: time.Now().UTC()}
+	b := &bench{s: s, log: os.Stderr}
+	if err := b.runAll(ctx, targets, hold, res); err != nil {
+		return err
+	}
+	if *microPath != "" {
+		f, err := os.Open(*microPath)
+		if err != nil {
+			return err
+		}
+		samples, err := parseMicro(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", *microPath, err)
+		}
+		res.Micro = microSummary(samples)
+	}
+	if *jsonOut != "" {
+		data, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonOut, append(data, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	md := renderReport(res)
+	if *mdOut == "" {
+		_, err := os.Stdout.WriteString(md)
+		return err
+	}
+	return os.WriteFile(*mdOut, []byte(md), 0o644)
+}
+
+func (s Settings) has(phase string) bool {
+	for _, p := range s.Phases {
+		if p == phase {
+			return true
+		}
+	}
+	return false
+}
+
+func (s Settings) validate() error {
+	switch {
+	case s.Model == "":
+		return errors.New("-model is required")
+	case s.Duration <= 0 || s.TPDuration <= 0 || s.StreamDuration <= 0:
+		return errors.New("-duration, -tp-duration and -stream-duration must be positive")
+	case s.Warmup < 0 || s.Pause < 0:
+		return errors.New("-warmup and -pause must not be negative")
+	case s.Rounds < 1 || s.Rounds > 20:
+		return errors.New("-rounds must be within 1..20")
+	case s.MaxWorkers < 1:
+		return errors.New("-max-workers must be at least 1")
+	case s.Timeout <= 0:
+		return errors.New("-timeout must be positive")
+	case s.Conns < 1 || s.Conns > 4096:
+		return errors.New("-conns must be within 1..4096")
+	case s.StreamRate < 1 || s.StreamRate > 10000:
+		return errors.New("-stream-rate must be within 1..10000")
+	case s.OpenStreams < 1 || s.OpenStreams > 10000:
+		return errors.New("-open-streams must be within 1..10000")
+	case s.OpenRate < 1:
+		return errors.New("-open-rate must be positive")
+	case s.OpenTimeout <= 0:
+		return errors.New("-open-timeout must be positive")
+	}
+	return nil
+}
+
+// parseRates reads "500,1000": positive rates in requests/s, no repeats.
+func parseRates(v string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > 1_000_000 {
+			return nil, fmt.Errorf("-rates: %q is not a rate within 1..1000000", f)
+		}
+		for _, o := range out {
+			if o == n {
+				return nil, fmt.Errorf("-rates: %d is listed twice", n)
+			}
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parsePhases reads "latency,stream", in the order of allPhases.
+func parsePhases(v string) ([]string, error) {
+	want := map[string]bool{}
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		ok := false
+		for _, p := range allPhases {
+			ok = ok || p == f
+		}
+		if !ok {
+			return nil, fmt.Errorf("-phases: %q is not one of %s", f, strings.Join(allPhases, ", "))
+		}
+		want[f] = true
+	}
+	var out []string
+	for _, p := range allPhases {
+		if want[p] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}

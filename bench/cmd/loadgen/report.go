@@ -1,0 +1,420 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Micro is what the report takes from the micro-benchmarks.
+type Micro struct {
+	// PluginNs is the median ns/op of plugins.BenchmarkRequest: the plugin
+	// time of one relayed request (Admit, Select, Settle; guard on).
+	PluginNs      float64 `json:"plugin_ns"`
+	PluginSamples int     `json:"plugin_samples"`
+}
+
+func microSummary(samples []microSample) *Micro {
+	ns, n, ok := microMedian(samples, "/plugins", "Request")
+	if !ok {
+		return nil
+	}
+	return &Micro{PluginNs: ns, PluginSamples: n}
+}
+
+// Limits of issue 9.
+const (
+	limitP50Ratio     = 1.25                   // gateway overhead p50 ≤ 1.25 × the proxy's, at 1,000/s
+	limitP99          = time.Millisecond       // gateway overhead p99 ≤ 1 ms, at 1,000/s
+	limitThroughput   = 0.75                   // gateway ≥ 0.75 × the proxy's max throughput
+	limitTTFB         = 500 * time.Microsecond // streaming TTFB overhead p50
+	limitPluginNs     = 30_000.0               // plugin time per request
+	limitRSS          = 200_000_000            // bytes with 1,000 open streams
+	targetRate        = 1000
+	targetOpenStreams = 1000
+)
+
+func medianDur(v []time.Duration) time.Duration {
+	f := make([]float64, len(v))
+	for i, d := range v {
+		f[i] = float64(d)
+	}
+	return time.Duration(math.Round(median(f)))
+}
+
+// medianLat is the field-wise median of summaries.
+func medianLat(ls []Lat) Lat {
+	pick := func(f func(Lat) time.Duration) time.Duration {
+		v := make([]time.Duration, len(ls))
+		for i, l := range ls {
+			v[i] = f(l)
+		}
+		return medianDur(v)
+	}
+	return Lat{
+		P50: pick(func(l Lat) time.Duration { return l.P50 }),
+		P90: pick(func(l Lat) time.Duration { return l.P90 }),
+		P99: pick(func(l Lat) time.Duration { return l.P99 }),
+		Max: pick(func(l Lat) time.Duration { return l.Max }),
+	}
+}
+
+func (l Lat) sub(o Lat) Lat {
+	return Lat{P50: l.P50 - o.P50, P90: l.P90 - o.P90, P99: l.P99 - o.P99, Max: l.Max - o.Max}
+}
+
+// latAgg is the median over rounds of one target at one rate.
+type latAgg struct {
+	Lat      Lat
+	Success  float64
+	Sent     float64
+	Requests uint64
+	Errors   []string
+	ok       bool
+}
+
+func aggLatency(runs []LatencyRun, name string, rate int) latAgg {
+	var a latAgg
+	var ls []Lat
+	var succ, sent []float64
+	for _, r := range runs {
+		if r.Target != name || r.Rate != rate {
+			continue
+		}
+		ls = append(ls, r.Lat)
+		succ = append(succ, r.Success)
+		sent = append(sent, r.Sent)
+		a.Requests += r.Requests
+		a.Errors = append(a.Errors, r.Errors...)
+	}
+	if len(ls) == 0 {
+		return a
+	}
+	a.Lat, a.Success, a.Sent, a.ok = medianLat(ls), median(succ), median(sent), true
+	a.Errors = dedup(a.Errors)
+	return a
+}
+
+type tpAgg struct {
+	Throughput, Success float64
+	Lat                 Lat
+	Errors              []string
+	ok                  bool
+}
+
+func aggThroughput(runs []ThroughputRun, name string) tpAgg {
+	var a tpAgg
+	var tp, succ []float64
+	var ls []Lat
+	for _, r := range runs {
+		if r.Target != name {
+			continue
+		}
+		tp = append(tp, r.Throughput)
+		succ = append(succ, r.Success)
+		ls = append(ls, r.Lat)
+		a.Errors = append(a.Errors, r.Errors...)
+	}
+	if len(tp) == 0 {
+		return a
+	}
+	a.Throughput, a.Success, a.Lat, a.ok = median(tp), median(succ), medianLat(ls), true
+	a.Errors = dedup(a.Errors)
+	return a
+}
+
+type streamAgg struct {
+	TTFB, Total Lat
+	Success     float64
+	Streams     uint64
+	Errors      []string
+	ok          bool
+}
+
+func aggStream(runs []StreamRun, name string) streamAgg {
+	var a streamAgg
+	var t1, t2 []Lat
+	var succ []float64
+	for _, r := range runs {
+		if r.Target != name {
+			continue
+		}
+		t1 = append(t1, r.TTFB)
+		t2 = append(t2, r.Total)
+		succ = append(succ, r.Success)
+		a.Streams += r.Streams
+		a.Errors = append(a.Errors, r.Errors...)
+	}
+	if len(t1) == 0 {
+		return a
+	}
+	a.TTFB, a.Total, a.Success, a.ok = medianLat(t1), medianLat(t2), median(succ), true
+	a.Errors = dedup(a.Errors)
+	return a
+}
+
+// ratio is a/b as "1.23×", or "n/a" when b is not positive (the proxy's
+// overhead can measure ≤ 0 within noise).
+func ratio(a, b float64) string {
+	if b <= 0 || math.IsNaN(a) || math.IsNaN(b) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/1e6) }
+
+func signedMs(d time.Duration) string { return fmt.Sprintf("%+.3f ms", float64(d)/1e6) }
+
+func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
+
+func pct(f float64) string { return fmt.Sprintf("%.2f%%", f*100) }
+
+// verdict is "met" or "**missed**".
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**missed**"
+}
+
+// renderReport writes the markdown tables.
+func renderReport(res *Results) string {
+	var w strings.Builder
+	s := res.Settings
+	p := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
+	p("## Load (loadgen, %s)\n\n", res.Started.Format(time.RFC3339))
+	p("Targets: **direct** = the simulated provider (`relay sim -latency %s`), **proxy** = a bare "+
+		"`httputil.ReverseProxy` in front of it (the floor), **gateway** = ModelRelay in front of it. "+
+		"Every value is the median over %d round(s); the targets' order rotates every round. "+
+		"Overhead = hop − direct at the same percentile; **gw/proxy** = gateway overhead ÷ proxy overhead.\n\n",
+		s.SimLatency, s.Rounds)
+
+	if len(res.Latency) > 0 {
+		p("### Fixed-rate latency\n\n")
+		p("Small non-streaming chat call (`%s`, max_tokens 64), open loop (vegeta), %v per rate and target after a %v warm-up at that rate.\n\n",
+			s.Model, s.Duration, s.Warmup)
+		p("| rate/s | target | p50 | p90 | p99 | max | success | sent/s | overhead p50 | overhead p90 | overhead p99 | overhead max |\n")
+		p("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, rate := range s.Rates {
+			d := aggLatency(res.Latency, "direct", rate)
+			px := aggLatency(res.Latency, "proxy", rate)
+			for _, name := range []string{"direct", "proxy", "gateway"} {
+				a := aggLatency(res.Latency, name, rate)
+				if !a.ok {
+					continue
+				}
+				over := "— | — | — | —"
+				if name != "direct" && d.ok {
+					o := a.Lat.sub(d.Lat)
+					over = fmt.Sprintf("%s | %s | %s | %s", signedMs(o.P50), signedMs(o.P90), signedMs(o.P99), signedMs(o.Max))
+				}
+				p("| %d | %s | %s | %s | %s | %s | %s | %.0f | %s |\n", rate, name, ms(a.Lat.P50), ms(a.Lat.P90),
+					ms(a.Lat.P99), ms(a.Lat.Max), pct(a.Success), a.Sent, over)
+			}
+			if g := aggLatency(res.Latency, "gateway", rate); g.ok && px.ok && d.ok {
+				og, op := g.Lat.sub(d.Lat), px.Lat.sub(d.Lat)
+				p("| %d | **gw/proxy** | | | | | | | %s | %s | %s | %s |\n", rate,
+					ratio(float64(og.P50), float64(op.P50)), ratio(float64(og.P90), float64(op.P90)),
+					ratio(float64(og.P99), float64(op.P99)), ratio(float64(og.Max), float64(op.Max)))
+			}
+		}
+		p("\n")
+	}
+
+	if len(res.Throughput) > 0 {
+		p("### Maximum throughput\n\n")
+		p("As fast as possible (vegeta rate 0) with %d workers on %d keep-alive connections, %v per target after a %v warm-up.\n\n",
+			s.Conns, s.Conns, s.TPDuration, s.Warmup)
+		p("| target | requests/s | success | p50 | p99 | ÷ proxy |\n|---|---:|---:|---:|---:|---:|\n")
+		px := aggThroughput(res.Throughput, "proxy")
+		for _, name := range []string{"direct", "proxy", "gateway"} {
+			a := aggThroughput(res.Throughput, name)
+			if !a.ok {
+				continue
+			}
+			r := "—"
+			if name != "proxy" && px.ok {
+				r = ratio(a.Throughput, px.Throughput)
+			}
+			p("| %s | %.0f | %s | %s | %s | %s |\n", name, a.Throughput, pct(a.Success), ms(a.Lat.P50), ms(a.Lat.P99), r)
+		}
+		p("\n")
+	}
+
+	if len(res.Stream) > 0 {
+		p("### Streaming\n\n")
+		p("Streamed chat call, %d content chunks %v apart from the provider; %d streams started per second (open loop) for %v per target after a %v warm-up. "+
+			"TTFB = until the first complete SSE event; total = until `data: [DONE]`.\n\n",
+			s.Chunks, s.ChunkGap, s.StreamRate, s.StreamDuration, s.Warmup)
+		p("| target | TTFB p50 | TTFB p99 | total p50 | total p99 | success | streams | TTFB overhead p50 | TTFB overhead p99 | total overhead p50 | total overhead p99 |\n")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		d := aggStream(res.Stream, "direct")
+		for _, name := range []string{"direct", "proxy", "gateway"} {
+			a := aggStream(res.Stream, name)
+			if !a.ok {
+				continue
+			}
+			over := "— | — | — | —"
+			if name != "direct" && d.ok {
+				o1, o2 := a.TTFB.sub(d.TTFB), a.Total.sub(d.Total)
+				over = fmt.Sprintf("%s | %s | %s | %s", signedMs(o1.P50), signedMs(o1.P99), signedMs(o2.P50), signedMs(o2.P99))
+			}
+			p("| %s | %s | %s | %s | %s | %s | %d | %s |\n", name, ms(a.TTFB.P50), ms(a.TTFB.P99), ms(a.Total.P50), ms(a.Total.P99),
+				pct(a.Success), a.Streams, over)
+		}
+		if g, px := aggStream(res.Stream, "gateway"), aggStream(res.Stream, "proxy"); g.ok && px.ok && d.ok {
+			g1, g2, p1, p2 := g.TTFB.sub(d.TTFB), g.Total.sub(d.Total), px.TTFB.sub(d.TTFB), px.Total.sub(d.Total)
+			p("| **gw/proxy** | | | | | | | %s | %s | %s | %s |\n", ratio(float64(g1.P50), float64(p1.P50)), ratio(float64(g1.P99), float64(p1.P99)),
+				ratio(float64(g2.P50), float64(p2.P50)), ratio(float64(g2.P99), float64(p2.P99)))
+		}
+		p("\n")
+	}
+
+	if len(res.RSS) > 0 {
+		p("### Memory with %d concurrent open streams\n\n", s.OpenStreams)
+		p("Streams opened at %d/s against a provider that sends one chunk per second; VmRSS sampled 8 times, 250 ms apart, once every stream had its first event.\n\n", s.OpenRate)
+		p("| process | VmRSS idle | VmRSS with streams open (max) | opened | failed | still open after sampling | VmHWM |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, r := range res.RSS {
+			p("| %s | %s | %s | %d | %d | %d | %s |\n", r.Target, mb(r.Before), mb(r.During), r.Opened, r.Failed, r.OpenNow, mb(r.HWM))
+		}
+		p("\n")
+	}
+
+	if len(res.Peak) > 0 {
+		p("### Peak RSS (VmHWM) after each phase\n\n")
+		var procs, phases []string
+		hwm := map[[2]string]int64{}
+		for _, pk := range res.Peak {
+			if !slices.Contains(procs, pk.Process) {
+				procs = append(procs, pk.Process)
+			}
+			if !slices.Contains(phases, pk.Phase) {
+				phases = append(phases, pk.Phase)
+			}
+			hwm[[2]string{pk.Process, pk.Phase}] = pk.HWM
+		}
+		p("| process | %s |\n|---|%s\n", strings.Join(phases, " | "), strings.Repeat("---:|", len(phases)))
+		for _, pr := range procs {
+			var cells []string
+			for _, ph := range phases {
+				if v, ok := hwm[[2]string{pr, ph}]; ok {
+					cells = append(cells, mb(v))
+				} else {
+					cells = append(cells, "—")
+				}
+			}
+			p("| %s | %s |\n", pr, strings.Join(cells, " | "))
+		}
+		p("\n")
+	}
+
+	p("### Targets (issue 9)\n\n| target | measured | verdict |\n|---|---|---|\n")
+	for _, row := range targetRows(res) {
+		p("| %s | %s | %s |\n", row[0], row[1], row[2])
+	}
+	p("\n")
+
+	if errs := allErrors(res); len(errs) > 0 {
+		p("### Errors seen\n\n")
+		for _, e := range errs {
+			p("- %s\n", strings.ReplaceAll(e, "\n", " "))
+		}
+		p("\n")
+	}
+	return w.String()
+}
+
+// targetRows evaluates the limits of issue 9 against the medians.
+func targetRows(res *Results) [][3]string {
+	var rows [][3]string
+	notMeasured := func(name string) { rows = append(rows, [3]string{name, "not measured", "—"}) }
+
+	d, px, g := aggLatency(res.Latency, "direct", targetRate), aggLatency(res.Latency, "proxy", targetRate), aggLatency(res.Latency, "gateway", targetRate)
+	name := "overhead p50 at 1,000 req/s ≤ 1.25× the bare proxy's"
+	if d.ok && px.ok && g.ok {
+		og, op := g.Lat.P50-d.Lat.P50, px.Lat.P50-d.Lat.P50
+		ok := float64(og) <= limitP50Ratio*float64(max(op, 0))
+		rows = append(rows, [3]string{name, fmt.Sprintf("gateway %s, proxy %s: %s", signedMs(og), signedMs(op), ratio(float64(og), float64(op))), verdict(ok)})
+	} else {
+		notMeasured(name)
+	}
+	name = "overhead p99 at 1,000 req/s ≤ 1.0 ms"
+	if d.ok && g.ok {
+		og := g.Lat.P99 - d.Lat.P99
+		rows = append(rows, [3]string{name, fmt.Sprintf("gateway %s (proxy %s)", signedMs(og), signedMs(px.Lat.P99-d.Lat.P99)), verdict(og <= limitP99)})
+	} else {
+		notMeasured(name)
+	}
+	name = "max throughput ≥ 0.75× the bare proxy's"
+	if tp, tg := aggThroughput(res.Throughput, "proxy"), aggThroughput(res.Throughput, "gateway"); tp.ok && tg.ok {
+		rows = append(rows, [3]string{name, fmt.Sprintf("gateway %.0f/s, proxy %.0f/s: %s", tg.Throughput, tp.Throughput, ratio(tg.Throughput, tp.Throughput)),
+			verdict(tg.Throughput >= limitThroughput*tp.Throughput)})
+	} else {
+		notMeasured(name)
+	}
+	name = "streaming TTFB overhead p50 ≤ 0.5 ms"
+	if sd, sg := aggStream(res.Stream, "direct"), aggStream(res.Stream, "gateway"); sd.ok && sg.ok {
+		og := sg.TTFB.P50 - sd.TTFB.P50
+		m := fmt.Sprintf("gateway %s", signedMs(og))
+		if sp := aggStream(res.Stream, "proxy"); sp.ok {
+			m += fmt.Sprintf(" (proxy %s)", signedMs(sp.TTFB.P50-sd.TTFB.P50))
+		}
+		rows = append(rows, [3]string{name, m, verdict(og <= limitTTFB)})
+	} else {
+		notMeasured(name)
+	}
+	name = "plugin time ≤ 30 µs per request"
+	if res.Micro != nil {
+		rows = append(rows, [3]string{name, fmt.Sprintf("%.1f µs (plugins BenchmarkRequest, median of %d)", res.Micro.PluginNs/1000, res.Micro.PluginSamples),
+			verdict(res.Micro.PluginNs <= limitPluginNs)})
+	} else {
+		notMeasured(name)
+	}
+	name = "RSS ≤ 200 MB with 1,000 open streams"
+	measured := false
+	for _, r := range res.RSS {
+		if r.Target != "gateway" {
+			continue
+		}
+		measured = true
+		m := fmt.Sprintf("%s with %d streams open", mb(r.During), r.Opened)
+		ok := r.During <= limitRSS && r.Opened >= targetOpenStreams
+		if r.Opened < targetOpenStreams {
+			m += fmt.Sprintf(" (fewer than %d)", targetOpenStreams)
+		}
+		rows = append(rows, [3]string{name, m, verdict(ok)})
+	}
+	if !measured {
+		notMeasured(name)
+	}
+	return rows
+}
+
+func allErrors(res *Results) []string {
+	var out []string
+	add := func(prefix string, errs []string) {
+		for _, e := range errs {
+			out = append(out, prefix+": "+e)
+		}
+	}
+	for _, r := range res.Latency {
+		add(fmt.Sprintf("latency %s %d/s", r.Target, r.Rate), r.Errors)
+	}
+	for _, r := range res.Throughput {
+		add("throughput "+r.Target, r.Errors)
+	}
+	for _, r := range res.Stream {
+		add("stream "+r.Target, r.Errors)
+	}
+	for _, r := range res.RSS {
+		add("rss "+r.Target, r.Errors)
+	}
+	out = dedup(out)
+	if len(out) > 30 {
+		out = append(out[:30], fmt.Sprintf("… and %d more", len(out)-30))
+	}
+	return out
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const us = time.Microsecond
+
+func lat(p50, p99 time.Duration) Lat { return Lat{P50: p50, P90: p50, P99: p99, Max: p99} }
+
+// results builds a run in which the gateway's numbers are set by the caller
+// and direct/proxy are fixed: direct p50 200 µs p99 400 µs, proxy +100 µs.
+func results(gwP50, gwP99 time.Duration, gwTP float64, gwTTFB time.Duration, pluginNs float64, rss int64, opened int) *Results {
+	r := &Results{Settings: Settings{Model: "m", Rates: []int{1000}, Rounds: 1, OpenStreams: 1000}}
+	r.Latency = []LatencyRun{
+		{Target: "direct", Rate: 1000, Round: 1, Lat: lat(200*us, 400*us), Success: 1},
+		{Target: "proxy", Rate: 1000, Round: 1, Lat: lat(300*us, 500*us), Success: 1},
+		{Target: "gateway", Rate: 1000, Round: 1, Lat: lat(gwP50, gwP99), Success: 1},
+	}
+	r.Throughput = []ThroughputRun{{Target: "proxy", Throughput: 10000, Success: 1}, {Target: "gateway", Throughput: gwTP, Success: 1}}
+	r.Stream = []StreamRun{{Target: "direct", TTFB: lat(300*us, 600*us)}, {Target: "gateway", TTFB: lat(gwTTFB, gwTTFB)}}
+	r.Micro = &Micro{PluginNs: pluginNs, PluginSamples: 6}
+	r.RSS = []RSSRun{{Target: "gateway", Streams: 1000, Opened: opened, During: rss}}
+	return r
+}
+
+func verdicts(r *Results) []string {
+	var out []string
+	for _, row := range targetRows(r) {
+		out = append(out, row[2])
+	}
+	return out
+}
+
+func TestTargetRows(t *testing.T) {
+	const miss = "**missed**"
+	cases := []struct {
+		name string
+		res  *Results
+		want []string
+	}{
+		{"all met at the limits", results(325*us, 1400*us, 7500, 800*us, 30000, 200_000_000, 1000),
+			[]string{"met", "met", "met", "met", "met", "met"}},
+		{"all missed just past the limits", results(326*us, 1401*us, 7499, 801*us, 30001, 200_000_001, 1000),
+			[]string{miss, miss, miss, miss, miss, miss}},
+		{"fewer streams than asked is a miss", results(300*us, 500*us, 9000, 300*us, 1000, 1, 999),
+			[]string{"met", "met", "met", "met", "met", miss}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := verdicts(c.res)
+			if strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Fatalf("verdicts %v, want %v\n%v", got, c.want, targetRows(c.res))
+			}
+		})
+	}
+}
+
+func TestTargetRowsNotMeasured(t *testing.T) {
+	r := &Results{Settings: Settings{Rates: []int{500}}}
+	for _, row := range targetRows(r) {
+		if row[1] != "not measured" {
+			t.Fatalf("row %v", row)
+		}
+	}
+}
+
+func TestProxyOverheadNotPositive(t *testing.T) {
+	// Within noise the proxy can measure faster than direct: then the
+	// gateway must not be slower than direct either, and the ratio is n/a.
+	r := results(250*us, 500*us, 9000, 300*us, 1000, 1, 1000)
+	r.Latency[1].Lat = lat(190*us, 400*us)
+	row := targetRows(r)[0]
+	if row[2] != "**missed**" || !strings.Contains(row[1], "n/a") {
+		t.Fatalf("row %v", row)
+	}
+}
+
+func TestMediansOverRounds(t *testing.T) {
+	runs := []LatencyRun{
+		{Target: "gateway", Rate: 500, Round: 1, Lat: lat(100*us, 900*us), Success: 1, Requests: 10},
+		{Target: "gateway", Rate: 500, Round: 2, Lat: lat(300*us, 100*us), Success: 0.5, Requests: 10},
+		{Target: "gateway", Rate: 500, Round: 3, Lat: lat(200*us, 500*us), Success: 0.9, Requests: 10},
+		{Target: "gateway", Rate: 1000, Round: 1, Lat: lat(time.Second, time.Second), Success: 0},
+		{Target: "proxy", Rate: 500, Round: 1, Lat: lat(time.Second, time.Second), Success: 0},
+	}
+	a := aggLatency(runs, "gateway", 500)
+	if !a.ok || a.Lat.P50 != 200*us || a.Lat.P99 != 500*us || a.Success != 0.9 || a.Requests != 30 {
+		t.Fatalf("aggregate %+v", a)
+	}
+	if aggLatency(runs, "direct", 500).ok {
+		t.Fatal("direct has no runs")
+	}
+}
+
+func TestRenderReport(t *testing.T) {
+	r := results(400*us, 900*us, 8000, 500*us, 25000, 150_000_000, 1000)
+	r.Peak = []PeakRSS{{Process: "gateway", Phase: "latency", HWM: 50_000_000}, {Process: "gateway", Phase: "rss", HWM: 150_000_000}}
+	md := renderReport(r)
+	for _, want := range []string{
+		"### Fixed-rate latency", "| 1000 | gateway | 0.400 ms |", "| 1000 | **gw/proxy** |", "2.00×",
+		"### Maximum throughput", "| gateway | 8000 |", "0.80×",
+		"### Streaming", "### Memory with 1000 concurrent open streams", "150.0 MB",
+		"| process | latency | rss |", "### Targets (issue 9)", "25.0 µs",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(md)
+	}
+}

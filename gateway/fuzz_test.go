@@ -1,0 +1,145 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelrelay/modelrelay/pricing"
+)
+
+var decodeSeeds = []string{
+	`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+	`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[]}],"stream":true,"stream_options":{"include_usage":true}}`,
+	`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"max_tokens":5,"max_completion_tokens":7}`,
+	`{"model":"m","input":"x","max_output_tokens":3}`,
+	`{"model":"m","max_tokens":3,"messages":[{"role":"user","content":"x"}]}`,
+	`{"model":`, `[]`, `null`, `{"model":5}`, `{"messages":"x"}`, "\xff\xfe", `{"model":"m","stream_options":null}`,
+}
+
+// Decoding never panics and fails only with a 400 that names a field.
+func FuzzDecode(f *testing.F) {
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, dec := range []func([]byte) (*summary, error){decodeChat, decodeResponses, decodeMessages} {
+			s, err := dec(body)
+			if err != nil {
+				var e *Error
+				if !errors.As(err, &e) || e.Status != 400 || e.Message == "" {
+					t.Fatalf("decode error %v is not a 400", err)
+				}
+				continue
+			}
+			if s.model == "" || s.maxOutput < 0 {
+				t.Fatalf("accepted a summary without model or with negative output: %+v", s)
+			}
+		}
+	})
+}
+
+// forceIncludeUsage keeps the body valid JSON, sets include_usage, and
+// changes nothing else.
+func FuzzForceIncludeUsage(f *testing.F) {
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"stream_options":{"include_usage":false,"x":1},"model":"m"}`))
+	f.Add([]byte(`{ "model" : "m" , "stream_options" : { } }`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var before map[string]any
+		if json.Unmarshal(body, &before) != nil || before == nil {
+			return
+		}
+		out, err := forceIncludeUsage(body)
+		if err != nil {
+			if _, ok := before["stream_options"]; ok {
+				return // a stream_options that is not an object is rejected
+			}
+			t.Fatalf("valid object rejected: %v", err)
+		}
+		var after map[string]any
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("result is not JSON: %v\n%s", err, out)
+		}
+		so, _ := after["stream_options"].(map[string]any)
+		if so == nil || so["include_usage"] != true {
+			t.Fatalf("include_usage not set: %s", out)
+		}
+		delete(after, "stream_options")
+		delete(before, "stream_options")
+		a, _ := json.Marshal(after)
+		b, _ := json.Marshal(before)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("other fields changed:\n%s\n%s", b, a)
+		}
+	})
+}
+
+// parseEvent never panics and finds data in every data line.
+func FuzzParseEvent(f *testing.F) {
+	f.Add([]byte("data: {\"x\":1}\n\n"))
+	f.Add([]byte("event: message_start\ndata: {}\n\n"))
+	f.Add([]byte("data: a\ndata: b\r\n\r\n"))
+	f.Add([]byte(": comment\n\n"))
+	f.Fuzz(func(t *testing.T, ev []byte) {
+		_, data := parseEvent(ev)
+		if data != nil && !bytes.Contains(ev, []byte("data:")) {
+			t.Fatalf("data without a data line: %q", ev)
+		}
+		_ = stripUsageNull(ev)
+		_ = chatText(ev)
+		_ = responsesText(ev)
+		_ = messagesText(ev)
+	})
+}
+
+func TestForceIncludeUsage(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`{"model":"m","stream":true}`, `{"stream_options":{"include_usage":true},"model":"m","stream":true}`},
+		{`{"model":"m","stream_options":{"include_usage":false}}`, `{"model":"m","stream_options":{"include_usage":true}}`},
+		{`{"model":"m","stream_options": {"x":1} ,"stream":true}`, `{"model":"m","stream_options": {"include_usage":true,"x":1} ,"stream":true}`},
+		{`{"stream_options":null}`, `{"stream_options":{"include_usage":true}}`},
+	}
+	for _, c := range cases {
+		got, err := forceIncludeUsage([]byte(c.in))
+		if err != nil || string(got) != c.want {
+			t.Errorf("%s → %s (%v), want %s", c.in, got, err, c.want)
+		}
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	body := []byte(chatBody("modelb-6-astra", strings.Repeat("a realistic prompt of moderate length ", 20), `"max_tokens":256`, `"stream":true`, `"temperature":0.2`))
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeChat(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSSE measures the gateway's relay of one chat chunk: read, parse,
+// meter, strip the usage member, write and flush.
+func BenchmarkSSE(b *testing.B) {
+	chunk := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"modelb-6-astra","choices":[{"index":0,"delta":{"content":"some words "},"finish_reason":null}],"usage":null}` + "\n\n"
+	const perRun = 1000
+	stream := strings.Repeat(chunk, perRun)
+	e := &Gateway{log: discardLogger()}
+	c := &call{ep: endpoints[0], sum: &summary{}, info: &reqInfo{}, body: []byte("{}")}
+	b.SetBytes(int64(len(chunk)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += perRun {
+		up := &upstream{resp: &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(stream))}}
+		w := httptest.NewRecorder()
+		e.relayEvents(w, c, up, pricing.NewChatMeter(), true)
+	}
+}

@@ -1,0 +1,228 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/modelrelay/modelrelay/sdk/abi"
+	"github.com/modelrelay/modelrelay/sim"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// threeLines: route standard served by a, b and c at one priority.
+func threeLines(c *Config) {
+	c.Routes = []RouteConfig{{Name: "standard"}, {Name: "economy"}}
+	c.Lines = []LineConfig{
+		{Name: "a", Models: []string{"*"}, Route: "standard"},
+		{Name: "b", Models: []string{"*"}, Route: "standard"},
+		{Name: "c", Models: []string{"*"}, Route: "standard"},
+	}
+}
+
+func TestFailoverChargesOnce(t *testing.T) {
+	e := newEnv(t, threeLines)
+	e.sims["b"].SetOptions(sim.Options{ErrorRate: 0.5, Status: 500})
+	e.account("acme", "10")
+	key := e.key("acme", "standard")
+	const calls = 60
+	for i := 0; i < calls; i++ {
+		body := chatBody("modelb-6-astra", "failover", `"stream":`+map[bool]string{true: "true", false: "false"}[i%2 == 0])
+		if st, _, data := e.do("POST", "/v1/chat/completions", key, body); st != 200 {
+			t.Fatalf("call %d: %d %s", i, st, data)
+		}
+	}
+	if e.sims["b"].Requests() == 0 {
+		t.Fatal("the failing line was never tried: the test proves nothing")
+	}
+	sum, kinds := journalSum(t, e.store, "acme")
+	b := e.balance("acme")
+	if kinds[store.KindCharge] != calls || b.Balance != sum || b.Held != 0 {
+		t.Fatalf("charges %d (want %d), balance %s, journal %s, held %s", kinds[store.KindCharge], calls, b.Balance.Fixed(), sum.Fixed(), b.Held.Fixed())
+	}
+	served := e.sims["a"].Requests() + e.sims["b"].Requests()/2 + e.sims["c"].Requests()
+	if served < calls-1 || served > calls+1 {
+		t.Errorf("lines answered %d successful requests for %d calls", served, calls)
+	}
+}
+
+func TestBreakersOpenAndRecover(t *testing.T) {
+	e := newEnv(t, func(c *Config) {
+		c.Routes = []RouteConfig{{Name: "standard"}}
+		c.Lines = []LineConfig{{Name: "a", Models: []string{"*"}, Route: "standard"}, {Name: "b", Models: []string{"*"}, Route: "standard", Priority: 1}}
+		c.Retry.BreakerFailures = 3
+		c.Retry.BreakerOpen = 300 * time.Millisecond
+	})
+	for _, s := range e.sims {
+		s.SetOptions(sim.Options{Status: 500})
+	}
+	e.account("acme", "10")
+	key := e.key("acme", "standard")
+	body := chatBody("modelb-6-astra", "down")
+	// Until both breakers open, calls try the lines and fail with 503.
+	for i := 0; i < 4; i++ {
+		st, _, data := e.do("POST", "/v1/chat/completions", key, body)
+		if st != 503 {
+			t.Fatalf("call %d: %d %s", i, st, data)
+		}
+	}
+	before := e.sims["a"].Requests() + e.sims["b"].Requests()
+	var health []LineHealth
+	_, _, data := e.do("GET", "/admin/lines", testAdminToken, nil)
+	var hl struct{ Data []LineHealth }
+	if err := json.Unmarshal(data, &hl); err != nil {
+		t.Fatal(err)
+	}
+	health = hl.Data
+	for _, h := range health {
+		if h.Breaker != "open" || h.Failures == 0 || len(h.RecentFailures) == 0 {
+			t.Fatalf("line health %+v", h)
+		}
+	}
+	// Open: 503 fast, and the dead provider sees nothing.
+	for i := 0; i < 20; i++ {
+		start := time.Now()
+		st, _, data := e.do("POST", "/v1/chat/completions", key, body)
+		msg, _, _ := errBody(t, data)
+		if st != 503 || !strings.Contains(msg, "circuit open") {
+			t.Fatalf("open: %d %q", st, msg)
+		}
+		if d := time.Since(start); d > 250*time.Millisecond {
+			t.Errorf("503 took %v with every breaker open", d)
+		}
+	}
+	if after := e.sims["a"].Requests() + e.sims["b"].Requests(); after != before {
+		t.Fatalf("upstreams saw %d requests while their breakers were open", after-before)
+	}
+	if !strings.Contains(e.logs.String(), `"line breaker state changed"`) {
+		t.Error("breaker changes are not logged")
+	}
+	if b := e.balance("acme"); b.Balance.String() != "10" || b.Held != 0 {
+		t.Fatalf("failed calls were charged: %+v", b)
+	}
+	// The line comes back: after the open period a half-open probe closes it.
+	e.sims["a"].SetOptions(sim.Options{})
+	time.Sleep(350 * time.Millisecond)
+	st, _, data := e.do("POST", "/v1/chat/completions", key, body)
+	if st != 200 {
+		t.Fatalf("after recovery: %d %s", st, data)
+	}
+	_, _, data = e.do("GET", "/admin/lines", testAdminToken, nil)
+	if err := json.Unmarshal(data, &hl); err != nil || hl.Data[0].Breaker != "closed" {
+		t.Fatalf("line a after recovery: %s", data)
+	}
+}
+
+func TestTimeoutsMoveToTheNextLine(t *testing.T) {
+	e := newEnv(t, func(c *Config) {
+		c.Routes = []RouteConfig{{Name: "standard"}}
+		c.Lines = []LineConfig{
+			{Name: "slow", Models: []string{"*"}, Route: "standard", Timeouts: Timeouts{FirstByte: 100 * time.Millisecond, Idle: 150 * time.Millisecond}},
+			{Name: "ok", Models: []string{"*"}, Route: "standard", Priority: 1, Timeouts: Timeouts{Idle: 150 * time.Millisecond}},
+		}
+	})
+	e.sims["slow"].SetOptions(sim.Options{Latency: 2 * time.Second})
+	e.account("acme", "10")
+	key := e.key("acme", "standard")
+	start := time.Now()
+	st, _, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelb-6-astra", "slow"))
+	if st != 200 || time.Since(start) > time.Second {
+		t.Fatalf("first-byte timeout did not move on: %d after %v: %s", st, time.Since(start), data)
+	}
+	// Idle gap between chunks above the line's idle timeout: the stream is cut.
+	e.sims["ok"].SetOptions(sim.Options{ChunkGap: 600 * time.Millisecond})
+	e.sims["slow"].SetOptions(sim.Options{Status: 500})
+	_, _, data = e.do("POST", "/v1/chat/completions", key, chatBody("modelb-6-astra", "gap", `"stream":true`))
+	if strings.Contains(string(data), "[DONE]") {
+		t.Fatalf("an idle stream should be cut: %s", data)
+	}
+	waitFor(t, func() bool { return e.balance("acme").Held == 0 })
+}
+
+func TestUpstreamStatuses(t *testing.T) {
+	cases := []struct {
+		name   string
+		opts   sim.Options
+		status int
+		retry  string
+		msg    string
+	}{
+		{"provider rate limit", sim.Options{Status: 429, RetryAfter: 7}, 429, "7", "rate limiting"},
+		{"provider overloaded", sim.Options{Status: 503}, 503, "", "overloaded"},
+		{"provider down", sim.Options{Status: 502}, 503, "", "no line could serve"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.sims["eco-a"].SetOptions(tc.opts)
+			e.account("acme", "10")
+			key := e.key("acme", "economy")
+			st, h, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "x"))
+			msg, _, _ := errBody(t, data)
+			if st != tc.status || h.Get("Retry-After") != tc.retry || !strings.Contains(msg, tc.msg) {
+				t.Fatalf("%d Retry-After %q %q", st, h.Get("Retry-After"), msg)
+			}
+			if b := e.balance("acme"); b.Balance.String() != "10" || b.Held != 0 {
+				t.Fatalf("charged: %+v", b)
+			}
+		})
+	}
+}
+
+func TestKeyRateLimit(t *testing.T) {
+	e := newEnv(t, func(c *Config) {
+		c.Routes[1].Rate = &RateConfig{Rate: 0.5, Burst: 2} // economy: 1 call per 2 s, burst 2
+	})
+	e.account("acme", "10")
+	key := e.key("acme", "economy")
+	other := e.key("acme", "standard")
+	for i := 0; i < 2; i++ {
+		if st, _, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "x")); st != 200 {
+			t.Fatalf("within burst: %d %s", st, data)
+		}
+	}
+	st, h, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "x"))
+	msg, typ, _ := errBody(t, data)
+	if st != 429 || h.Get("Retry-After") != "2" || typ != "rate_limit_error" || !strings.Contains(msg, "retry in 2 s") {
+		t.Fatalf("429: %d Retry-After %q %q %q", st, h.Get("Retry-After"), typ, msg)
+	}
+	// Another key has its own bucket.
+	if st, _, _ := e.do("POST", "/v1/chat/completions", other, chatBody("modelf-flash", "x")); st != 200 {
+		t.Fatalf("other key throttled: %d", st)
+	}
+	// The official SDK (retries off) surfaces it as a rate-limit error.
+	c := sdkClient(e, key)
+	_, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "modelf-flash", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("x")},
+	})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.Type != "rate_limit_error" {
+		t.Fatalf("SDK error: %v", err)
+	}
+	if apiErr.Response.Header.Get("Retry-After") == "" {
+		t.Error("SDK response lacks Retry-After")
+	}
+}
+
+// orderPlan spreads a tier by weight and keeps tiers in order.
+func TestOrderPlan(t *testing.T) {
+	plan := []abi.Step{{Line: "late", Tier: 1, Weight: 1}, {Line: "heavy", Tier: 0, Weight: 3}, {Line: "light", Tier: 0, Weight: 1}}
+	counts := map[string]int{}
+	seq := int64(0)
+	r := func(n int64) int64 { seq++; return seq % n }
+	for i := 0; i < 400; i++ {
+		o := orderPlan(plan, r)
+		if len(o) != 3 || o[2] != "late" {
+			t.Fatalf("order %v", o)
+		}
+		counts[o[0]]++
+	}
+	if counts["heavy"] != 300 || counts["light"] != 100 {
+		t.Fatalf("first picks %v, want 3:1", counts)
+	}
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/modelrelay/modelrelay/sdk"
+	"github.com/modelrelay/modelrelay/sdk/abi"
+)
+
+// Params the gateway passes (abi.Param names); each is absent when the
+// client did not send the field.
+const (
+	paramSize           = "size"
+	paramN              = "n"
+	paramQuality        = "quality"
+	paramResponseFormat = "response_format"
+	paramStream         = "stream"
+)
+
+const (
+	autoSize   = "auto"
+	pinnedSize = "1024x1024" // what an omitted or auto size becomes
+
+	minN     = 1
+	maxN     = 128
+	defaultN = 1
+)
+
+var (
+	qualities       = []string{"auto", "low", "medium", "high", "standard", "hd"}
+	responseFormats = []string{"url", "b64_json"}
+	booleans        = []string{"true", "false"}
+)
+
+// request is what the params say about the fee.
+type request struct {
+	size   string // the effective size, WIDTHxHEIGHT
+	pinned bool   // size was omitted or auto, and is pinned to pinnedSize
+	pixels int64
+	tier   string // tier1K or tier2K
+	n      int64  // images asked for, minN..maxN
+}
+
+// parseParams validates params and returns the request they describe. A
+// 400 names the param at fault. Each param may be given once; a param not
+// listed above is ignored.
+func parseParams(params []abi.Param) (request, *abi.Error) {
+	var (
+		seen [5]bool
+		r    = request{n: defaultN}
+		size string
+	)
+	hasSize := false
+	for _, prm := range params {
+		i := indexOf(prm.Name)
+		if i < 0 {
+			continue
+		}
+		if seen[i] {
+			return request{}, sdk.Invalid(prm.Name, "%s is given more than once", prm.Name)
+		}
+		seen[i] = true
+		switch prm.Name {
+		case paramSize:
+			size, hasSize = prm.Value, true
+		case paramN:
+			n, ok := parseInt(prm.Value)
+			if !ok {
+				return request{}, sdk.Invalid(paramN, "n must be an integer from %d to %d (got %s)", minN, maxN, quote(prm.Value))
+			}
+			if n < minN || n > maxN {
+				return request{}, sdk.Invalid(paramN, "n must be from %d to %d (got %s)", minN, maxN, quote(prm.Value))
+			}
+			r.n = n
+		case paramQuality:
+			if !contains(qualities, prm.Value) {
+				return request{}, sdk.Invalid(paramQuality, "quality must be one of %s (got %s)", strings.Join(qualities, ", "), quote(prm.Value))
+			}
+		case paramResponseFormat:
+			if !contains(responseFormats, prm.Value) {
+				return request{}, sdk.Invalid(paramResponseFormat, "response_format must be one of %s (got %s)", strings.Join(responseFormats, ", "), quote(prm.Value))
+			}
+		case paramStream:
+			if !contains(booleans, prm.Value) {
+				return request{}, sdk.Invalid(paramStream, "stream must be true or false (got %s)", quote(prm.Value))
+			}
+		}
+	}
+	if !hasSize || size == autoSize {
+		size, r.pinned = pinnedSize, true
+	}
+	w, h, aerr := parseSize(size)
+	if aerr != nil {
+		return request{}, aerr
+	}
+	r.size, r.pixels = size, w*h
+	switch {
+	case r.pixels <= max1K:
+		r.tier = tier1K
+	case r.pixels <= max2K:
+		r.tier = tier2K
+	default:
+		return request{}, sdk.Invalid(paramSize, "size %s is %d pixels, above the %d pixels (2048x2048) of the largest tier", size, r.pixels, max2K)
+	}
+	return r, nil
+}
+
+func indexOf(name string) int {
+	switch name {
+	case paramSize:
+		return 0
+	case paramN:
+		return 1
+	case paramQuality:
+		return 2
+	case paramResponseFormat:
+		return 3
+	case paramStream:
+		return 4
+	}
+	return -1
+}
+
+// parseSize parses WIDTHxHEIGHT: two positive decimal integers without sign
+// or leading zeros, joined by a lowercase x. A dimension above max2K is
+// refused here (the other is at least 1, so the size is above the largest
+// tier), which keeps width × height far from overflowing.
+func parseSize(s string) (w, h int64, _ *abi.Error) {
+	ws, hs, ok := strings.Cut(s, "x")
+	if !ok || strings.Contains(hs, "x") {
+		return 0, 0, sdk.Invalid(paramSize, "size must be auto or <WIDTH>x<HEIGHT> with a lowercase x, like 1024x1024 (got %s)", quote(s))
+	}
+	w, aerr := dimension("width", ws, s)
+	if aerr != nil {
+		return 0, 0, aerr
+	}
+	h, aerr = dimension("height", hs, s)
+	if aerr != nil {
+		return 0, 0, aerr
+	}
+	return w, h, nil
+}
+
+func dimension(which, d, size string) (int64, *abi.Error) {
+	if d == "" || !allDigits(d) {
+		return 0, sdk.Invalid(paramSize, "size %s must be a positive integer of decimal digits, like 1024x1024 (got %s)", which, quote(size))
+	}
+	if d[0] == '0' {
+		return 0, sdk.Invalid(paramSize, "size %s must be a positive integer without leading zeros (got %s)", which, quote(size))
+	}
+	if len(d) > len(strconv.Itoa(max2K)) {
+		return 0, sdk.Invalid(paramSize, "size %s is above the %d pixels (2048x2048) of the largest tier (got %s)", which, max2K, quote(size))
+	}
+	v, _ := strconv.ParseInt(d, 10, 64) // at most 7 digits
+	if v > max2K {
+		return 0, sdk.Invalid(paramSize, "size %s is above the %d pixels (2048x2048) of the largest tier (got %s)", which, max2K, quote(size))
+	}
+	return v, nil
+}
+
+// parseInt parses an optionally negative decimal integer (digits only: no
+// plus sign, fraction or exponent). A value beyond int64 saturates, so that
+// it is reported as out of range rather than as malformed.
+func parseInt(s string) (int64, bool) {
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || !allDigits(digits) {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil { // digits only, so the error is a range error
+		if s[0] == '-' {
+			return math.MinInt64, true
+		}
+		return math.MaxInt64, true
+	}
+	return v, true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// quote quotes a client's value for an error message, cut to 40 bytes so
+// that a hostile value cannot bloat the error.
+func quote(s string) string {
+	const limit = 40
+	if len(s) > limit {
+		return strconv.Quote(s[:limit]) + "…"
+	}
+	return strconv.Quote(s)
+}

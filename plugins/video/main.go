@@ -1,0 +1,16 @@
+package main
+
+import (
+	_ "embed"
+
+	"github.com/modelrelay/modelrelay/sdk"
+)
+
+// prices is the default price list; the host's video.json replaces it.
+//
+//go:embed video.json
+var prices []byte
+
+func init() { sdk.Register(newPlugin(prices).Plugin()) }
+
+func main() {}
