@@ -335,3 +335,9 @@ func stripUsageNull(data []byte) []byte {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// jsonOnly adapts a JSON decoder to the endpoint's decode signature: any
+// content type is read as JSON (clients do not always set it).
+func jsonOnly(dec func([]byte) (*summary, error)) func([]byte, string) (*summary, error) {
+	return func(body []byte, _ string) (*summary, error) { return dec(body) }
+}

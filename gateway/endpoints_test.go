@@ -249,7 +249,7 @@ func TestMessagesCacheBilling(t *testing.T) {
 	e.account("acme", "20")
 	key := e.key("acme", "standard")
 	system := strings.Repeat("You are a careful assistant. ", 40) // 1160 bytes = 290 tokens
-	doc := strings.Repeat("Reference text for caching. ", 50)    // 1400 bytes = 350 tokens
+	doc := strings.Repeat("Reference text for caching. ", 50)     // 1400 bytes = 350 tokens
 	body := func(question string, stream bool) string {
 		b, _ := json.Marshal(map[string]any{
 			"model": "modela-opus-5-5", "max_tokens": 30, "stream": stream,

@@ -82,12 +82,15 @@ func buildPlugins(dir string) error {
 	return nil
 }
 
-func wasmCache() string {
+// wasmCache is fixed at start-up (tests may change TMPDIR).
+var wasmCacheDir = func() string {
 	if d := os.Getenv("RELAY_WASM_CACHE"); d != "" {
 		return d
 	}
 	return filepath.Join(os.TempDir(), "relay-test-wasm-cache")
-}
+}()
+
+func wasmCache() string { return wasmCacheDir }
 
 const testAdminToken = "test-admin-token-0123456789"
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/sdk/abi"
@@ -79,6 +80,9 @@ func toError(err error) *Error {
 	if errors.As(err, &ae) {
 		switch ae.Code {
 		case abi.CodeInvalid:
+			if ae.Field != "" && !strings.Contains(ae.Message, ae.Field) {
+				return badRequest(ae.Field, "%s: %s", ae.Field, ae.Message)
+			}
 			return badRequest(ae.Field, "%s", ae.Message)
 		case abi.CodeForbidden:
 			return forbidden("%s", ae.Message)

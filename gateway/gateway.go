@@ -111,6 +111,8 @@ func (g *Gateway) routes() *httprouter.Router {
 		}
 	}
 	r.GET("/v1/models", g.handle("models", g.handleModels))
+	r.GET("/v1/videos/:id", g.handle("video_status", g.handleVideoStatus))
+	r.GET("/v1/videos/:id/content", g.handle("video_content", g.handleVideoContent))
 
 	g.adminRoutes(r)
 	g.opsRoutes(r)

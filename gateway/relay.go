@@ -29,24 +29,50 @@ type endpoint struct {
 	protocol string // the line protocol that serves it
 	xAPIKey  bool   // x-api-key accepted besides Bearer
 	maxBody  int64  // 0 = limits.max_body_bytes
-	decode   func(body []byte) (*summary, error)
+	decode   func(body []byte, contentType string) (*summary, error)
 	usage    func(body []byte) (pricing.Usage, bool, error) // JSON responses
 	meter    func() pricing.Meter                           // SSE responses
 	text     func(data []byte) int                          // delivered text bytes of one SSE event
+	// rewrite applies the fields a plugin's quote Set to the forwarded body
+	// (nil: the body is forwarded unchanged whatever the plugin sets).
+	rewrite func(body []byte, set []abi.Param) ([]byte, error)
+	// accept replaces relayJSON for a successful JSON answer (video jobs).
+	accept func(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error
+	// estimate is the usage settled when a JSON answer carries none; nil
+	// means the token estimate.
+	estimate func(c *call, answer []byte) pricing.Usage
 }
 
 var endpoints = []*endpoint{
 	{
 		name: pricing.EndpointChat, path: "/v1/chat/completions", protocol: ProtocolOpenAI,
-		decode: decodeChat, usage: pricing.ChatUsage, meter: pricing.NewChatMeter, text: chatText,
+		decode: jsonOnly(decodeChat), usage: pricing.ChatUsage, meter: pricing.NewChatMeter, text: chatText,
 	},
 	{
 		name: pricing.EndpointResponses, path: "/v1/responses", protocol: ProtocolOpenAI,
-		decode: decodeResponses, usage: pricing.ResponsesUsage, meter: pricing.NewResponsesMeter, text: responsesText,
+		decode: jsonOnly(decodeResponses), usage: pricing.ResponsesUsage, meter: pricing.NewResponsesMeter, text: responsesText,
 	},
 	{
 		name: pricing.EndpointMessages, path: "/v1/messages", protocol: ProtocolAnthropic, xAPIKey: true,
-		decode: decodeMessages, usage: pricing.MessagesUsage, meter: pricing.NewMessagesMeter, text: messagesText,
+		decode: jsonOnly(decodeMessages), usage: pricing.MessagesUsage, meter: pricing.NewMessagesMeter, text: messagesText,
+	},
+	{
+		name: pricing.EndpointImages, path: "/v1/images/generations", protocol: ProtocolOpenAI,
+		decode: jsonOnly(decodeImages), usage: imagesUsage, meter: newImagesMeter,
+		rewrite: rewriteJSONFields, estimate: noUsage,
+	},
+	{
+		name: pricing.EndpointImageEdit, path: "/v1/images/edits", protocol: ProtocolOpenAI, maxBody: maxEditBody,
+		decode: decodeImageEdit, usage: imagesUsage, meter: newImagesMeter, estimate: noUsage,
+	},
+	{
+		name: pricing.EndpointVideo, path: "/v1/videos/generations", protocol: ProtocolOpenAI,
+		decode: jsonOnly(decodeVideo), accept: acceptVideo,
+	},
+	{
+		name: pricing.EndpointSystemOne, path: "/v1/systemone", aliases: []string{"/v1/system_one"},
+		protocol: ProtocolOpenAI, maxBody: maxSystemOneBody,
+		decode: jsonOnly(decodeSystemOne), usage: pricing.SystemOneUsage,
 	},
 }
 
@@ -60,7 +86,8 @@ type call struct {
 	body    []byte // what is forwarded
 	model   pricing.Model
 	route   string
-	params  []abi.Param
+	params  []abi.Param // as admitted, after the plugin's Set
+	set     []abi.Param // what the plugin's quote set
 	hold    pricing.Nano
 	settled bool
 }
@@ -89,7 +116,7 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		if err != nil {
 			return err
 		}
-		sum, err := ep.decode(body)
+		sum, err := ep.decode(body, r.Header.Get("Content-Type"))
 		if err != nil {
 			return err
 		}
@@ -106,6 +133,13 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		}
 		defer g.releaseUnsettled(c)
 
+		if ep.rewrite != nil && len(c.set) > 0 {
+			nb, err := ep.rewrite(c.body, c.set)
+			if err != nil {
+				return badRequest("body", "cannot apply %v to the body: %v", c.set, err)
+			}
+			c.body = nb
+		}
 		if ep.name == pricing.EndpointChat && sum.stream && !sum.includeUsage {
 			nb, err := forceIncludeUsage(c.body)
 			if err != nil {
@@ -123,6 +157,9 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		}
 		if isEventStream(up.resp) {
 			return g.relayStream(ctx, w, c, up)
+		}
+		if ep.accept != nil {
+			return ep.accept(g, ctx, w, c, up)
 		}
 		return g.relayJSON(ctx, w, c, up)
 	}
@@ -217,6 +254,7 @@ func (g *Gateway) admit(ctx context.Context, c *call) error {
 	c.params = c.sum.params
 	if len(res.Set) > 0 {
 		c.params = mergeParams(c.params, res.Set)
+		c.set = res.Set
 	}
 	c.hold = pricing.Nano(res.Hold)
 	err = g.store.Hold(ctx, store.Hold{
@@ -276,7 +314,7 @@ func (g *Gateway) releaseUnsettled(c *call) {
 }
 
 // settle prices the usage with the model's plugin and settles the hold.
-func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note string) error {
+func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note string) (pricing.Nano, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	res, err := g.host.Settle(ctx, abi.SettleRequest{
@@ -301,11 +339,11 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 	_, err = g.store.Settle(ctx, store.Settlement{RequestID: c.info.rid, Charge: pricing.Nano(res.Charge), Usage: u, Note: note})
 	if err != nil {
 		g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
-		return err
+		return 0, err
 	}
 	c.settled = true
 	c.info.charge = pricing.Nano(res.Charge).Fixed()
-	return nil
+	return pricing.Nano(res.Charge), nil
 }
 
 func usageToABI(u pricing.Usage) abi.Usage {
@@ -602,10 +640,14 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 	u, ok, uerr := c.ep.usage(data)
 	note := ""
 	if uerr != nil || !ok {
-		u = pricing.Usage{InputTokens: settleInputTokens(len(c.body)), OutputTokens: pricing.EstimateTokens(len(data))}
+		if c.ep.estimate != nil {
+			u = c.ep.estimate(c, data)
+		} else {
+			u = pricing.Usage{InputTokens: settleInputTokens(len(c.body)), OutputTokens: pricing.EstimateTokens(len(data))}
+		}
 		note = "estimated: the provider's answer carried no usage"
 	}
-	if err := g.settle(ctx, c, u, note); err != nil {
+	if _, err := g.settle(ctx, c, u, note); err != nil {
 		return internal("ledger_error", "the call succeeded but could not be settled")
 	}
 	h := w.Header()

@@ -1,0 +1,187 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/sdk/abi"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// acceptVideo charges a video job when the provider accepts it (spec 3):
+// duration × the per-second price of the resolution, settled at once, and
+// records the job (ids, account, line, amount — never the prompt).
+func acceptVideo(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
+	data, err := io.ReadAll(io.LimitReader(up.resp.Body, 1<<20))
+	if err != nil {
+		return unavailable("upstream_error", "the provider's answer was cut; the job was not charged; retry")
+	}
+	var acc struct {
+		RequestID string `json:"request_id"`
+	}
+	if json.Unmarshal(data, &acc) != nil || acc.RequestID == "" {
+		return unavailable("upstream_error", "the provider accepted the job without a request_id; it was not charged")
+	}
+	u := pricing.Usage{Resolution: paramValue(c.params, "resolution")}
+	if d, err := strconv.ParseInt(paramValue(c.params, "duration"), 10, 64); err == nil {
+		u.Seconds = d
+	}
+	amount, err := g.settle(ctx, c, u, "video job "+acc.RequestID+" accepted")
+	if err != nil {
+		return internal("ledger_error", "the job was accepted but could not be settled")
+	}
+	job := store.Job{
+		RequestID: acc.RequestID, Account: c.key.Account, KeyID: c.key.ID, Model: c.model.ID,
+		Route: c.route, Line: up.line.cfg.Name, Amount: amount, Created: g.now(),
+	}
+	if err := g.store.PutJob(context.WithoutCancel(ctx), job); err != nil {
+		g.log.Error("record video job", "request_id", c.info.rid, "job", acc.RequestID, "error", err.Error())
+	}
+	h := w.Header()
+	copyResponseHeaders(h, up.resp.Header)
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(up.resp.StatusCode)
+	_, _ = w.Write(data)
+	return nil
+}
+
+func paramValue(ps []abi.Param, name string) string {
+	v := ""
+	for _, p := range ps {
+		if p.Name == name {
+			v = p.Value
+		}
+	}
+	return v
+}
+
+// videoJob finds the caller's job: unknown or another account's → 404.
+func (g *Gateway) videoJob(r *http.Request, ps httprouter.Params, info *reqInfo) (store.Job, *line, error) {
+	k, err := g.authenticate(r.Context(), r, false, info)
+	if err != nil {
+		return store.Job{}, nil, err
+	}
+	id := ps.ByName("id")
+	job, err := g.store.Job(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && job.Account != k.Account) {
+		return store.Job{}, nil, notFound("no video job %q for this account", id)
+	}
+	if err != nil {
+		return store.Job{}, nil, err
+	}
+	info.model, info.route = job.Model, job.Route
+	l := g.lines.byName[job.Line]
+	if l == nil {
+		return store.Job{}, nil, unavailable("no_line_available", "the line %q that runs job %q is no longer configured", job.Line, id)
+	}
+	info.line = l.cfg.Name
+	return job, l, nil
+}
+
+// videoGet asks the job's line for path.
+func (g *Gateway) videoGet(ctx context.Context, l *line, path string) (*http.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeouts.FirstByte)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.cfg.BaseURL+path, nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if key := l.cfg.UpstreamKey(); key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := l.client.Do(req)
+	if err != nil {
+		cancel()
+		l.recordFailure(g.now(), err)
+		return nil, unavailable("upstream_error", "the provider could not be reached for this job; retry")
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error { err := b.ReadCloser.Close(); b.cancel(); return err }
+
+// handleVideoStatus returns the provider's status document as it is; the
+// first poll that sees "failed" refunds the job, exactly once.
+func (g *Gateway) handleVideoStatus(w http.ResponseWriter, r *http.Request, ps httprouter.Params, info *reqInfo) error {
+	job, l, err := g.videoJob(r, ps, info)
+	if err != nil {
+		return err
+	}
+	resp, err := g.videoGet(r.Context(), l, "/v1/videos/"+job.RequestID)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	up := &upstream{resp: resp, line: l}
+	if resp.StatusCode != http.StatusOK {
+		return g.upstreamError(up)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return unavailable("upstream_error", "the provider's status document was cut; retry")
+	}
+	var doc struct {
+		Status string `json:"status"`
+	}
+	if json.Unmarshal(data, &doc) == nil && doc.Status == "failed" {
+		refunded, err := g.store.RefundJob(context.WithoutCancel(r.Context()), job.RequestID, "video job failed")
+		if err != nil {
+			g.log.Error("refund video job", "request_id", info.rid, "job", job.RequestID, "error", err.Error())
+		} else if refunded {
+			g.log.Info("refunded failed video job", "request_id", info.rid, "job", job.RequestID, "amount_usd", job.Amount.Fixed())
+		}
+	}
+	h := w.Header()
+	copyResponseHeaders(h, resp.Header)
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+	return nil
+}
+
+// handleVideoContent streams the finished video through, never storing it;
+// 404 while the job is not done.
+func (g *Gateway) handleVideoContent(w http.ResponseWriter, r *http.Request, ps httprouter.Params, info *reqInfo) error {
+	job, l, err := g.videoJob(r, ps, info)
+	if err != nil {
+		return err
+	}
+	resp, err := g.videoGet(r.Context(), l, "/v1/videos/"+job.RequestID+"/content")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return notFound("video job %q is not finished; poll GET /v1/videos/%s until its status is done", job.RequestID, job.RequestID)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return g.upstreamError(&upstream{resp: resp, line: l})
+	}
+	h := w.Header()
+	copyResponseHeaders(h, resp.Header)
+	if resp.ContentLength >= 0 {
+		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	}
+	w.WriteHeader(http.StatusOK)
+	start := time.Now()
+	_, err = io.Copy(w, resp.Body)
+	info.upstream = time.Since(start)
+	if err != nil {
+		return errStreamCut
+	}
+	return nil
+}
