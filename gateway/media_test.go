@@ -49,7 +49,7 @@ func TestImages(t *testing.T) {
 		charge pricing.Nano
 		sent   string // the size the provider is asked for
 	}{
-		{"1K tier", "1024x1024", 1, 30_000_000, "1024x1024"},  // $0.03
+		{"1K tier", "1024x1024", 1, 30_000_000, "1024x1024"}, // $0.03
 		{"1K tier n=2", "512x768", 2, 60_000_000, "512x768"}, // 2 × $0.03
 		{"2K tier n=3", "2048x2048", 3, 150_000_000, "2048x2048"},
 		{"2K tier just above 1K", "1024x1025", 1, 50_000_000, "1024x1025"},

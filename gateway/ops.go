@@ -2,14 +2,17 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/modelrelay/modelrelay/store"
 )
 
-// OpsHandler serves the operator endpoints (health, readiness) that need no
-// sk- key; serve it on a separate address with metrics_listen.
+// OpsHandler serves the operator endpoints (metrics, health, readiness) that
+// need no sk- key; serve it on a separate address with metrics_listen.
 func (g *Gateway) OpsHandler() http.Handler {
 	r := httprouter.New()
 	g.opsRoutes(r)
@@ -17,6 +20,8 @@ func (g *Gateway) OpsHandler() http.Handler {
 }
 
 func (g *Gateway) opsRoutes(r *httprouter.Router) {
+	mh := g.met.handler()
+	r.GET("/metrics", func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) { mh.ServeHTTP(w, req) })
 	r.GET("/healthz", func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
 		_ = writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -36,7 +41,8 @@ func (g *Gateway) readiness(ctx context.Context) []string {
 	var problems []string
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if _, err := g.store.Charges(ctx, "readiness-probe", 1); err != nil {
+	// Any answer from the store, "not found" included, shows it is open.
+	if _, err := g.store.Balance(ctx, "readiness-probe"); err != nil && !errors.Is(err, store.ErrNotFound) {
 		problems = append(problems, "store: "+err.Error())
 	}
 	models := g.host.Catalog().Models()

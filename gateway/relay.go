@@ -234,6 +234,7 @@ func (g *Gateway) admitModel(c *call) error {
 // admit validates and quotes with the model's plugin, then holds the quote.
 func (g *Gateway) admit(ctx context.Context, c *call) error {
 	now := g.now()
+	t0 := time.Now()
 	res, err := g.host.Admit(ctx, abi.AdmitRequest{
 		Now:                 now.UnixNano(),
 		Endpoint:            c.ep.name,
@@ -245,6 +246,7 @@ func (g *Gateway) admit(ctx context.Context, c *call) error {
 		Stream:              c.sum.stream,
 		Params:              c.sum.params,
 	})
+	g.observePlugin(c.model.ID, "admit", t0)
 	if err != nil {
 		return err
 	}
@@ -270,7 +272,19 @@ func (g *Gateway) admit(ctx context.Context, c *call) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return errf(http.StatusPaymentRequired, "insufficient_quota", "insufficient_credit", "the account %q has no credit", c.key.Account)
 	}
+	if err == nil {
+		g.met.openHolds.Add(1)
+	}
 	return err
+}
+
+// observePlugin records a plugin call's duration under the model's plugin.
+func (g *Gateway) observePlugin(model, op string, t0 time.Time) {
+	name := g.host.Catalog().PluginFor(model)
+	if name == "" {
+		name = "unknown"
+	}
+	g.met.pluginDur.WithLabelValues(name, op).Observe(time.Since(t0).Seconds())
 }
 
 // holdInputTokens is the input estimate a hold is sized with: one token per
@@ -308,7 +322,11 @@ func (g *Gateway) releaseUnsettled(c *call) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.r.Context()), 10*time.Second)
 	defer cancel()
-	if err := g.store.Release(ctx, c.info.rid, "call failed"); err != nil && !errors.Is(err, store.ErrAlreadySettled) {
+	err := g.store.Release(ctx, c.info.rid, "call failed")
+	switch {
+	case err == nil:
+		g.met.openHolds.Add(-1)
+	case !errors.Is(err, store.ErrAlreadySettled):
 		g.log.Error("release hold", "request_id", c.info.rid, "error", err.Error())
 	}
 }
@@ -317,6 +335,7 @@ func (g *Gateway) releaseUnsettled(c *call) {
 func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note string) (pricing.Nano, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	t0 := time.Now()
 	res, err := g.host.Settle(ctx, abi.SettleRequest{
 		Now:      g.now().UnixNano(),
 		Endpoint: c.ep.name,
@@ -325,6 +344,7 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 		Usage:    usageToABI(u),
 		Params:   c.params,
 	})
+	g.observePlugin(c.model.ID, "settle", t0)
 	if err != nil {
 		// The plugin cannot price it: charge the hold, the most the call
 		// could cost by the plugin's own quote, and say so in the journal.
@@ -342,6 +362,8 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 		return 0, err
 	}
 	c.settled = true
+	g.met.openHolds.Add(-1)
+	g.met.observeSettle(c.model.ID, c.route, u, pricing.Nano(res.Charge))
 	c.info.charge = pricing.Nano(res.Charge).Fixed()
 	return pricing.Nano(res.Charge), nil
 }
@@ -374,7 +396,9 @@ func (u *upstream) close() {
 // go-retryablehttp's retry policy and backoff); the first other answer wins.
 // Nothing has reached the client yet, so retrying is safe.
 func (g *Gateway) send(ctx context.Context, c *call) (*upstream, error) {
+	t0 := time.Now()
 	sel, err := g.host.Select(ctx, abi.SelectRequest{Now: g.now().UnixNano(), Model: c.model.ID, Route: c.route, Lines: g.lines.states()})
+	g.met.pluginDur.WithLabelValues("select", "select").Observe(time.Since(t0).Seconds())
 	if err != nil {
 		return nil, err
 	}

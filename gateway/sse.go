@@ -234,6 +234,9 @@ func (g *Gateway) relayEvents(w http.ResponseWriter, c *call, up *upstream, mete
 			textBytes += c.ep.text(data)
 		}
 		if writeErr == nil {
+			if events == 0 && c.info != nil && !c.info.start.IsZero() {
+				c.info.ttfb = g.now().Sub(c.info.start)
+			}
 			if _, err := w.Write(out); err != nil {
 				writeErr = err
 			} else if flusher != nil {

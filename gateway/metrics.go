@@ -1,0 +1,156 @@
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/modelrelay/modelrelay/pricing"
+)
+
+// metrics are the series an operator watches, on a registry of the
+// gateway's own (so several gateways in one process do not collide).
+type metrics struct {
+	reg       *prometheus.Registry
+	requests  *prometheus.CounterVec   // endpoint, model, route, status
+	latency   *prometheus.HistogramVec // endpoint, part (gateway|upstream)
+	ttfb      *prometheus.HistogramVec // endpoint
+	tokens    *prometheus.CounterVec   // model, route, kind
+	charged   *prometheus.CounterVec   // model, route: nano-USD
+	pluginDur *prometheus.HistogramVec // plugin, op
+	openHolds atomic.Int64
+}
+
+// latencyBuckets resolve the sub-millisecond overhead as well as long calls.
+var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+
+func newMetrics(g *Gateway) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "relay_requests_total", Help: "Requests by endpoint, model, route and status.",
+	}, []string{"endpoint", "model", "route", "status"})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "relay_request_duration_seconds", Help: "Request latency split into the gateway's own time and the upstream's time to response headers.", Buckets: latencyBuckets,
+	}, []string{"endpoint", "part"})
+	m.ttfb = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "relay_stream_first_byte_seconds", Help: "Time from request to the first event written to the client, for streams.", Buckets: latencyBuckets,
+	}, []string{"endpoint"})
+	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "relay_tokens_total", Help: "Tokens settled, by model, route and kind (input, cache_read, cache_write, cache_write_1h, output).",
+	}, []string{"model", "route", "kind"})
+	m.charged = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "relay_charged_nano_usd_total", Help: "Nano-USD charged (settled calls, net of nothing: refunds are separate journal entries).",
+	}, []string{"model", "route"})
+	m.pluginDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "relay_plugin_call_duration_seconds", Help: "Plugin call durations as the gateway sees them (including waiting for an instance).",
+		Buckets: []float64{.000005, .00001, .000025, .00005, .0001, .00025, .0005, .001, .005, .025, .1, .5},
+	}, []string{"plugin", "op"})
+	m.reg.MustRegister(m.requests, m.latency, m.ttfb, m.tokens, m.charged, m.pluginDur,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "relay_open_holds", Help: "Holds taken by this process and not yet settled or released.",
+	}, func() float64 { return float64(m.openHolds.Load()) }))
+	m.reg.MustRegister(&lineCollector{g: g}, &pluginCollector{g: g})
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// observeRequest records one finished request.
+func (m *metrics) observeRequest(endpoint string, info *reqInfo, status int, total time.Duration) {
+	m.requests.WithLabelValues(endpoint, info.model, info.route, strconv.Itoa(status)).Inc()
+	up := info.upstream
+	if up > total {
+		up = total
+	}
+	m.latency.WithLabelValues(endpoint, "gateway").Observe((total - up).Seconds())
+	if info.line != "" {
+		m.latency.WithLabelValues(endpoint, "upstream").Observe(up.Seconds())
+	}
+	if info.ttfb > 0 {
+		m.ttfb.WithLabelValues(endpoint).Observe(info.ttfb.Seconds())
+	}
+}
+
+// observeSettle records what a settled call consumed and was charged.
+func (m *metrics) observeSettle(model, route string, u pricing.Usage, charge pricing.Nano) {
+	for _, t := range []struct {
+		kind string
+		n    int64
+	}{{"input", u.InputTokens}, {"cache_read", u.CacheReadTokens}, {"cache_write", u.CacheWriteTokens},
+		{"cache_write_1h", u.CacheWrite1hTokens}, {"output", u.OutputTokens}} {
+		if t.n > 0 {
+			m.tokens.WithLabelValues(model, route, t.kind).Add(float64(t.n))
+		}
+	}
+	if charge > 0 {
+		m.charged.WithLabelValues(model, route).Add(float64(charge))
+	}
+}
+
+// lineCollector reports each line's breaker state at scrape time.
+type lineCollector struct{ g *Gateway }
+
+var (
+	breakerDesc = prometheus.NewDesc("relay_line_breaker_state", "Circuit breaker state per line: 0 closed, 1 half-open, 2 open.", []string{"line", "route"}, nil)
+	lineReqDesc = prometheus.NewDesc("relay_line_requests_total", "Upstream attempts per line.", []string{"line"}, nil)
+	lineErrDesc = prometheus.NewDesc("relay_line_failures_total", "Failed upstream attempts per line.", []string{"line"}, nil)
+)
+
+func (c *lineCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- breakerDesc
+	ch <- lineReqDesc
+	ch <- lineErrDesc
+}
+
+func (c *lineCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, l := range c.g.lines.all {
+		st := 0.0
+		switch l.breaker.State() {
+		case gobreaker.StateHalfOpen:
+			st = 1
+		case gobreaker.StateOpen:
+			st = 2
+		}
+		ch <- prometheus.MustNewConstMetric(breakerDesc, prometheus.GaugeValue, st, l.cfg.Name, l.cfg.Route)
+		l.mu.Lock()
+		req, fail := l.requests, l.failed
+		l.mu.Unlock()
+		ch <- prometheus.MustNewConstMetric(lineReqDesc, prometheus.CounterValue, float64(req), l.cfg.Name)
+		ch <- prometheus.MustNewConstMetric(lineErrDesc, prometheus.CounterValue, float64(fail), l.cfg.Name)
+	}
+}
+
+// pluginCollector reports the plugin pools at scrape time.
+type pluginCollector struct{ g *Gateway }
+
+var (
+	poolInstDesc = prometheus.NewDesc("relay_plugin_pool_instances", "Live instances per plugin.", []string{"plugin"}, nil)
+	poolIdleDesc = prometheus.NewDesc("relay_plugin_pool_idle", "Idle instances per plugin.", []string{"plugin"}, nil)
+	poolCallDesc = prometheus.NewDesc("relay_plugin_calls_total", "Calls per plugin.", []string{"plugin"}, nil)
+	poolFailDesc = prometheus.NewDesc("relay_plugin_failures_total", "Failed calls (trap, timeout, malformed) per plugin.", []string{"plugin"}, nil)
+)
+
+func (c *pluginCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- poolInstDesc
+	ch <- poolIdleDesc
+	ch <- poolCallDesc
+	ch <- poolFailDesc
+}
+
+func (c *pluginCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.g.host.Stats() {
+		ch <- prometheus.MustNewConstMetric(poolInstDesc, prometheus.GaugeValue, float64(s.Instances), s.Plugin)
+		ch <- prometheus.MustNewConstMetric(poolIdleDesc, prometheus.GaugeValue, float64(s.Idle), s.Plugin)
+		ch <- prometheus.MustNewConstMetric(poolCallDesc, prometheus.CounterValue, float64(s.Calls), s.Plugin)
+		ch <- prometheus.MustNewConstMetric(poolFailDesc, prometheus.CounterValue, float64(s.Failures), s.Plugin)
+	}
+}
