@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -161,7 +163,7 @@ func ParseConfig(data []byte) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return Config{}, fmt.Errorf("config: %s", nameKeys(data, err))
 	}
 	if err := c.Resolve(); err != nil {
 		return Config{}, err
@@ -371,4 +373,60 @@ func (l *LineConfig) Serves(model string) bool {
 		}
 	}
 	return false
+}
+
+var lineRe = regexp.MustCompile(`line (\d+): `)
+
+// nameKeys rewrites a YAML error so that each "line N:" also names the key
+// at that line (yaml.v3 reports type errors by line only).
+func nameKeys(data []byte, err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil {
+		return msg
+	}
+	return lineRe.ReplaceAllStringFunc(msg, func(m string) string {
+		n, _ := strconv.Atoi(lineRe.FindStringSubmatch(m)[1])
+		if key := keyAtLine(&root, n, ""); key != "" {
+			return m + key + ": "
+		}
+		return m
+	})
+}
+
+// keyAtLine finds the dotted path of the mapping key whose value sits on line.
+func keyAtLine(n *yaml.Node, line int, path string) string {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if k := keyAtLine(c, line, path); k != "" {
+				return k
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			if v.Kind == yaml.ScalarNode && v.Line == line {
+				return p
+			}
+			if sub := keyAtLine(v, line, p); sub != "" {
+				return sub
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if c.Kind == yaml.ScalarNode && c.Line == line {
+				return p
+			}
+			if sub := keyAtLine(c, line, p); sub != "" {
+				return sub
+			}
+		}
+	}
+	return ""
 }

@@ -1,0 +1,85 @@
+package gateway
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const minimalConfig = `
+admin_token: 0123456789abcdef0123
+routes: [{name: standard}]
+lines:
+  - {name: a, base_url: "http://127.0.0.1:9090", models: ["*"], route: standard}
+`
+
+func TestConfigDefaults(t *testing.T) {
+	c, err := ParseConfig([]byte(minimalConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:8080" || c.DataDir != "./data" || c.Plugins.CallTimeout != 250*time.Millisecond ||
+		c.Billing.DefaultOutputTokens != 4096 || c.Retry.MaxTries != 3 || c.Lines[0].Protocol != ProtocolOpenAI ||
+		c.Lines[0].Weight != 1 || c.Lines[0].Timeouts.FirstByte != 120*time.Second || *c.SyncWrites {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestExampleConfigIsValid(t *testing.T) {
+	t.Setenv("RELAY_ADMIN_TOKEN", "an-admin-token-of-some-length")
+	t.Setenv("VENDOR_KEY", "upstream")
+	c, err := LoadConfig(filepath.Join(moduleRoot(), "relay.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Lines) != 4 || c.Lines[0].UpstreamKey() != "upstream" || c.Routes[1].Rate.Rate != 20 {
+		t.Fatalf("example: %+v", c)
+	}
+}
+
+func TestConfigErrorsNameTheKey(t *testing.T) {
+	t.Setenv("EMPTY_VAR", "")
+	cases := []struct{ name, yaml, want string }{
+		{"unknown key", minimalConfig + "\nlisten_addr: x\n", "listen_addr"},
+		{"unknown nested key", strings.Replace(minimalConfig, "route: standard}", "route: standard, prio: 1}", 1), "prio"},
+		{"no admin token", "routes: [{name: s}]", "admin_token"},
+		{"short admin token", "admin_token: short\nroutes: [{name: s}]", "admin_token"},
+		{"sk admin token", "admin_token: sk-0123456789abcdef\nroutes: [{name: s}]", "admin_token"},
+		{"empty admin env", "admin_token_env: EMPTY_VAR\nroutes: [{name: s}]", "admin_token_env"},
+		{"no routes", "admin_token: 0123456789abcdef0123", "routes"},
+		{"auto route", "admin_token: 0123456789abcdef0123\nroutes: [{name: auto}]", "routes[0].name"},
+		{"duplicate route", "admin_token: 0123456789abcdef0123\nroutes: [{name: a}, {name: a}]", "routes[1].name"},
+		{"line bad url", strings.Replace(minimalConfig, "http://127.0.0.1:9090", "ftp://x", 1), "lines[0] (a).base_url"},
+		{"line bad protocol", strings.Replace(minimalConfig, "route: standard}", "route: standard, protocol: grpc}", 1), "lines[0] (a).protocol"},
+		{"line unknown route", strings.Replace(minimalConfig, "route: standard}", "route: gold}", 1), "lines[0] (a).route"},
+		{"line no models", strings.Replace(minimalConfig, `models: ["*"], `, "", 1), "lines[0] (a).models"},
+		{"line empty key env", strings.Replace(minimalConfig, "route: standard}", "route: standard, key_env: EMPTY_VAR}", 1), "lines[0] (a).key_env"},
+		{"negative weight", strings.Replace(minimalConfig, "route: standard}", "route: standard, weight: -2}", 1), "lines[0] (a).weight"},
+		{"bad duration", minimalConfig + "\nretry: {max_time: soon}\n", "max_time"},
+		{"wrong type", minimalConfig + "\nretry: {max_tries: many}\n", "max_tries"},
+		{"bad rate", minimalConfig + "\nlimits: {key_rate: {rate: -1}}\n", "limits.key_rate.rate"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v does not name %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := LoadConfig(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !os.IsNotExist(errorsUnwrapAll(err)) {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func errorsUnwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
