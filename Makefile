@@ -7,7 +7,7 @@ PLUGINS   := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
 export RELAY_PLUGIN_DIR := $(CURDIR)/$(PLUGINDIR)
 export RELAY_WASM_CACHE := $(WASMCACHE)
 
-.PHONY: all build plugins run test vet fmt-check fuzz bench clean
+.PHONY: all build plugins run test vet fmt-check browser fuzz bench clean
 
 all: build plugins
 
@@ -34,9 +34,17 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
+# The price-page test drives Debian's headless Chromium; install it when
+# missing (as root, the way CI runs), or say how.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else echo "the price-page test needs Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
+
 # Every test, with the race detector. Plugins are built first: the host,
 # fixture and gateway tests load the real .wasm files.
-test: plugins vet fmt-check
+test: plugins vet fmt-check browser
 	$(GO) test -race -timeout 20m ./...
 
 # A short run of every fuzz target (go test -fuzz takes one target at a time).
