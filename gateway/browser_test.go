@@ -453,4 +453,3 @@ func TestPricingPageShowsRateLimit(t *testing.T) {
 		t.Fatalf("the page shows %q and %d models", text, len(nodes))
 	}
 }
-

@@ -137,10 +137,17 @@ func catalogAmounts(p pricing.Price) map[string]pricing.Nano {
 	return out
 }
 
-// TestPriceTableMatchesCatalog: every model the plugins describe is in the
-// table, with every price equal to the catalogue's integers.
-func TestPriceTableMatchesCatalog(t *testing.T) {
+// TestPriceTable checks GET /api/pricing against the loaded plugins.
+func TestPriceTable(t *testing.T) {
 	e := newEnv(t)
+	t.Run("matches the catalogue", func(t *testing.T) { testPriceTableMatchesCatalog(t, e) })
+	t.Run("spec fees", func(t *testing.T) { testPriceTableSpecFees(t, e) })
+	t.Run("built once per catalogue", func(t *testing.T) { testPriceTableCachedPerCatalog(t, e) })
+}
+
+// testPriceTableMatchesCatalog: every model the plugins describe is in the
+// table, with every price equal to the catalogue's integers.
+func testPriceTableMatchesCatalog(t *testing.T, e *env) {
 	table, hdr := getPriceTable(t, e)
 	if !strings.HasPrefix(hdr.Get("X-Request-Id"), "req_") {
 		t.Errorf("X-Request-Id = %q", hdr.Get("X-Request-Id"))
@@ -218,9 +225,9 @@ func checkWireCount(t *testing.T, name string, got *json.Number, want int64) {
 	}
 }
 
-// TestPriceTableSpecFees checks the fees spec 4.2 fixes, on every route, for
+// testPriceTableSpecFees checks the fees spec 4.2 fixes, on every route, for
 // the plugins that are loaded.
-func TestPriceTableSpecFees(t *testing.T) {
+func testPriceTableSpecFees(t *testing.T, e *env) {
 	usd := func(s string) pricing.Nano {
 		n, err := pricing.ParseUSD(s)
 		if err != nil {
@@ -239,7 +246,6 @@ func TestPriceTableSpecFees(t *testing.T) {
 		{"sysmodel-latest", "systemone", "4.2.7", pricing.Price{Unit: pricing.PerMillionTokens, Input: usd("0.04494")}},
 		{"sysmodel-preview", "systemone", "4.2.7", pricing.Price{Unit: pricing.PerMillionTokens, Input: usd("0.04494")}},
 	}
-	e := newEnv(t)
 	table, _ := getPriceTable(t, e)
 	byName := map[string]wirePriceModel{}
 	for _, pm := range table {
@@ -288,14 +294,29 @@ func copyPluginDir(t *testing.T) string {
 	return dir
 }
 
+// dropInPlugin installs a copy of the built tokens plugin as NAME, with the
+// price list cfg, in the plugin directory dir.
+func dropInPlugin(t *testing.T, dir, name, cfg string) {
+	t.Helper()
+	wasm, err := os.ReadFile(filepath.Join(pluginDir, "tokens.wasm"))
+	if err != nil {
+		t.Fatalf("the tokens plugin is not built: %v", err)
+	}
+	// The configuration first: a scan that saw the module without it would
+	// load the price list embedded in the module.
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".wasm"), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestPriceTableShowsDroppedInPlugin: a plugin copied into the plugin
 // directory at run time is in the price table after a reload, without a
 // restart.
 func TestPriceTableShowsDroppedInPlugin(t *testing.T) {
 	dir := copyPluginDir(t)
-	if _, err := os.Stat(filepath.Join(dir, "tokens.wasm")); err != nil {
-		t.Fatalf("the tokens plugin is not built: %v", err)
-	}
 	e := newEnv(t, func(c *Config) { c.Plugins.Dir = dir })
 	const id = "modelz-dropin-1"
 	before, hdr := getPriceTable(t, e)
@@ -308,22 +329,12 @@ func TestPriceTableShowsDroppedInPlugin(t *testing.T) {
 		t.Fatalf("ETag changed without a reload: %q then %q", hdr.Get("ETag"), hdr2.Get("ETag"))
 	}
 
-	wasm, err := os.ReadFile(filepath.Join(dir, "tokens.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := `{"models": [{"id": "` + id + `", "description": "Dropped in at run time", "notice": "Beta",
 	  "endpoints": ["chat_completions"], "context_window": 128000, "auto_route": "economy",
 	  "routes": {"economy": {"unit": "per_million_tokens", "input": "0.123456789", "output": "7", "cache_read": "0.01"},
 	             "standard": {"unit": "per_million_tokens", "input": "0.2", "output": "8"}},
 	  "reference_price": {"unit": "per_million_tokens", "input": "0.25", "output": "10"}}]}`
-	// The configuration first: a scan that sees the module without it would load the embedded price list.
-	if err := os.WriteFile(filepath.Join(dir, "dropin.json"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "dropin.wasm"), wasm, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dropInPlugin(t, dir, "dropin", cfg)
 	if err := e.host.Reload(context.Background()); err != nil {
 		t.Fatalf("reload: %v", err)
 	}
@@ -496,9 +507,26 @@ func TestETagMatches(t *testing.T) {
 	}
 }
 
-// TestPriceTableCachedPerCatalog: the document is built once per catalogue.
-func TestPriceTableCachedPerCatalog(t *testing.T) {
-	e := newEnv(t)
+// FuzzETagMatches: any If-None-Match text is handled, and a header listing
+// the tag matches it.
+func FuzzETagMatches(f *testing.F) {
+	f.Add(`"abc"`, `"abc"`)
+	f.Add(`W/"x", "y"`, `"y"`)
+	f.Add(`*`, `"q"`)
+	f.Add(",,,", `""`)
+	f.Fuzz(func(t *testing.T, header, tag string) {
+		etagMatches([]string{header}, tag)
+		// An entity tag is a quoted string: no comma, no surrounding space.
+		if strings.HasPrefix(tag, `"`) && strings.TrimSpace(tag) == tag && !strings.Contains(tag, ",") {
+			if !etagMatches([]string{header + "," + tag}, tag) {
+				t.Fatalf("%q does not match a header that lists it", tag)
+			}
+		}
+	})
+}
+
+// testPriceTableCachedPerCatalog: the document is built once per catalogue.
+func testPriceTableCachedPerCatalog(t *testing.T, e *env) {
 	var pt priceTable
 	cat := e.host.Catalog()
 	a, tagA, err := pt.get(cat)

@@ -28,6 +28,7 @@ func runDemo(args []string) error {
 	data := fs.String("data", "./data", "data directory (Badger ledger)")
 	pluginDir := fs.String("plugins", "./build/plugins", "plugin directory (make plugins builds it)")
 	level := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	cache := fs.String("wasm-cache", os.Getenv("RELAY_WASM_CACHE"), "wazero compilation cache (default <data>/wasm-cache)")
 	if err := fs.Parse(args); err != nil {
 		return exitCode(2)
 	}
@@ -44,6 +45,7 @@ func runDemo(args []string) error {
 	defer simSrv.Close()
 
 	cfg := demoConfig("http://"+simLn.Addr().String(), *addr, *data, *pluginDir)
+	cfg.Plugins.CacheDir = *cache
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := startServer(ctx, cfg, log, nil)

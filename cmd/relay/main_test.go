@@ -127,7 +127,7 @@ func startGateway(t *testing.T, config, addr string) *gatewayProc {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = g.cmd.Process.Kill(); _, _ = g.cmd.Process.Wait() })
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(120 * time.Second)
 	for {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
@@ -152,11 +152,12 @@ func (g *gatewayProc) output() string {
 // cli runs the relay binary as a user would.
 func cli(t *testing.T, server string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	if server != "" && len(args) >= 2 {
+		// Flags go after "keys create" and before positional arguments.
+		args = append(append(append([]string{}, args[:2]...), "-server", "http://"+server), args[2:]...)
+	}
 	cmd := exec.Command(relayBin, args...)
 	cmd.Env = append(os.Environ(), "RELAY_ADMIN_TOKEN="+adminToken)
-	if server != "" {
-		cmd.Args = append(cmd.Args, "-server", "http://"+server)
-	}
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -358,15 +359,15 @@ func TestDemo(t *testing.T) {
 	addr := freeAddr(t)
 	cmd := exec.Command(relayBin, "demo", "-addr", addr, "-data", filepath.Join(dir, "data"), "-plugins", pluginDir)
 	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := syncBuffer{&sync.Mutex{}, &bytes.Buffer{}}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 	sc := bufio.NewScanner(stdout)
 	var key, token, curl string
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	go func() { <-ctx.Done(); cmd.Process.Kill() }()
 	for sc.Scan() && (key == "" || token == "" || curl == "") {
@@ -381,7 +382,9 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	if !strings.HasPrefix(key, "sk-") || token == "" || !strings.Contains(curl, key) {
-		t.Fatalf("demo output: key %q token %q curl %q; stderr %s", key, token, curl, stderr.String())
+		stderr.mu.Lock()
+		defer stderr.mu.Unlock()
+		t.Fatalf("demo output: key %q token %q curl %q; stderr %s", key, token, curl, stderr.b.String())
 	}
 	out, err := exec.Command("sh", "-c", curl).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"chat.completion"`) {
@@ -400,5 +403,43 @@ func TestDemo(t *testing.T) {
 	resp.Body.Close()
 	if !strings.HasPrefix(a.Balance, "9.99") {
 		t.Fatalf("demo balance after one call: %q", a.Balance)
+	}
+}
+
+// relay plugin test passes on every first-party plugin's fixtures and fails,
+// naming the fixture, on a wrong expectation.
+func TestPluginTestCommand(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	wasms, _ := filepath.Glob(filepath.Join(pluginDir, "*.wasm"))
+	if len(wasms) < 5 {
+		t.Fatalf("want the five first-party plugins in %s, found %v", pluginDir, wasms)
+	}
+	for _, w := range wasms {
+		name := strings.TrimSuffix(filepath.Base(w), ".wasm")
+		out, errOut, code := cli(t, "", "plugin", "test", w, filepath.Join(root, "testdata", "plugins", name))
+		if code != 0 || !strings.Contains(out, " passed, 0 failed") {
+			t.Errorf("%s: exit %d\n%s%s", name, code, out, errOut)
+		}
+	}
+	// Copy the tokens fixtures and break one expectation.
+	dir := t.TempDir()
+	src := filepath.Join(root, "testdata", "plugins", "tokens")
+	ents, _ := os.ReadDir(src)
+	broken := ""
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join(src, e.Name()))
+		var f map[string]any
+		if broken == "" && json.Unmarshal(b, &f) == nil {
+			if exp, ok := f["expect"].(map[string]any); ok && exp["charge"] != nil {
+				exp["charge"] = exp["charge"].(float64) + 1
+				b, _ = json.Marshal(f)
+				broken = strings.TrimSuffix(e.Name(), ".json")
+			}
+		}
+		os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644)
+	}
+	out, _, code := cli(t, "", "plugin", "test", filepath.Join(pluginDir, "tokens.wasm"), dir)
+	if code == 0 || !strings.Contains(out, "FAIL") || !strings.Contains(out, broken) || !strings.Contains(out, " 1 failed") {
+		t.Fatalf("a wrong expectation must fail: exit %d\n%s", code, out)
 	}
 }
