@@ -27,7 +27,14 @@ type instance struct {
 	stack  [3]uint64 // CallWithStack scratch: max(params, results) of mr_call
 	buf    []byte    // encoding scratch for requests
 	calls  int       // calls served, for recycling
+	inPtr  uint32    // the input buffer mr_alloc last returned ...
+	inSize uint32    // ... and its size; 0 = none yet
 }
+
+// minInputBuffer is the smallest input buffer asked of a guest, so that
+// nearly every request fits the buffer of an earlier call (abi.ExportAlloc
+// lets the host reuse it) and mr_alloc is called once per instance.
+const minInputBuffer = 4096
 
 // invoke runs op on input in the guest and returns the result envelope. The
 // returned slice is a view of guest memory: it is valid only until the next
@@ -37,13 +44,22 @@ func (in *instance) invoke(ctx context.Context, op abi.Op, input []byte, limit u
 	if len(input) > maxInput {
 		return nil, fmt.Errorf("request of %d bytes exceeds the %d-byte limit", len(input), maxInput)
 	}
-	// Every call gets its buffer from mr_alloc, even an empty one: the
-	// guest may check that mr_call is handed the buffer it gave out.
-	in.stack[0] = uint64(len(input))
-	if err := in.alloc.CallWithStack(ctx, in.stack[:1]); err != nil {
-		return nil, err
+	// The guest may check that mr_call is handed the buffer it gave out;
+	// abi.ExportAlloc lets the host reuse that buffer while inputs fit.
+	if in.inSize == 0 || uint32(len(input)) > in.inSize {
+		size := uint32(max(len(input), minInputBuffer))
+		in.stack[0] = uint64(size)
+		if err := in.alloc.CallWithStack(ctx, in.stack[:1]); err != nil {
+			return nil, err
+		}
+		in.inPtr, in.inSize = uint32(in.stack[0]), size
+		if uint64(in.inPtr)+uint64(size) > uint64(in.mem.Size()) {
+			in.inSize = 0
+			return nil, fmt.Errorf("%w: %s(%d) returned %#x, outside guest memory of %d bytes",
+				ErrMalformed, abi.ExportAlloc, size, in.inPtr, in.mem.Size())
+		}
 	}
-	ptr := uint32(in.stack[0])
+	ptr := in.inPtr
 	if !in.mem.Write(ptr, input) {
 		return nil, fmt.Errorf("%w: %s(%d) returned %#x, outside guest memory of %d bytes",
 			ErrMalformed, abi.ExportAlloc, len(input), ptr, in.mem.Size())

@@ -3,6 +3,8 @@ package sdk
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"strings"
 	"sync/atomic"
 
@@ -23,6 +25,60 @@ type catalogue struct {
 	models []pricing.Model
 	index  map[string]int
 	desc   abi.Description // Models converted once, at load
+	// quotes holds, per model and route, what a token quote needs,
+	// precomputed at load so that the per-call path is a few map lookups
+	// and one 128-bit multiply-add (every function call is costly in a
+	// guarded wasm guest).
+	quotes map[string]map[string]*tokenQuote
+}
+
+// tokenQuote is a per_million_tokens route price reduced to what a hold
+// needs. The dearest split of n input tokens puts all of them in the most
+// expensive input category, and ceil is monotonic, so
+// max over categories of Charge = ceil((n × maxIn + out × outPrice) / 1e6).
+type tokenQuote struct {
+	model     *pricing.Model
+	price     *pricing.Price
+	maxOutput int64
+	in, out   uint64 // nano-USD per million: the dearest input-side price, and output
+	long      bool
+	longMin   int64
+	inLong    uint64
+	outLong   uint64
+}
+
+func newTokenQuote(m *pricing.Model, p *pricing.Price) *tokenQuote {
+	dearest := func(in pricing.Nano) uint64 {
+		return uint64(max(in, p.CacheWrite, p.CacheWrite1h, p.CacheRead))
+	}
+	q := &tokenQuote{model: m, price: p, maxOutput: m.MaxOutput, in: dearest(p.Input), out: uint64(p.Output)}
+	if lc := p.LongContext; lc != nil {
+		q.long, q.longMin, q.inLong, q.outLong = true, lc.MinInputTokens, dearest(lc.Input), uint64(lc.Output)
+	}
+	return q
+}
+
+// quote returns the precomputed quote of a per_million_tokens route.
+func (c *catalogue) quote(model, route string) *tokenQuote {
+	return c.quotes[model][route]
+}
+
+// holdNano is ceil((n×in + out×o) / 1e6) in 128 bits; ok is false on overflow.
+func holdNano(n int64, in uint64, out int64, o uint64) (pricing.Nano, bool) {
+	h1, l1 := bits.Mul64(uint64(n), in)
+	h2, l2 := bits.Mul64(uint64(out), o)
+	lo, c := bits.Add64(l1, l2, 0)
+	hi, c2 := bits.Add64(h1, h2, c)
+	lo, c = bits.Add64(lo, 999_999, 0)
+	hi, c3 := bits.Add64(hi, 0, c)
+	if c2 != 0 || c3 != 0 || hi >= 1_000_000 {
+		return 0, false
+	}
+	q, _ := bits.Div64(hi, lo, 1_000_000)
+	if q > math.MaxInt64 {
+		return 0, false
+	}
+	return pricing.Nano(q), true
 }
 
 // Configure parses config with pricing.ParseModels and replaces the list.
@@ -47,6 +103,7 @@ func (l *PriceList) Set(models []pricing.Model) error {
 	c := &catalogue{
 		models: make([]pricing.Model, len(models)),
 		index:  make(map[string]int, len(models)),
+		quotes: make(map[string]map[string]*tokenQuote, len(models)),
 		desc: abi.Description{
 			Implements: []string{abi.CapValidate, abi.CapQuote, abi.CapPrice},
 			Models:     make([]abi.Model, len(models)),
@@ -62,6 +119,19 @@ func (l *PriceList) Set(models []pricing.Model) error {
 		c.index[m.ID] = i
 		c.models[i] = m
 		c.desc.Models[i] = ModelToABI(m)
+	}
+	for i := range c.models {
+		m := &c.models[i]
+		for route, p := range m.Routes {
+			if p.Unit != pricing.PerMillionTokens {
+				continue
+			}
+			if c.quotes[m.ID] == nil {
+				c.quotes[m.ID] = map[string]*tokenQuote{}
+			}
+			pc := p
+			c.quotes[m.ID][route] = newTokenQuote(m, &pc)
+		}
 	}
 	l.cat.Store(c)
 	return nil
@@ -155,6 +225,26 @@ func OutputField(endpoint string) string {
 // at the route's output price (long-context when above the threshold). The
 // sum is rounded up once, by pricing.Price.Charge.
 func (l *PriceList) TokenAdmit(req abi.AdmitRequest) (abi.AdmitResult, error) {
+	if c := l.cat.Load(); c != nil {
+		if q := c.quote(req.Model, req.Route); q != nil && req.MaxOutputTokens >= 0 && req.InputTokens >= 0 &&
+			req.DefaultOutputTokens >= 0 && (q.maxOutput == 0 || req.MaxOutputTokens <= q.maxOutput) && hasEndpoint(*q.model, req.Endpoint) {
+			out := req.MaxOutputTokens
+			if out == 0 {
+				out = req.DefaultOutputTokens
+			}
+			if q.maxOutput > 0 && (out == 0 || out > q.maxOutput) {
+				out = q.maxOutput
+			}
+			in, o := q.in, q.out
+			if q.long && req.InputTokens > q.longMin {
+				in, o = q.inLong, q.outLong
+			}
+			if hold, ok := holdNano(req.InputTokens, in, out, o); ok {
+				return abi.AdmitResult{Hold: int64(hold)}, nil
+			}
+		}
+	}
+	// The slow path: every error, and the overflow case, with its message.
 	m, p, err := l.Route(req.Model, req.Route)
 	if err != nil {
 		return abi.AdmitResult{}, err
@@ -207,6 +297,13 @@ func (l *PriceList) TokenAdmit(req abi.AdmitRequest) (abi.AdmitResult, error) {
 // rounded up once). Unknown models and routes fail as in TokenAdmit; a usage
 // Charge rejects (negative counts, overflow) is an internal error.
 func (l *PriceList) TokenSettle(req abi.SettleRequest) (abi.SettleResult, error) {
+	if c := l.cat.Load(); c != nil {
+		if q := c.quote(req.Model, req.Route); q != nil {
+			if ch, err := q.price.Charge(UsageFromABI(req.Usage)); err == nil {
+				return abi.SettleResult{Charge: int64(ch)}, nil
+			}
+		}
+	}
 	m, p, err := l.Route(req.Model, req.Route)
 	if err != nil {
 		return abi.SettleResult{}, err

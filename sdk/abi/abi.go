@@ -13,7 +13,10 @@ const (
 	// ExportVersion: func() uint32 — the guest's ABI version.
 	ExportVersion = "mr_abi_version"
 	// ExportAlloc: func(size uint32) uint32 — a guest buffer of size bytes the
-	// host writes the next call's input into. The guest keeps it reachable.
+	// host writes the next call's input into. The guest keeps it reachable,
+	// at the same address and size, until the next mr_alloc: the host may
+	// write a later call's input of at most that size into it without
+	// calling mr_alloc again (one guarded entry fewer per call).
 	ExportAlloc = "mr_alloc"
 	// ExportCall: func(op, ptr, len uint32) uint64 — runs op on the input at
 	// ptr/len and returns the result envelope as ptr<<32 | len.
