@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"log/slog"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,8 @@ import (
 // Badger hold + settle, relay). Gateway − direct is our added latency;
 // compare it with proxy − direct.
 func BenchmarkOverhead(b *testing.B) {
+	envLogLevel = slog.LevelInfo // production's level: access log on, debug off
+	defer func() { envLogLevel = slog.LevelDebug }()
 	e := newEnv(b)
 	e.account("bench", "1000000")
 	key := e.key("bench", "economy")

@@ -94,6 +94,10 @@ func wasmCache() string { return wasmCacheDir }
 
 const testAdminToken = "test-admin-token-0123456789"
 
+// envLogLevel is the level of the test gateway's log: debug for tests (they
+// read breaker and plugin messages), info — production's — for benchmarks.
+var envLogLevel = slog.LevelDebug
+
 // lockedBuffer collects logs from many goroutines.
 type lockedBuffer struct {
 	mu sync.Mutex
@@ -172,7 +176,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	e.cfg = cfg
-	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: envLogLevel}))
 	st, err := store.OpenBadger(filepath.Join(e.dataDir, "ledger"), store.BadgerOptions{Logger: log})
 	if err != nil {
 		t.Fatal(err)
