@@ -2,8 +2,8 @@ package gateway
 
 import (
 	"bytes"
-	"log/slog"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"

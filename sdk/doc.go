@@ -20,6 +20,12 @@
 // format, the plugin's NAME.json or an embedded default) into the plugin's
 // Description and offers TokenAdmit (validate and quote) and TokenSettle
 // (price the real usage); TokenPlugin wires them into a complete Plugin.
+// For models priced per unit (per image, per second, per request),
+// PriceList.Load loads a list the plugin checks (CheckPrices runs a check on
+// every route and reference price), UnitRoute finds a route's price for a
+// call, and Hold and Charge turn a usage into the admit or settle result.
+// Digits, ParseInt, ParseCount and QuoteValue parse and quote the text of
+// abi.Param values in the same way in every plugin.
 //
 // What a plugin must not do, and this package does not offer: read a clock
 // (the only time is AdmitRequest.Now / SettleRequest.Now), read files,

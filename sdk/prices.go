@@ -333,13 +333,7 @@ func TokenPlugin(name string, defaultConfig []byte) Plugin {
 	return Plugin{
 		Name: name,
 		Configure: func(config []byte) error {
-			if len(config) == 0 {
-				config = defaultConfig
-			}
-			if len(config) == 0 {
-				return fmt.Errorf("plugin %s has no price list: put %s.json beside %s.wasm", name, name, name)
-			}
-			return l.Configure(config)
+			return l.Load(name, config, defaultConfig, nil)
 		},
 		Describe: l.Describe,
 		Admit:    l.TokenAdmit,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/modelrelay/modelrelay/pricing"
@@ -53,45 +54,20 @@ func (p *plugin) Plugin() sdk.Plugin {
 // reference price) must be per_image with exactly the tiers 1K and 2K. A
 // failed configure keeps the previous list.
 func (p *plugin) configure(config []byte) error {
-	if len(config) == 0 {
-		config = p.fallback
-	}
-	if len(config) == 0 {
-		return fmt.Errorf("plugin %s has no price list: put %s.json beside %s.wasm", pluginName, pluginName, pluginName)
-	}
-	models, err := pricing.ParseModels(config)
-	if err != nil {
-		return err
-	}
-	for i, m := range models {
-		if err := checkModel(m); err != nil {
-			return fmt.Errorf("models[%d] (%s): %w", i, m.ID, err)
-		}
-	}
-	return p.list.Set(models)
+	return p.list.Load(pluginName, config, p.fallback, checkModel)
 }
 
 // checkModel reports why m cannot be priced by this plugin.
 func checkModel(m pricing.Model) error {
 	for i, e := range m.Endpoints {
-		if !contains(endpoints, e) {
+		if !slices.Contains(endpoints, e) {
 			return fmt.Errorf("endpoints[%d]: %q is not an image endpoint (%s)", i, e, strings.Join(endpoints, ", "))
 		}
 	}
 	if m.ContextWindow != 0 || m.MaxOutput != 0 {
 		return fmt.Errorf("context_window and max_output do not apply to an image model")
 	}
-	for name, price := range m.Routes {
-		if err := checkPrice(price); err != nil {
-			return fmt.Errorf("routes.%s: %w", name, err)
-		}
-	}
-	if m.Reference != nil {
-		if err := checkPrice(*m.Reference); err != nil {
-			return fmt.Errorf("reference_price: %w", err)
-		}
-	}
-	return nil
+	return sdk.CheckPrices(m, checkPrice)
 }
 
 func checkPrice(price pricing.Price) error {
@@ -104,7 +80,7 @@ func checkPrice(price pricing.Price) error {
 		}
 	}
 	for t := range price.Sizes {
-		if !contains(tiers, t) {
+		if !slices.Contains(tiers, t) {
 			return fmt.Errorf("sizes: tier %q is not one this plugin charges (%s)", t, strings.Join(tiers, ", "))
 		}
 	}
@@ -114,7 +90,7 @@ func checkPrice(price pricing.Price) error {
 // admit validates the call and quotes tier price × n. An omitted or "auto"
 // size is pinned: the result sets size to 1024x1024 in the forwarded body.
 func (p *plugin) admit(req abi.AdmitRequest) (abi.AdmitResult, error) {
-	price, err := p.route(req.Model, req.Route, req.Endpoint)
+	price, err := p.list.UnitRoute(req.Model, req.Route, req.Endpoint, pricing.PerImage)
 	if err != nil {
 		return abi.AdmitResult{}, err
 	}
@@ -122,22 +98,18 @@ func (p *plugin) admit(req abi.AdmitRequest) (abi.AdmitResult, error) {
 	if aerr != nil {
 		return abi.AdmitResult{}, aerr
 	}
-	hold, err := price.Charge(pricing.Usage{Images: r.n, SizeTier: r.tier})
-	if err != nil {
-		return abi.AdmitResult{}, sdk.Internal("quoting model %s on route %s: %v", req.Model, req.Route, err)
-	}
-	res := abi.AdmitResult{Hold: int64(hold)}
-	if r.pinned {
+	res, err := sdk.Hold(req, price, pricing.Usage{Images: r.n, SizeTier: r.tier})
+	if err == nil && r.pinned {
 		res.Set = []abi.Param{{Name: paramSize, Value: pinnedSize}}
 	}
-	return res, nil
+	return res, err
 }
 
 // settle charges tier price × the images the provider returned
 // (Usage.Images), capped at n: the tier comes from the size param (present
 // after admit's Set), never from Usage.SizeTier. No images, no charge.
 func (p *plugin) settle(req abi.SettleRequest) (abi.SettleResult, error) {
-	price, err := p.route(req.Model, req.Route, req.Endpoint)
+	price, err := p.list.UnitRoute(req.Model, req.Route, req.Endpoint, pricing.PerImage)
 	if err != nil {
 		return abi.SettleResult{}, err
 	}
@@ -149,35 +121,5 @@ func (p *plugin) settle(req abi.SettleRequest) (abi.SettleResult, error) {
 	if req.Usage.Images < 0 {
 		return abi.SettleResult{}, sdk.Internal("usage images is negative (%d)", req.Usage.Images)
 	}
-	charge, err := price.Charge(pricing.Usage{Images: min(req.Usage.Images, r.n), SizeTier: r.tier})
-	if err != nil {
-		return abi.SettleResult{}, sdk.Internal("pricing model %s on route %s: %v", req.Model, req.Route, err)
-	}
-	return abi.SettleResult{Charge: int64(charge)}, nil
-}
-
-// route looks up the model's price on route (403 when the model or route is
-// not sold) and checks that the model is served on endpoint (400 naming
-// model) and is priced per image (500 otherwise: configure forbids it).
-func (p *plugin) route(model, route, endpoint string) (pricing.Price, error) {
-	m, price, err := p.list.Route(model, route)
-	if err != nil {
-		return pricing.Price{}, err
-	}
-	if !contains(m.Endpoints, endpoint) {
-		return pricing.Price{}, sdk.Invalid("model", "model %s is not served on the %s endpoint (it is served on %s)", m.ID, endpoint, strings.Join(m.Endpoints, ", "))
-	}
-	if price.Unit != pricing.PerImage {
-		return pricing.Price{}, sdk.Internal("model %s route %s is priced %s, not per_image", m.ID, route, price.Unit)
-	}
-	return price, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
+	return sdk.Charge(req, price, pricing.Usage{Images: min(req.Usage.Images, r.n), SizeTier: r.tier})
 }

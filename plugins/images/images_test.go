@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/modelrelay/modelrelay/sdk/abi"
+	"github.com/modelrelay/modelrelay/sdk/sdktest"
 )
 
 func configured(t testing.TB) *plugin {
@@ -18,13 +19,7 @@ func configured(t testing.TB) *plugin {
 	return p
 }
 
-func params(kv ...string) []abi.Param {
-	var out []abi.Param
-	for i := 0; i+1 < len(kv); i += 2 {
-		out = append(out, abi.Param{Name: kv[i], Value: kv[i+1]})
-	}
-	return out
-}
+var params = sdktest.Params
 
 var pinned = []abi.Param{{Name: "size", Value: "1024x1024"}}
 
@@ -94,8 +89,7 @@ func TestAdmit(t *testing.T) {
 			}
 			res, err := p.admit(req)
 			if tt.err.Code != "" {
-				ae, ok := err.(*abi.Error)
-				if !ok || ae.Code != tt.err.Code || ae.Field != tt.err.Field || !strings.Contains(ae.Message, tt.err.Message) {
+				if !sdktest.IsError(err, tt.err) {
 					t.Fatalf("admit error = %#v, want %+v", err, tt.err)
 				}
 				return

@@ -1,14 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
-	"github.com/modelrelay/modelrelay/sdk/fixture"
 	"github.com/modelrelay/modelrelay/sdk/sdktest"
 )
 
@@ -17,15 +12,7 @@ const fixtures = "../../testdata/plugins/images"
 func TestFixtures(t *testing.T) { sdktest.Run(t, fixtures) }
 
 // The embedded list is images.json as it is on disk (the host's copy).
-func TestEmbeddedIsImagesJSON(t *testing.T) {
-	disk, err := os.ReadFile("images.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(disk) != string(prices) {
-		t.Fatal("the embedded price list differs from images.json")
-	}
-}
+func TestEmbeddedIsImagesJSON(t *testing.T) { sdktest.CheckEmbedded(t, "images", prices) }
 
 // TestCatalogue checks images.json against spec 2.1 and 4.2.4: the two
 // image models on both image endpoints, $0.03 at 1K and $0.05 at 2K on the
@@ -69,66 +56,19 @@ func TestCatalogue(t *testing.T) {
 // 50,000,000; the hold is the tier × n, the charge the tier × the images
 // returned, at most n.
 func TestHandChecked(t *testing.T) {
-	tests := []struct {
-		file         string
-		hold, charge int64
-	}{
-		{"size-omitted-pinned", 30_000_000, 30_000_000},  // 1K × 1
-		{"size-auto-pinned", 30_000_000, 30_000_000},     // 1K × 1
-		{"tier-1k-top", 30_000_000, 30_000_000},          // 1024×1024 = 1,048,576 px: 1K
-		{"tier-2k-bottom", 50_000_000, 50_000_000},       // 1025×1024 = 1,049,600 px: 2K
-		{"tier-2k-n3", 150_000_000, 150_000_000},         // 2K × 3
-		{"n-max", 3_840_000_000, 3_840_000_000},          // 1K × 128
-		{"fewer-images", 120_000_000, 60_000_000},        // hold 1K × 4; charge 1K × 2
-		{"more-images-capped", 100_000_000, 100_000_000}, // 1536×1024 = 1,572,864 px: 2K × 2; 5 returned, 2 charged
-		{"no-images", 400_000_000, 0},                    // hold 2K × 8; nothing returned
-		{"edit-2k", 100_000_000, 100_000_000},            // 1024×1536: 2K × 2
-		{"edit-size-omitted", 30_000_000, 30_000_000},    // pinned: 1K × 1
-		{"economy-route", 100_000_000, 100_000_000},      // 2048×1024 = 2,097,152 px: 2K × 2
+	tests := []sdktest.Hand{
+		{File: "size-omitted-pinned", Hold: 30_000_000, Charge: 30_000_000},  // 1K × 1
+		{File: "size-auto-pinned", Hold: 30_000_000, Charge: 30_000_000},     // 1K × 1
+		{File: "tier-1k-top", Hold: 30_000_000, Charge: 30_000_000},          // 1024×1024 = 1,048,576 px: 1K
+		{File: "tier-2k-bottom", Hold: 50_000_000, Charge: 50_000_000},       // 1025×1024 = 1,049,600 px: 2K
+		{File: "tier-2k-n3", Hold: 150_000_000, Charge: 150_000_000},         // 2K × 3
+		{File: "n-max", Hold: 3_840_000_000, Charge: 3_840_000_000},          // 1K × 128
+		{File: "fewer-images", Hold: 120_000_000, Charge: 60_000_000},        // hold 1K × 4; charge 1K × 2
+		{File: "more-images-capped", Hold: 100_000_000, Charge: 100_000_000}, // 1536×1024 = 1,572,864 px: 2K × 2; 5 returned, 2 charged
+		{File: "no-images", Hold: 400_000_000, Charge: 0},                    // hold 2K × 8; nothing returned
+		{File: "edit-2k", Hold: 100_000_000, Charge: 100_000_000},            // 1024×1536: 2K × 2
+		{File: "edit-size-omitted", Hold: 30_000_000, Charge: 30_000_000},    // pinned: 1K × 1
+		{File: "economy-route", Hold: 100_000_000, Charge: 100_000_000},      // 2048×1024 = 2,097,152 px: 2K × 2
 	}
-	checkHand(t, tests)
-}
-
-func checkHand(t *testing.T, tests []struct {
-	file         string
-	hold, charge int64
-}) {
-	list, err := fixture.Load(fixtures)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byFile := map[string]fixture.Fixture{}
-	for _, f := range list {
-		byFile[strings.TrimSuffix(filepath.Base(f.Path), ".json")] = f
-	}
-	checked := map[string]bool{}
-	for _, tt := range tests {
-		checked[tt.file] = true
-	}
-	for name, f := range byFile {
-		if f.Expect.Error == nil && !checked[name] {
-			t.Errorf("%s: a priced fixture without a hand-checked row here", name)
-		}
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			f, ok := byFile[tt.file]
-			if !ok {
-				t.Fatal("fixture missing")
-			}
-			if f.Expect.Hold == nil || *f.Expect.Hold != tt.hold {
-				t.Errorf("expect.hold %s, hand-checked %d", show(f.Expect.Hold), tt.hold)
-			}
-			if f.Expect.Charge == nil || *f.Expect.Charge != tt.charge {
-				t.Errorf("expect.charge %s, hand-checked %d", show(f.Expect.Charge), tt.charge)
-			}
-		})
-	}
-}
-
-func show(p *int64) string {
-	if p == nil {
-		return "missing"
-	}
-	return fmt.Sprint(*p)
+	sdktest.CheckHand(t, fixtures, tests)
 }

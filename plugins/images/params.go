@@ -1,7 +1,7 @@
 package main
 
 import (
-	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,25 +66,25 @@ func parseParams(params []abi.Param) (request, *abi.Error) {
 		case paramSize:
 			size, hasSize = prm.Value, true
 		case paramN:
-			n, ok := parseInt(prm.Value)
+			n, ok := sdk.ParseInt(prm.Value)
 			if !ok {
-				return request{}, sdk.Invalid(paramN, "n must be an integer from %d to %d (got %s)", minN, maxN, quote(prm.Value))
+				return request{}, sdk.Invalid(paramN, "n must be an integer from %d to %d (got %s)", minN, maxN, sdk.QuoteValue(prm.Value))
 			}
 			if n < minN || n > maxN {
-				return request{}, sdk.Invalid(paramN, "n must be from %d to %d (got %s)", minN, maxN, quote(prm.Value))
+				return request{}, sdk.Invalid(paramN, "n must be from %d to %d (got %s)", minN, maxN, sdk.QuoteValue(prm.Value))
 			}
 			r.n = n
 		case paramQuality:
-			if !contains(qualities, prm.Value) {
-				return request{}, sdk.Invalid(paramQuality, "quality must be one of %s (got %s)", strings.Join(qualities, ", "), quote(prm.Value))
+			if !slices.Contains(qualities, prm.Value) {
+				return request{}, sdk.Invalid(paramQuality, "quality must be one of %s (got %s)", strings.Join(qualities, ", "), sdk.QuoteValue(prm.Value))
 			}
 		case paramResponseFormat:
-			if !contains(responseFormats, prm.Value) {
-				return request{}, sdk.Invalid(paramResponseFormat, "response_format must be one of %s (got %s)", strings.Join(responseFormats, ", "), quote(prm.Value))
+			if !slices.Contains(responseFormats, prm.Value) {
+				return request{}, sdk.Invalid(paramResponseFormat, "response_format must be one of %s (got %s)", strings.Join(responseFormats, ", "), sdk.QuoteValue(prm.Value))
 			}
 		case paramStream:
-			if !contains(booleans, prm.Value) {
-				return request{}, sdk.Invalid(paramStream, "stream must be true or false (got %s)", quote(prm.Value))
+			if !slices.Contains(booleans, prm.Value) {
+				return request{}, sdk.Invalid(paramStream, "stream must be true or false (got %s)", sdk.QuoteValue(prm.Value))
 			}
 		}
 	}
@@ -130,7 +130,7 @@ func indexOf(name string) int {
 func parseSize(s string) (w, h int64, _ *abi.Error) {
 	ws, hs, ok := strings.Cut(s, "x")
 	if !ok || strings.Contains(hs, "x") {
-		return 0, 0, sdk.Invalid(paramSize, "size must be auto or <WIDTH>x<HEIGHT> with a lowercase x, like 1024x1024 (got %s)", quote(s))
+		return 0, 0, sdk.Invalid(paramSize, "size must be auto or <WIDTH>x<HEIGHT> with a lowercase x, like 1024x1024 (got %s)", sdk.QuoteValue(s))
 	}
 	w, aerr := dimension("width", ws, s)
 	if aerr != nil {
@@ -144,55 +144,18 @@ func parseSize(s string) (w, h int64, _ *abi.Error) {
 }
 
 func dimension(which, d, size string) (int64, *abi.Error) {
-	if d == "" || !allDigits(d) {
-		return 0, sdk.Invalid(paramSize, "size %s must be a positive integer of decimal digits, like 1024x1024 (got %s)", which, quote(size))
+	if !sdk.Digits(d) {
+		return 0, sdk.Invalid(paramSize, "size %s must be a positive integer of decimal digits, like 1024x1024 (got %s)", which, sdk.QuoteValue(size))
 	}
 	if d[0] == '0' {
-		return 0, sdk.Invalid(paramSize, "size %s must be a positive integer without leading zeros (got %s)", which, quote(size))
+		return 0, sdk.Invalid(paramSize, "size %s must be a positive integer without leading zeros (got %s)", which, sdk.QuoteValue(size))
 	}
 	if len(d) > len(strconv.Itoa(max2K)) {
-		return 0, sdk.Invalid(paramSize, "size %s is above the %d pixels (2048x2048) of the largest tier (got %s)", which, max2K, quote(size))
+		return 0, sdk.Invalid(paramSize, "size %s is above the %d pixels (2048x2048) of the largest tier (got %s)", which, max2K, sdk.QuoteValue(size))
 	}
 	v, _ := strconv.ParseInt(d, 10, 64) // at most 7 digits
 	if v > max2K {
-		return 0, sdk.Invalid(paramSize, "size %s is above the %d pixels (2048x2048) of the largest tier (got %s)", which, max2K, quote(size))
+		return 0, sdk.Invalid(paramSize, "size %s is above the %d pixels (2048x2048) of the largest tier (got %s)", which, max2K, sdk.QuoteValue(size))
 	}
 	return v, nil
-}
-
-// parseInt parses an optionally negative decimal integer (digits only: no
-// plus sign, fraction or exponent). A value beyond int64 saturates, so that
-// it is reported as out of range rather than as malformed.
-func parseInt(s string) (int64, bool) {
-	digits := strings.TrimPrefix(s, "-")
-	if digits == "" || !allDigits(digits) {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil { // digits only, so the error is a range error
-		if s[0] == '-' {
-			return math.MinInt64, true
-		}
-		return math.MaxInt64, true
-	}
-	return v, true
-}
-
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// quote quotes a client's value for an error message, cut to 40 bytes so
-// that a hostile value cannot bloat the error.
-func quote(s string) string {
-	const limit = 40
-	if len(s) > limit {
-		return strconv.Quote(s[:limit]) + "…"
-	}
-	return strconv.Quote(s)
 }

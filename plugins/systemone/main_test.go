@@ -1,15 +1,10 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/modelrelay/modelrelay/sdk/abi"
-	"github.com/modelrelay/modelrelay/sdk/fixture"
 	"github.com/modelrelay/modelrelay/sdk/sdktest"
 )
 
@@ -18,15 +13,7 @@ const fixtures = "../../testdata/plugins/systemone"
 func TestFixtures(t *testing.T) { sdktest.Run(t, fixtures) }
 
 // The embedded list is systemone.json as it is on disk (the host's copy).
-func TestEmbeddedIsSystemOneJSON(t *testing.T) {
-	disk, err := os.ReadFile("systemone.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(disk) != string(prices) {
-		t.Fatal("the embedded price list differs from systemone.json")
-	}
-}
+func TestEmbeddedIsSystemOneJSON(t *testing.T) { sdktest.CheckEmbedded(t, "systemone", prices) }
 
 // TestCatalogue checks systemone.json against spec 2.1 and 4.2.7: the three
 // typed-question models on systemone, $0.04494 per million input tokens and
@@ -66,72 +53,28 @@ func TestCatalogue(t *testing.T) {
 // tokens are the sim's (sim/doc.go): Tokens(s) = ceil(len/4) of the state,
 // plus per question Tokens(name) + Tokens(instructions) + Σ Tokens(option).
 func TestHandChecked(t *testing.T) {
-	tests := []struct {
-		file         string
-		usage        abi.Usage
-		hold, charge int64
-	}{
+	tests := []sdktest.Hand{
 		// State 77 bytes → 20; "shipped" 2; instructions 21 bytes → 6: 28.
 		// hold 49 × 44.94 = 2202.06; charge 28 × 44.94 = 1258.32.
-		{"noul", abi.Usage{InputTokens: 28}, 2203, 1259},
+		{File: "noul", Usage: &abi.Usage{InputTokens: 28}, Hold: 2203, Charge: 1259},
 		// State 100 bytes → 25; refund 2; sentiment 3 + instructions (27
 		// bytes) 7 + options positive 2, neutral 2, negative 2; urgency 2 +
 		// instructions (22 bytes) 6: 51. hold 95 × 44.94 = 4269.3; charge
 		// 51 × 44.94 = 2291.94.
-		{"choice-score-noul", abi.Usage{InputTokens: 51}, 4270, 2292},
+		{File: "choice-score-noul", Usage: &abi.Usage{InputTokens: 51}, Hold: 4270, Charge: 2292},
 		// State 42 bytes → 11; drift 2: 13. hold 38 × 44.94 = 1707.72;
 		// charge 13 × 44.94 = 584.22.
-		{"score-exact-bounds", abi.Usage{InputTokens: 13}, 1708, 585},
+		{File: "score-exact-bounds", Usage: &abi.Usage{InputTokens: 13}, Hold: 1708, Charge: 585},
 		// State 4 × 12,344 bytes → 12,344; q 1: 12,345. hold 12,362 × 44.94
 		// = 555,548.28; charge 12,345 × 44.94 = 554,784.3.
-		{"input-12345", abi.Usage{InputTokens: 12_345}, 555_549, 554_785},
+		{File: "input-12345", Usage: &abi.Usage{InputTokens: 12_345}, Hold: 555_549, Charge: 554_785},
 		// State 98,304 bytes → 24,576; fits 1: 24,577. hold 24,595 × 44.94 =
 		// 1,105,299.3; charge 24,577 × 44.94 = 1,104,490.38.
-		{"state-at-limit", abi.Usage{InputTokens: 24_577}, 1_105_300, 1_104_491},
+		{File: "state-at-limit", Usage: &abi.Usage{InputTokens: 24_577}, Hold: 1_105_300, Charge: 1_104_491},
 		// State 98,340 bytes → 24,585; long 1 + instructions (36 bytes) 9;
 		// short 2 + instructions (3 bytes) 1: 24,598. hold 24,629 × 44.94 =
 		// 1,106,827.26; charge 24,598 × 44.94 = 1,105,434.12.
-		{"state-limit-raised", abi.Usage{InputTokens: 24_598}, 1_106_828, 1_105_435},
+		{File: "state-limit-raised", Usage: &abi.Usage{InputTokens: 24_598}, Hold: 1_106_828, Charge: 1_105_435},
 	}
-	list, err := fixture.Load(fixtures)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byFile := map[string]fixture.Fixture{}
-	for _, f := range list {
-		byFile[strings.TrimSuffix(filepath.Base(f.Path), ".json")] = f
-	}
-	checked := map[string]bool{}
-	for _, tt := range tests {
-		checked[tt.file] = true
-	}
-	for name, f := range byFile {
-		if f.Expect.Error == nil && !checked[name] {
-			t.Errorf("%s: a priced fixture without a hand-checked row here", name)
-		}
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			f, ok := byFile[tt.file]
-			if !ok {
-				t.Fatal("fixture missing")
-			}
-			if f.Usage == nil || *f.Usage != tt.usage {
-				t.Errorf("usage %+v, hand-checked %+v", f.Usage, tt.usage)
-			}
-			if f.Expect.Hold == nil || *f.Expect.Hold != tt.hold {
-				t.Errorf("expect.hold %s, hand-checked %d", show(f.Expect.Hold), tt.hold)
-			}
-			if f.Expect.Charge == nil || *f.Expect.Charge != tt.charge {
-				t.Errorf("expect.charge %s, hand-checked %d", show(f.Expect.Charge), tt.charge)
-			}
-		})
-	}
-}
-
-func show(p *int64) string {
-	if p == nil {
-		return "missing"
-	}
-	return fmt.Sprint(*p)
+	sdktest.CheckHand(t, fixtures, tests)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/modelrelay/modelrelay/sdk"
@@ -103,7 +102,7 @@ func parseParams(params []abi.Param) (request, *abi.Error) {
 		switch {
 		case prm.Name == paramQuestion:
 			if _, dup := index[prm.Value]; dup {
-				return request{}, sdk.Invalid(questionField(prm.Value, ""), "question %s is given more than once", quote(prm.Value))
+				return request{}, sdk.Invalid(questionField(prm.Value, ""), "question %s is given more than once", sdk.QuoteValue(prm.Value))
 			}
 			current = len(r.questions)
 			index[prm.Value] = current
@@ -112,9 +111,9 @@ func parseParams(params []abi.Param) (request, *abi.Error) {
 			if hasState {
 				return request{}, sdk.Internal("the host sent %s more than once", paramStateTokens)
 			}
-			n, ok := parseCount(prm.Value)
+			n, ok := sdk.ParseCount(prm.Value)
 			if !ok {
-				return request{}, sdk.Internal("the host's %s is not a non-negative integer (%s)", paramStateTokens, quote(prm.Value))
+				return request{}, sdk.Internal("the host's %s is not a non-negative integer (%s)", paramStateTokens, sdk.QuoteValue(prm.Value))
 			}
 			r.stateTokens, hasState = n, true
 		case strings.HasPrefix(prm.Name, fieldPrefix):
@@ -184,7 +183,7 @@ func (q *question) set(prm abi.Param) *abi.Error {
 		return nil // a field this plugin does not price or check
 	}
 	if q.has[i] {
-		return sdk.Invalid(questionField(q.name, field), "question %s: %s is given more than once", quote(q.name), field)
+		return sdk.Invalid(questionField(q.name, field), "question %s: %s is given more than once", sdk.QuoteValue(q.name), field)
 	}
 	q.has[i] = true
 	switch field {
@@ -195,9 +194,9 @@ func (q *question) set(prm abi.Param) *abi.Error {
 	case fieldMax:
 		q.max = value
 	case fieldOptions, fieldInstructions:
-		n, ok := parseCount(value)
+		n, ok := sdk.ParseCount(value)
 		if !ok {
-			return sdk.Internal("the host's %s of question %s is not a non-negative integer (%s)", prm.Name, quote(q.name), quote(value))
+			return sdk.Internal("the host's %s of question %s is not a non-negative integer (%s)", prm.Name, sdk.QuoteValue(q.name), sdk.QuoteValue(value))
 		}
 		if field == fieldOptions {
 			q.options = n
@@ -212,21 +211,21 @@ func (q *question) set(prm abi.Param) *abi.Error {
 func (q *question) validate() *abi.Error {
 	switch {
 	case !q.hasField(fieldType):
-		return sdk.Invalid(questionField(q.name, fieldType), "question %s: type is required, one of %s", quote(q.name), strings.Join(types, ", "))
+		return sdk.Invalid(questionField(q.name, fieldType), "question %s: type is required, one of %s", sdk.QuoteValue(q.name), strings.Join(types, ", "))
 	case !slices.Contains(types, q.typ):
-		return sdk.Invalid(questionField(q.name, fieldType), "question %s: type must be one of %s (got %s)", quote(q.name), strings.Join(types, ", "), quote(q.typ))
+		return sdk.Invalid(questionField(q.name, fieldType), "question %s: type must be one of %s (got %s)", sdk.QuoteValue(q.name), strings.Join(types, ", "), sdk.QuoteValue(q.typ))
 	case q.typ == typeChoice && q.options < minChoiceOptions:
-		return sdk.Invalid(questionField(q.name, fieldOptions), "question %s: a choice question needs at least %d options (got %d)", quote(q.name), minChoiceOptions, q.options)
+		return sdk.Invalid(questionField(q.name, fieldOptions), "question %s: a choice question needs at least %d options (got %d)", sdk.QuoteValue(q.name), minChoiceOptions, q.options)
 	case q.typ == typeScore:
 		lo, hasLo := parseNumber(q.min)
 		hi, hasHi := parseNumber(q.max)
 		switch {
 		case q.hasField(fieldMin) && !hasLo:
-			return sdk.Invalid(questionField(q.name, fieldMin), "question %s: min must be a number (got %s)", quote(q.name), quote(q.min))
+			return sdk.Invalid(questionField(q.name, fieldMin), "question %s: min must be a number (got %s)", sdk.QuoteValue(q.name), sdk.QuoteValue(q.min))
 		case q.hasField(fieldMax) && !hasHi:
-			return sdk.Invalid(questionField(q.name, fieldMax), "question %s: max must be a number (got %s)", quote(q.name), quote(q.max))
+			return sdk.Invalid(questionField(q.name, fieldMax), "question %s: max must be a number (got %s)", sdk.QuoteValue(q.name), sdk.QuoteValue(q.max))
 		case hasLo && hasHi && compare(lo, hi) >= 0:
-			return sdk.Invalid(questionField(q.name, fieldMin), "question %s: min must be less than max (got min %s, max %s)", quote(q.name), quote(q.min), quote(q.max))
+			return sdk.Invalid(questionField(q.name, fieldMin), "question %s: min must be less than max (got min %s, max %s)", sdk.QuoteValue(q.name), sdk.QuoteValue(q.min), sdk.QuoteValue(q.max))
 		}
 	}
 	return nil
@@ -238,28 +237,4 @@ func questionField(name, field string) string {
 		return "questions." + name
 	}
 	return "questions." + name + "." + field
-}
-
-// parseCount parses a non-negative decimal integer that fits in int64.
-func parseCount(s string) (int64, bool) {
-	if s == "" {
-		return 0, false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	return n, err == nil
-}
-
-// quote quotes a client's value for an error message, cut to 40 bytes so
-// that a hostile value cannot bloat the error.
-func quote(s string) string {
-	const limit = 40
-	if len(s) > limit {
-		return strconv.Quote(s[:limit]) + "…"
-	}
-	return strconv.Quote(s)
 }

@@ -38,22 +38,7 @@ func (p *plugin) Plugin() sdk.Plugin {
 // (and free output), and the hold covers input only. A failed configure
 // keeps the previous list.
 func (p *plugin) configure(config []byte) error {
-	if len(config) == 0 {
-		config = p.fallback
-	}
-	if len(config) == 0 {
-		return fmt.Errorf("plugin %s has no price list: put %s.json beside %s.wasm", pluginName, pluginName, pluginName)
-	}
-	models, err := pricing.ParseModels(config)
-	if err != nil {
-		return err
-	}
-	for i, m := range models {
-		if err := checkModel(m); err != nil {
-			return fmt.Errorf("models[%d] (%s): %w", i, m.ID, err)
-		}
-	}
-	return p.list.Set(models)
+	return p.list.Load(pluginName, config, p.fallback, checkModel)
 }
 
 // checkModel reports why m cannot be priced by this plugin.
@@ -63,17 +48,7 @@ func checkModel(m pricing.Model) error {
 			return fmt.Errorf("endpoints[%d]: %q is not the typed-question endpoint (%s)", i, e, pricing.EndpointSystemOne)
 		}
 	}
-	for name, price := range m.Routes {
-		if err := checkPrice(price); err != nil {
-			return fmt.Errorf("routes.%s: %w", name, err)
-		}
-	}
-	if m.Reference != nil {
-		if err := checkPrice(*m.Reference); err != nil {
-			return fmt.Errorf("reference_price: %w", err)
-		}
-	}
-	return nil
+	return sdk.CheckPrices(m, checkPrice)
 }
 
 func checkPrice(price pricing.Price) error {

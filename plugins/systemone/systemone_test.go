@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/modelrelay/modelrelay/sdk/abi"
+	"github.com/modelrelay/modelrelay/sdk/sdktest"
 )
 
 func configured(t testing.TB) *plugin {
@@ -66,8 +67,7 @@ func TestAdmit(t *testing.T) {
 			}
 			res, err := p.admit(req)
 			if tt.err.Code != "" {
-				ae, ok := err.(*abi.Error)
-				if !ok || ae.Code != tt.err.Code || ae.Field != tt.err.Field || !strings.Contains(ae.Message, tt.err.Message) {
+				if !sdktest.IsError(err, tt.err) {
 					t.Fatalf("admit error = %#v, want %+v", err, tt.err)
 				}
 				return

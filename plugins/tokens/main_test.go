@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,7 +8,6 @@ import (
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
-	"github.com/modelrelay/modelrelay/sdk/fixture"
 	"github.com/modelrelay/modelrelay/sdk/sdktest"
 )
 
@@ -44,15 +40,7 @@ func loadList(t *testing.T) []pricing.Model {
 }
 
 // The embedded list is tokens.json as it is on disk (the host's copy).
-func TestEmbeddedIsTokensJSON(t *testing.T) {
-	disk, err := os.ReadFile("tokens.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(disk) != string(prices) {
-		t.Fatal("the embedded price list differs from tokens.json")
-	}
-}
+func TestEmbeddedIsTokensJSON(t *testing.T) { sdktest.CheckEmbedded(t, "tokens", prices) }
 
 func TestCatalogue(t *testing.T) {
 	models := loadList(t)
@@ -128,11 +116,7 @@ func TestCatalogue(t *testing.T) {
 // sum of tokens × price, rounded up once to the nano-USD). The fixtures'
 // expectations were written by -update; this test keeps them honest.
 func TestHandChecked(t *testing.T) {
-	tests := []struct {
-		file         string
-		usage        abi.Usage
-		hold, charge int64
-	}{
+	tests := []sdktest.Hand{
 		// Token counts follow the sim (sim/doc.go): Tokens(s) = ceil(len/4),
 		// 4 more per message; chat/responses cache floor(prompt/2/64)×64 of a
 		// prompt of 1024 tokens or more; the reply is 24 words, or the model
@@ -143,99 +127,59 @@ func TestHandChecked(t *testing.T) {
 		// modelb-6-astra economy (0.80 in, 6.40 out). Prompt "What is the
 		// price of one token?" = 8+4 = 12. hold 29×0.80 + 200×6.40 = 1303.2;
 		// charge 12×0.80 + 24×6.40 = 9.6 + 153.6 = 163.2.
-		{"chat-plain", abi.Usage{InputTokens: 12, OutputTokens: 24}, 1_303_200, 163_200},
+		{File: "chat-plain", Usage: &abi.Usage{InputTokens: 12, OutputTokens: 24}, Hold: 1_303_200, Charge: 163_200},
 		// modeld-5.3-Abliterated standard (0.55, 2.20), no max_tokens: the
 		// default 4096. hold 22×0.55 + 4096×2.20 = 12.1 + 9011.2; charge
 		// 7×0.55 + 24×2.20 = 3.85 + 52.8.
-		{"chat-default-output", abi.Usage{InputTokens: 7, OutputTokens: 24}, 9_023_300, 56_650},
+		{File: "chat-default-output", Usage: &abi.Usage{InputTokens: 7, OutputTokens: 24}, Hold: 9_023_300, Charge: 56_650},
 		// modelc-4.7 standard (2.70, 13.50, cache read 0.675). Prompt 1254 + 9
 		// = 1263, cached floor(1263/128)×64 = 576. hold 1286×2.70 + 1000×13.50
 		// = 3472.2 + 13500; charge 687×2.70 + 576×0.675 + 24×13.50 = 1854.9 +
 		// 388.8 + 324.
-		{"chat-cached", abi.Usage{InputTokens: 687, CacheReadTokens: 576, OutputTokens: 24}, 16_972_200, 2_567_700},
+		{File: "chat-cached", Usage: &abi.Usage{InputTokens: 687, CacheReadTokens: 576, OutputTokens: 24}, Hold: 16_972_200, Charge: 2_567_700},
 		// modelf-flash economy (0.20, 1.60), usage from the stream's usage
 		// chunk. hold 41×0.20 + 500×1.60 = 8.2 + 800; charge 11×0.20 +
 		// 24×1.60 = 2.2 + 38.4.
-		{"chat-stream", abi.Usage{InputTokens: 11, OutputTokens: 24}, 808_200, 40_600},
+		{File: "chat-stream", Usage: &abi.Usage{InputTokens: 11, OutputTokens: 24}, Hold: 808_200, Charge: 40_600},
 		// modele-k3 economy (0.40, 1.70), reply cut at max_tokens 10. hold
 		// 42×0.40 + 10×1.70 = 16.8 + 17; charge 12×0.40 + 10×1.70 = 4.8 + 17.
-		{"chat-stream-length", abi.Usage{InputTokens: 12, OutputTokens: 10}, 33_800, 21_800},
+		{File: "chat-stream-length", Usage: &abi.Usage{InputTokens: 12, OutputTokens: 10}, Hold: 33_800, Charge: 21_800},
 		// modelf-v4-pro economy above 200000 input: long-context 1.60 in,
 		// 9.60 out; cache read stays 0.20. Prompt 220000 + 4, cached
 		// floor(220004/128)×64 = 109952. hold 220022×1.60 + 2000×9.60 =
 		// 352035.2 + 19200; charge 110052×1.60 + 109952×0.20 + 68×9.60 =
 		// 176083.2 + 21990.4 + 652.8.
-		{"chat-long-context", abi.Usage{InputTokens: 110_052, CacheReadTokens: 109_952, OutputTokens: 68}, 371_235_200, 198_726_400},
+		{File: "chat-long-context", Usage: &abi.Usage{InputTokens: 110_052, CacheReadTokens: 109_952, OutputTokens: 68}, Hold: 371_235_200, Charge: 198_726_400},
 		// modelb-6.1-sol standard (2.20, 13.50). Input 4 (instructions) + 4 +
 		// 6 = 14. hold 29×2.20 + 300×13.50 = 63.8 + 4050; charge 14×2.20 +
 		// 24×13.50 = 30.8 + 324.
-		{"responses", abi.Usage{InputTokens: 14, OutputTokens: 24}, 4_113_800, 354_800},
+		{File: "responses", Usage: &abi.Usage{InputTokens: 14, OutputTokens: 24}, Hold: 4_113_800, Charge: 354_800},
 		// modelb-6-astra standard (1.10, 9, cache read 0.11), usage from
 		// response.completed. Input 4 + 1500, cached 704. hold 1519×1.10 +
 		// 800×9 = 1670.9 + 7200; charge 800×1.10 + 704×0.11 + 68×9 = 880 +
 		// 77.44 + 612.
-		{"responses-stream", abi.Usage{InputTokens: 800, CacheReadTokens: 704, OutputTokens: 68}, 8_870_900, 1_569_440},
+		{File: "responses-stream", Usage: &abi.Usage{InputTokens: 800, CacheReadTokens: 704, OutputTokens: 68}, Hold: 8_870_900, Charge: 1_569_440},
 		// modela-sonnet-5-5 (2.70 in, 13.50 out, 5m write 3.375, 1h write
 		// 5.40). The hold prices input at the dearest input-side price, the
 		// 1h write: 1047×5.40 + 1024×13.50 = 5653.8 + 13824. The system block
 		// (1000 tokens) is written to the 5-minute cache: charge 10×2.70 +
 		// 1000×3.375 + 24×13.50 = 27 + 3375 + 324.
-		{"messages-cache-5m", abi.Usage{InputTokens: 10, CacheWriteTokens: 1000, OutputTokens: 24}, 19_477_800, 3_726_000},
+		{File: "messages-cache-5m", Usage: &abi.Usage{InputTokens: 10, CacheWriteTokens: 1000, OutputTokens: 24}, Hold: 19_477_800, Charge: 3_726_000},
 		// The same request again reads the block at 0.27: 27 + 270 + 324.
-		{"messages-cache-read", abi.Usage{InputTokens: 10, CacheReadTokens: 1000, OutputTokens: 24}, 19_477_800, 621_000},
+		{File: "messages-cache-read", Usage: &abi.Usage{InputTokens: 10, CacheReadTokens: 1000, OutputTokens: 24}, Hold: 19_477_800, Charge: 621_000},
 		// modela-opus-5-5 (13.50, 67.50, 1h write 27). hold 2050×27 +
 		// 2048×67.50 = 55350 + 138240; charge 11×13.50 + 2000×27 + 24×67.50 =
 		// 148.5 + 54000 + 1620.
-		{"messages-cache-1h", abi.Usage{InputTokens: 11, CacheWrite1hTokens: 2000, OutputTokens: 24}, 193_590_000, 55_768_500},
+		{File: "messages-cache-1h", Usage: &abi.Usage{InputTokens: 11, CacheWrite1hTokens: 2000, OutputTokens: 24}, Hold: 193_590_000, Charge: 55_768_500},
 		// modela-fable-5-1 (0.90, 4.50, 5m 1.125, 1h 1.80), usage from
 		// message_start and message_delta. hold 2070×1.80 + 4000×4.50 = 3726 +
 		// 18000; charge 9×0.90 + 500×1.125 + 1500×1.80 + 24×4.50 = 8.1 + 562.5
 		// + 2700 + 108.
-		{"messages-stream", abi.Usage{InputTokens: 9, CacheWriteTokens: 500, CacheWrite1hTokens: 1500, OutputTokens: 24}, 21_726_000, 3_378_600},
+		{File: "messages-stream", Usage: &abi.Usage{InputTokens: 9, CacheWriteTokens: 500, CacheWrite1hTokens: 1500, OutputTokens: 24}, Hold: 21_726_000, Charge: 3_378_600},
 		// modela-sonnet-5-5 above 200000 input: long-context 5.40 in (equal to
 		// the 1h write) and 20.25 out. hold 225030×5.40 + 4096×20.25 = 1215162
 		// + 82944; charge 225008×5.40 + 24×20.25 = 1215043.2 + 486.
-		{"messages-long-context", abi.Usage{InputTokens: 225_008, OutputTokens: 24}, 1_298_106_000, 1_215_529_200},
+		{File: "messages-long-context", Usage: &abi.Usage{InputTokens: 225_008, OutputTokens: 24}, Hold: 1_298_106_000, Charge: 1_215_529_200},
 	}
-	list, err := fixture.Load(fixtures)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byFile := map[string]fixture.Fixture{}
-	for _, f := range list {
-		byFile[strings.TrimSuffix(filepath.Base(f.Path), ".json")] = f
-	}
-	checked := map[string]bool{}
-	for _, tt := range tests {
-		checked[tt.file] = true
-	}
-	for name, f := range byFile {
-		if f.Expect.Error == nil && !checked[name] {
-			t.Errorf("%s: a priced fixture without a hand-checked row here", name)
-		}
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			f, ok := byFile[tt.file]
-			if !ok {
-				t.Fatal("fixture missing")
-			}
-			if f.Usage == nil || *f.Usage != tt.usage {
-				t.Errorf("usage %+v, hand-checked %+v", f.Usage, tt.usage)
-			}
-			if f.Expect.Hold == nil || *f.Expect.Hold != tt.hold {
-				t.Errorf("expect.hold %s, hand-checked %d", show(f.Expect.Hold), tt.hold)
-			}
-			if f.Expect.Charge == nil || *f.Expect.Charge != tt.charge {
-				t.Errorf("expect.charge %s, hand-checked %d", show(f.Expect.Charge), tt.charge)
-			}
-		})
-	}
-}
-
-func show(p *int64) string {
-	if p == nil {
-		return "missing"
-	}
-	return fmt.Sprint(*p)
+	sdktest.CheckHand(t, fixtures, tests)
 }

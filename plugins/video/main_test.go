@@ -1,14 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
-	"github.com/modelrelay/modelrelay/sdk/fixture"
 	"github.com/modelrelay/modelrelay/sdk/sdktest"
 )
 
@@ -17,15 +12,7 @@ const fixtures = "../../testdata/plugins/video"
 func TestFixtures(t *testing.T) { sdktest.Run(t, fixtures) }
 
 // The embedded list is video.json as it is on disk (the host's copy).
-func TestEmbeddedIsVideoJSON(t *testing.T) {
-	disk, err := os.ReadFile("video.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(disk) != string(prices) {
-		t.Fatal("the embedded price list differs from video.json")
-	}
-}
+func TestEmbeddedIsVideoJSON(t *testing.T) { sdktest.CheckEmbedded(t, "video", prices) }
 
 // TestCatalogue checks video.json against spec 2.1 and 4.2.5: the one video
 // model on video_generation, $0.05, $0.10 and $0.20 per second at 480p,
@@ -68,55 +55,15 @@ func TestCatalogue(t *testing.T) {
 // duration × the price, the charge the seconds the gateway reports × the
 // price.
 func TestHandChecked(t *testing.T) {
-	tests := []struct {
-		file         string
-		hold, charge int64
-	}{
-		{"defaults", 400_000_000, 400_000_000},              // 8 s × 480p
-		{"480p-explicit", 150_000_000, 150_000_000},         // 3 s × 480p
-		{"720p-default-duration", 800_000_000, 800_000_000}, // 8 s × 720p
-		{"720p-10s", 1_000_000_000, 1_000_000_000},          // 10 s × 720p
-		{"1080p-15s", 3_000_000_000, 3_000_000_000},         // 15 s × 1080p
-		{"1s-min", 50_000_000, 50_000_000},                  // 1 s × 480p
-		{"economy-route", 1_200_000_000, 1_200_000_000},     // 6 s × 1080p
-		{"job-not-accepted", 1_200_000_000, 0},              // hold 12 s × 720p; no seconds
+	tests := []sdktest.Hand{
+		{File: "defaults", Hold: 400_000_000, Charge: 400_000_000},              // 8 s × 480p
+		{File: "480p-explicit", Hold: 150_000_000, Charge: 150_000_000},         // 3 s × 480p
+		{File: "720p-default-duration", Hold: 800_000_000, Charge: 800_000_000}, // 8 s × 720p
+		{File: "720p-10s", Hold: 1_000_000_000, Charge: 1_000_000_000},          // 10 s × 720p
+		{File: "1080p-15s", Hold: 3_000_000_000, Charge: 3_000_000_000},         // 15 s × 1080p
+		{File: "1s-min", Hold: 50_000_000, Charge: 50_000_000},                  // 1 s × 480p
+		{File: "economy-route", Hold: 1_200_000_000, Charge: 1_200_000_000},     // 6 s × 1080p
+		{File: "job-not-accepted", Hold: 1_200_000_000, Charge: 0},              // hold 12 s × 720p; no seconds
 	}
-	list, err := fixture.Load(fixtures)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byFile := map[string]fixture.Fixture{}
-	for _, f := range list {
-		byFile[strings.TrimSuffix(filepath.Base(f.Path), ".json")] = f
-	}
-	checked := map[string]bool{}
-	for _, tt := range tests {
-		checked[tt.file] = true
-	}
-	for name, f := range byFile {
-		if f.Expect.Error == nil && !checked[name] {
-			t.Errorf("%s: a priced fixture without a hand-checked row here", name)
-		}
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			f, ok := byFile[tt.file]
-			if !ok {
-				t.Fatal("fixture missing")
-			}
-			if f.Expect.Hold == nil || *f.Expect.Hold != tt.hold {
-				t.Errorf("expect.hold %s, hand-checked %d", show(f.Expect.Hold), tt.hold)
-			}
-			if f.Expect.Charge == nil || *f.Expect.Charge != tt.charge {
-				t.Errorf("expect.charge %s, hand-checked %d", show(f.Expect.Charge), tt.charge)
-			}
-		})
-	}
-}
-
-func show(p *int64) string {
-	if p == nil {
-		return "missing"
-	}
-	return fmt.Sprint(*p)
+	sdktest.CheckHand(t, fixtures, tests)
 }

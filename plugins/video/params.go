@@ -1,8 +1,7 @@
 package main
 
 import (
-	"math"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/modelrelay/modelrelay/sdk"
@@ -42,12 +41,12 @@ func parseParams(params []abi.Param) (request, *abi.Error) {
 				return request{}, sdk.Invalid(paramDuration, "duration is given more than once")
 			}
 			seenDuration = true
-			d, ok := parseInt(prm.Value)
+			d, ok := sdk.ParseInt(prm.Value)
 			if !ok {
-				return request{}, sdk.Invalid(paramDuration, "duration must be a whole number of seconds from %d to %d (got %s)", minDuration, maxDuration, quote(prm.Value))
+				return request{}, sdk.Invalid(paramDuration, "duration must be a whole number of seconds from %d to %d (got %s)", minDuration, maxDuration, sdk.QuoteValue(prm.Value))
 			}
 			if d < minDuration || d > maxDuration {
-				return request{}, sdk.Invalid(paramDuration, "duration must be from %d to %d seconds (got %s)", minDuration, maxDuration, quote(prm.Value))
+				return request{}, sdk.Invalid(paramDuration, "duration must be from %d to %d seconds (got %s)", minDuration, maxDuration, sdk.QuoteValue(prm.Value))
 			}
 			r.duration = d
 		case paramResolution:
@@ -55,44 +54,11 @@ func parseParams(params []abi.Param) (request, *abi.Error) {
 				return request{}, sdk.Invalid(paramResolution, "resolution is given more than once")
 			}
 			seenResolution = true
-			if !contains(resolutions, prm.Value) {
-				return request{}, sdk.Invalid(paramResolution, "resolution must be one of %s (got %s)", strings.Join(resolutions, ", "), quote(prm.Value))
+			if !slices.Contains(resolutions, prm.Value) {
+				return request{}, sdk.Invalid(paramResolution, "resolution must be one of %s (got %s)", strings.Join(resolutions, ", "), sdk.QuoteValue(prm.Value))
 			}
 			r.resolution = prm.Value
 		}
 	}
 	return r, nil
-}
-
-// parseInt parses an optionally negative decimal integer (digits only: no
-// plus sign, fraction or exponent). A value beyond int64 saturates, so that
-// it is reported as out of range rather than as malformed.
-func parseInt(s string) (int64, bool) {
-	digits := strings.TrimPrefix(s, "-")
-	if digits == "" {
-		return 0, false
-	}
-	for i := 0; i < len(digits); i++ {
-		if digits[i] < '0' || digits[i] > '9' {
-			return 0, false
-		}
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil { // digits only, so the error is a range error
-		if s[0] == '-' {
-			return math.MinInt64, true
-		}
-		return math.MaxInt64, true
-	}
-	return v, true
-}
-
-// quote quotes a client's value for an error message, cut to 40 bytes so
-// that a hostile value cannot bloat the error.
-func quote(s string) string {
-	const limit = 40
-	if len(s) > limit {
-		return strconv.Quote(s[:limit]) + "…"
-	}
-	return strconv.Quote(s)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,22 +43,7 @@ func (p *plugin) Plugin() sdk.Plugin {
 // reference price) must be per_second with exactly the resolutions 480p,
 // 720p and 1080p. A failed configure keeps the previous list.
 func (p *plugin) configure(config []byte) error {
-	if len(config) == 0 {
-		config = p.fallback
-	}
-	if len(config) == 0 {
-		return fmt.Errorf("plugin %s has no price list: put %s.json beside %s.wasm", pluginName, pluginName, pluginName)
-	}
-	models, err := pricing.ParseModels(config)
-	if err != nil {
-		return err
-	}
-	for i, m := range models {
-		if err := checkModel(m); err != nil {
-			return fmt.Errorf("models[%d] (%s): %w", i, m.ID, err)
-		}
-	}
-	return p.list.Set(models)
+	return p.list.Load(pluginName, config, p.fallback, checkModel)
 }
 
 // checkModel reports why m cannot be priced by this plugin.
@@ -70,17 +56,7 @@ func checkModel(m pricing.Model) error {
 	if m.ContextWindow != 0 || m.MaxOutput != 0 {
 		return fmt.Errorf("context_window and max_output do not apply to a video model")
 	}
-	for name, price := range m.Routes {
-		if err := checkPrice(price); err != nil {
-			return fmt.Errorf("routes.%s: %w", name, err)
-		}
-	}
-	if m.Reference != nil {
-		if err := checkPrice(*m.Reference); err != nil {
-			return fmt.Errorf("reference_price: %w", err)
-		}
-	}
-	return nil
+	return sdk.CheckPrices(m, checkPrice)
 }
 
 func checkPrice(price pricing.Price) error {
@@ -93,7 +69,7 @@ func checkPrice(price pricing.Price) error {
 		}
 	}
 	for r := range price.Resolutions {
-		if !contains(resolutions, r) {
+		if !slices.Contains(resolutions, r) {
 			return fmt.Errorf("resolutions: %q is not one this plugin charges (%s)", r, strings.Join(resolutions, ", "))
 		}
 	}
@@ -104,7 +80,7 @@ func checkPrice(price pricing.Price) error {
 // second. It always sets duration and resolution to their effective values
 // (defaults applied), for the gateway to record and settle with.
 func (p *plugin) admit(req abi.AdmitRequest) (abi.AdmitResult, error) {
-	price, err := p.route(req.Model, req.Route, req.Endpoint)
+	price, err := p.list.UnitRoute(req.Model, req.Route, req.Endpoint, pricing.PerSecond)
 	if err != nil {
 		return abi.AdmitResult{}, err
 	}
@@ -112,14 +88,15 @@ func (p *plugin) admit(req abi.AdmitRequest) (abi.AdmitResult, error) {
 	if aerr != nil {
 		return abi.AdmitResult{}, aerr
 	}
-	hold, err := price.Charge(pricing.Usage{Seconds: r.duration, Resolution: r.resolution})
+	res, err := sdk.Hold(req, price, pricing.Usage{Seconds: r.duration, Resolution: r.resolution})
 	if err != nil {
-		return abi.AdmitResult{}, sdk.Internal("quoting model %s on route %s: %v", req.Model, req.Route, err)
+		return abi.AdmitResult{}, err
 	}
-	return abi.AdmitResult{Hold: int64(hold), Set: []abi.Param{
+	res.Set = []abi.Param{
 		{Name: paramDuration, Value: strconv.FormatInt(r.duration, 10)},
 		{Name: paramResolution, Value: r.resolution},
-	}}, nil
+	}
+	return res, nil
 }
 
 // settle charges Usage.Seconds × the price per second of Usage.Resolution,
@@ -127,7 +104,7 @@ func (p *plugin) admit(req abi.AdmitRequest) (abi.AdmitResult, error) {
 // accepted the job. No seconds (the job was not accepted), no charge; an
 // empty Usage.Resolution falls back to the admitted resolution param.
 func (p *plugin) settle(req abi.SettleRequest) (abi.SettleResult, error) {
-	price, err := p.route(req.Model, req.Route, req.Endpoint)
+	price, err := p.list.UnitRoute(req.Model, req.Route, req.Endpoint, pricing.PerSecond)
 	if err != nil {
 		return abi.SettleResult{}, err
 	}
@@ -146,38 +123,8 @@ func (p *plugin) settle(req abi.SettleRequest) (abi.SettleResult, error) {
 		}
 		resolution = r.resolution
 	}
-	if !contains(resolutions, resolution) {
-		return abi.SettleResult{}, sdk.Internal("usage resolution %s is not one of %s", quote(resolution), strings.Join(resolutions, ", "))
+	if !slices.Contains(resolutions, resolution) {
+		return abi.SettleResult{}, sdk.Internal("usage resolution %s is not one of %s", sdk.QuoteValue(resolution), strings.Join(resolutions, ", "))
 	}
-	charge, err := price.Charge(pricing.Usage{Seconds: u.Seconds, Resolution: resolution})
-	if err != nil {
-		return abi.SettleResult{}, sdk.Internal("pricing model %s on route %s: %v", req.Model, req.Route, err)
-	}
-	return abi.SettleResult{Charge: int64(charge)}, nil
-}
-
-// route looks up the model's price on route (403 when the model or route is
-// not sold) and checks that the model is served on endpoint (400 naming
-// model) and is priced per second (500 otherwise: configure forbids it).
-func (p *plugin) route(model, route, endpoint string) (pricing.Price, error) {
-	m, price, err := p.list.Route(model, route)
-	if err != nil {
-		return pricing.Price{}, err
-	}
-	if !contains(m.Endpoints, endpoint) {
-		return pricing.Price{}, sdk.Invalid("model", "model %s is not served on the %s endpoint (it is served on %s)", m.ID, endpoint, strings.Join(m.Endpoints, ", "))
-	}
-	if price.Unit != pricing.PerSecond {
-		return pricing.Price{}, sdk.Internal("model %s route %s is priced %s, not per_second", m.ID, route, price.Unit)
-	}
-	return price, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
+	return sdk.Charge(req, price, pricing.Usage{Seconds: u.Seconds, Resolution: resolution})
 }

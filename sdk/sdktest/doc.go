@@ -11,6 +11,11 @@
 // rewrites each fixture's expectations (and its usage, from the recorded
 // upstream body) with what the plugin answers instead of failing.
 //
+// For a plugin's own tests it also offers: CheckHand (pin fixtures to
+// hand-checked holds and charges), CheckEmbedded (the embedded price list is
+// NAME.json), CheckReadme with PriceTable (the README's generated price
+// table matches the price list; update mode rewrites it), Params and IsError.
+//
 // What it must not do: touch the network, or print recorded bodies (they can
 // hold prompt and completion text); failures name fields and numbers.
 package sdktest
