@@ -12,7 +12,13 @@
 # the Go micro-benchmarks and loadgen, and writes build/bench-report.md.
 #
 # Environment: QUICK=1 (short run for iterating), SIM_LATENCY (default 0s),
-# LOG_LEVEL (gateway log level, default info as in production), GO (go).
+# LOG_LEVEL (gateway log level, default info as in production), SKIP_MICRO=1
+# (no micro-benchmarks), PROFILE=1 (run the gateway as bench/cmd/relayprof
+# and save CPU and heap profiles to build/bench-prof; its numbers are then
+# not the benchmark's), WAIT_IDLE=N (wait up to N seconds for the 1-minute
+# load average to fall below 1.0 before measuring), NICE=-5 (run the
+# processes under test and the load generator at that nice level, so that
+# other work on a shared machine disturbs them less), GO (go).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,6 +27,11 @@ GO=${GO:-go}
 QUICK=${QUICK:-0}
 SIM_LATENCY=${SIM_LATENCY:-0s}
 LOG_LEVEL=${LOG_LEVEL:-info}
+SKIP_MICRO=${SKIP_MICRO:-0}
+PROFILE=${PROFILE:-0}
+WAIT_IDLE=${WAIT_IDLE:-0}
+NICE=${NICE:-0}
+PROFDIR=$ROOT/build/bench-prof
 BIN=$ROOT/build/bench/bin
 REPORT=$ROOT/build/bench-report.md
 MICRO=$ROOT/build/micro.txt
@@ -41,6 +52,7 @@ if [ "${RELAY_BENCH_NETNS:-}" != 1 ]; then
 	mkdir -p "$BIN"
 	"$GO" build -o "$BIN/loadgen" ./bench/cmd/loadgen
 	"$GO" build -o "$BIN/bareproxy" ./bench/cmd/bareproxy
+	"$GO" build -o "$BIN/relayprof" ./bench/cmd/relayprof
 	if ! command -v benchstat >/dev/null && [ ! -x "$("$GO" env GOPATH)/bin/benchstat" ]; then
 		log "installing benchstat"
 		"$GO" install golang.org/x/perf/cmd/benchstat@latest
@@ -86,6 +98,10 @@ cleanup() {
 		kill -KILL "$pid" 2>/dev/null || true
 	done
 	wait 2>/dev/null || true
+	# Keep what the gateway said besides its access log (the first 1,000 lines).
+	if [ -f "$WORK/gateway.log" ]; then
+		grep -v '"level":"INFO"' "$WORK/gateway.log" | head -n 1000 >"$ROOT/build/bench-gateway-warnings.log" || true
+	fi
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -96,7 +112,7 @@ trap 'exit 130' INT TERM
 start() {
 	local name=$1 cpu=$2
 	shift 2
-	taskset -c "$cpu" "$@" >"$WORK/$name.log" 2>&1 &
+	nice -n "$NICE" taskset -c "$cpu" "$@" >"$WORK/$name.log" 2>&1 &
 	STARTED_PID=$!
 	PIDS+=("$STARTED_PID")
 }
@@ -114,12 +130,31 @@ wait_http() {
 	return 1
 }
 
+# wait_idle: up to WAIT_IDLE seconds, until the 1-minute load average is below 1.0.
+wait_idle() {
+	local waited=0
+	while [ "$waited" -lt "$WAIT_IDLE" ] && awk '{ exit !($1 >= 1.0) }' /proc/loadavg; do
+		[ "$waited" = 0 ] && log "waiting up to ${WAIT_IDLE}s for the machine to be idle (load average $(cut -d' ' -f1 /proc/loadavg))"
+		sleep 5
+		waited=$((waited + 5))
+	done
+}
+
 # ---- micro-benchmarks (both CPUs, nothing else running)
-log "micro-benchmarks -> $MICRO"
-"$GO" test -run '^$' -bench 'BenchmarkRequest|BenchmarkCall|BenchmarkHoldSettle|BenchmarkSSE|BenchmarkDecode|BenchmarkOverhead' \
-	./plugins/ ./store/ ./gateway/ -benchmem "${MICRO_ARGS[@]}" | tee "$MICRO" >&2
-BENCHSTAT=$(command -v benchstat || echo "$("$GO" env GOPATH)/bin/benchstat")
-"$BENCHSTAT" "$MICRO" >"$WORK/benchstat.txt" 2>&1 || log "benchstat failed: $(cat "$WORK/benchstat.txt")"
+wait_idle
+MICRO_RE='BenchmarkRequest|BenchmarkCall|BenchmarkHoldSettle|BenchmarkSSE|BenchmarkDecode|BenchmarkOverhead'
+MICRO_CMD=("$GO" test -run '^$' -bench "$MICRO_RE" ./plugins/ ./store/ ./gateway/ -benchmem "${MICRO_ARGS[@]}")
+MICRO_FLAG=()
+if [ "$SKIP_MICRO" = 1 ]; then
+	log "SKIP_MICRO=1: no micro-benchmarks"
+	echo "(skipped: SKIP_MICRO=1)" >"$WORK/benchstat.txt"
+else
+	log "micro-benchmarks -> $MICRO"
+	"${MICRO_CMD[@]}" | tee "$MICRO" >&2
+	BENCHSTAT=$(command -v benchstat || echo "$("$GO" env GOPATH)/bin/benchstat")
+	"$BENCHSTAT" "$MICRO" >"$WORK/benchstat.txt" 2>&1 || log "benchstat failed: $(cat "$WORK/benchstat.txt")"
+	MICRO_FLAG=(-micro "$MICRO")
+fi
 
 # ---- the systems under test, on CPU_SUT
 start sim "$CPU_SUT" "$ROOT/bin/relay" sim -addr 127.0.0.1:9101 -latency "$SIM_LATENCY" -chunks 20 -chunk-gap 10ms
@@ -158,14 +193,22 @@ lines:
     models: ["*"]
     route: standard
 EOF
-start gateway "$CPU_SUT" "$ROOT/bin/relay" serve -config "$WORK/relay.yaml" -log-level "$LOG_LEVEL"
+PROFILE_FLAG=()
+if [ "$PROFILE" = 1 ]; then
+	rm -rf "$PROFDIR"
+	start gateway "$CPU_SUT" "$BIN/relayprof" -config "$WORK/relay.yaml" -log-level "$LOG_LEVEL" -pprof 127.0.0.1:6060
+	PROFILE_FLAG=(-profile http://127.0.0.1:6060 -profile-dir "$PROFDIR")
+else
+	start gateway "$CPU_SUT" "$ROOT/bin/relay" serve -config "$WORK/relay.yaml" -log-level "$LOG_LEVEL"
+fi
 GATEWAY_PID=$STARTED_PID
 
 # The gateway compiles its plugins on the first start after they change
 # (about a second each on one CPU); later starts hit the compilation cache.
+# /healthz, not /readyz: loadgen's first calls check the real path anyway.
 for check in "http://127.0.0.1:9101/v1/models $SIM_PID 10" "http://127.0.0.1:9102/v1/models $SIM_SLOW_PID 10" \
 	"http://127.0.0.1:9201/v1/models $PROXY_PID 10" "http://127.0.0.1:9202/v1/models $PROXY_SLOW_PID 10" \
-	"http://127.0.0.1:8080/readyz $GATEWAY_PID 120"; do
+	"http://127.0.0.1:8080/healthz $GATEWAY_PID 120"; do
 	# shellcheck disable=SC2086 # three words: URL PID SECONDS
 	if ! wait_http $check; then
 		log "${check%% *} did not come up; logs:"
@@ -183,17 +226,42 @@ KEY=$("$ROOT/bin/relay" keys create -account bench -route economy -server "$GW")
 HOLD_KEY=$("$ROOT/bin/relay" keys create -account bench -route standard -server "$GW")
 BALANCE_BEFORE=$("$ROOT/bin/relay" accounts balance -account bench -server "$GW")
 
+# cpu_ticks: "total steal" jiffies of all CPUs so far (/proc/stat).
+cpu_ticks() { awk '/^cpu / {t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $9; exit}' /proc/stat; }
+wait_idle
+LOADAVG_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+read -r TICKS0 STEAL0 <<<"$(cpu_ticks)"
+
 # ---- load, from CPU_LOAD (bounded: loadgen's phases have fixed durations)
 log "load phases (QUICK=$QUICK), the load generator on CPU $CPU_LOAD, the systems under test on CPU $CPU_SUT"
-timeout --signal=INT 1800 taskset -c "$CPU_LOAD" "$BIN/loadgen" \
+timeout --signal=INT 1800 nice -n "$NICE" taskset -c "$CPU_LOAD" "$BIN/loadgen" \
 	-direct http://127.0.0.1:9101 -proxy http://127.0.0.1:9201 -gateway "$GW" -key "$KEY" \
 	-hold-proxy http://127.0.0.1:9202 -hold-key "$HOLD_KEY" \
 	-gateway-pid "$GATEWAY_PID" -proxy-pid "$PROXY_PID" -hold-proxy-pid "$PROXY_SLOW_PID" \
 	-rates 500,1000,2000,4000 -conns 64 -stream-rate 50 -chunks 20 -chunk-gap 10ms \
 	-open-streams 1000 -open-rate 500 -open-timeout 45s -sim-latency "$SIM_LATENCY" \
-	"${LOAD_ARGS[@]}" -micro "$MICRO" -json "$ROOT/build/bench-results.json" -md "$WORK/load.md"
+	"${LOAD_ARGS[@]}" "${MICRO_FLAG[@]}" "${PROFILE_FLAG[@]}" -json "$ROOT/build/bench-results.json" -md "$WORK/load.md"
 
+read -r TICKS1 STEAL1 <<<"$(cpu_ticks)"
+LOADAVG_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+STEAL_PCT=$(awk -v t=$((TICKS1 - TICKS0)) -v s=$((STEAL1 - STEAL0)) 'BEGIN { printf "%.1f", (t > 0 ? 100 * s / t : 0) }')
 BALANCE_AFTER=$("$ROOT/bin/relay" accounts balance -account bench -server "$GW")
+
+if [ "$PROFILE" = 1 ]; then
+	for f in "$PROFDIR"/cpu-*.pprof; do
+		[ -e "$f" ] || continue
+		"$GO" tool pprof -top -nodecount 60 "$BIN/relayprof" "$f" >"${f%.pprof}.top.txt" 2>/dev/null || true
+		"$GO" tool pprof -top -cum -nodecount 60 "$BIN/relayprof" "$f" >"${f%.pprof}.cum.txt" 2>/dev/null || true
+	done
+	for f in "$PROFDIR"/heap-*.pprof; do
+		[ -e "$f" ] || continue
+		"$GO" tool pprof -sample_index=inuse_space -top -nodecount 40 "$BIN/relayprof" "$f" >"${f%.pprof}.top.txt" 2>/dev/null || true
+	done
+	if [ -e "$PROFDIR/allocs-end.pprof" ]; then
+		"$GO" tool pprof -sample_index=alloc_space -top -nodecount 40 "$BIN/relayprof" "$PROFDIR/allocs-end.pprof" >"$PROFDIR/allocs-end.top.txt" 2>/dev/null || true
+	fi
+	log "profiles and their pprof -top summaries: $PROFDIR"
+fi
 SIM_HWM=$(awk '/VmHWM/ {print $2, $3}' "/proc/$SIM_PID/status")
 
 CPU_MODEL=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
@@ -201,8 +269,12 @@ MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
 {
 	echo "# ModelRelay benchmark report"
 	echo
-	echo "Generated $(date -u +%Y-%m-%dT%H:%M:%SZ) by \`bench/run.sh\` (QUICK=$QUICK, SIM_LATENCY=$SIM_LATENCY)."
+	echo "Generated $(date -u +%Y-%m-%dT%H:%M:%SZ) by \`bench/run.sh\` (QUICK=$QUICK, SIM_LATENCY=$SIM_LATENCY, PROFILE=$PROFILE, NICE=$NICE)."
 	echo
+	if [ "$PROFILE" = 1 ]; then
+		echo "**PROFILE=1: the gateway ran as bench/cmd/relayprof under the profiler; these numbers are not the benchmark's.**"
+		echo
+	fi
 	echo "## Machine"
 	echo
 	echo "| nproc | CPU | memory | kernel | Go |"
@@ -213,13 +285,17 @@ MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
 	echo "everything on 127.0.0.1 in a private network namespace (\`unshare -n\`). Gateway: \`relay serve\`, real Badger ledger"
 	echo "(sync_writes false, the default), first-party plugins sandboxed as in production (pool 2, guard on), log level $LOG_LEVEL,"
 	echo "key rate limit raised to 1,000,000/s. Account balance before/after the load: $BALANCE_BEFORE / $BALANCE_AFTER USD."
-	echo "Sim VmHWM: $SIM_HWM."
+	echo "Sim VmHWM: $SIM_HWM. Load average (1/5/15 min) before the load phases: $LOADAVG_BEFORE, after: $LOADAVG_AFTER;"
+	echo "CPU time stolen by the hypervisor during them: $STEAL_PCT%. Other work on the machine (a load average above ~2"
+	echo "on two CPUs before the run) makes every number noisier; rerun on a quiet machine before comparing runs."
 	echo
 	cat "$WORK/load.md"
 	echo "## Micro-benchmarks"
 	echo
-	echo "\`go test -run '^\$' -bench 'BenchmarkRequest|BenchmarkCall|BenchmarkHoldSettle|BenchmarkSSE|BenchmarkDecode|BenchmarkOverhead' ./plugins/ ./store/ ./gateway/ -benchmem ${MICRO_ARGS[*]}\`"
-	echo "(raw output: build/micro.txt), summarised by benchstat:"
+	if [ "$SKIP_MICRO" != 1 ]; then
+		echo "\`go test -run '^\$' -bench '$MICRO_RE' ./plugins/ ./store/ ./gateway/ -benchmem ${MICRO_ARGS[*]}\`"
+		echo "(raw output: build/micro.txt), summarised by benchstat:"
+	fi
 	echo
 	echo '```text'
 	cat "$WORK/benchstat.txt"

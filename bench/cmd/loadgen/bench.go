@@ -25,6 +25,7 @@ type Results struct {
 	Stream     []StreamRun     `json:"stream,omitempty"`
 	RSS        []RSSRun        `json:"rss,omitempty"`
 	Peak       []PeakRSS       `json:"peak,omitempty"`
+	Jitter     *Lat            `json:"jitter,omitempty"` // timer wake-up lateness on loadgen's CPU
 	Micro      *Micro          `json:"micro,omitempty"`
 }
 
@@ -84,6 +85,8 @@ type RSSRun struct {
 	OpenTime time.Duration `json:"open_time"`  // until the last one opened
 	Before   int64         `json:"rss_before"` // VmRSS before opening, bytes
 	During   int64         `json:"rss_during"` // highest sampled VmRSS while open, bytes
+	Anon     int64         `json:"rss_anon"`   // RssAnon of that sample
+	File     int64         `json:"rss_file"`   // RssFile of that sample
 	HWM      int64         `json:"hwm"`        // VmHWM after sampling, bytes
 	Errors   []string      `json:"errors,omitempty"`
 }
@@ -94,12 +97,15 @@ type PeakRSS struct {
 	Phase   string `json:"phase"`
 	HWM     int64  `json:"hwm"`
 	RSS     int64  `json:"rss"`
+	Anon    int64  `json:"rss_anon"`
+	File    int64  `json:"rss_file"`
 }
 
 // bench runs the phases.
 type bench struct {
-	s   Settings
-	log io.Writer
+	s    Settings
+	log  io.Writer
+	prof *profiler // nil: no profiles
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -161,6 +167,11 @@ func (b *bench) runAll(ctx context.Context, targets, hold []target, res *Results
 	}
 	procs := b.processes(targets, hold)
 	b.peak(procs, "start", res)
+	if b.s.Jitter > 0 {
+		j := b.jitter(ctx, b.s.Jitter)
+		res.Jitter = &j
+		b.logf("timer jitter: p50 %v p99 %v max %v", j.P50, j.P99, j.Max)
+	}
 	for _, phase := range b.s.Phases {
 		b.logf("phase %s", phase)
 		switch phase {
@@ -178,7 +189,23 @@ func (b *bench) runAll(ctx context.Context, targets, hold []target, res *Results
 		}
 		b.peak(procs, phase, res)
 	}
+	b.prof.snapshot(ctx, "allocs", "allocs-end.pprof")
+	b.prof.snapshot(ctx, "heap", "heap-end.pprof")
 	return nil
+}
+
+// jitter measures how late 1 ms sleeps wake up on this CPU for du: the
+// noise floor of every latency below (a busy or virtualised machine
+// deschedules the load generator and the targets alike).
+func (b *bench) jitter(ctx context.Context, du time.Duration) Lat {
+	var m vegeta.Metrics
+	for end := time.Now().Add(du); time.Now().Before(end) && ctx.Err() == nil; {
+		t := time.Now()
+		time.Sleep(time.Millisecond)
+		m.Add(&vegeta.Result{Timestamp: t, Latency: max(0, time.Since(t)-time.Millisecond), Code: http.StatusOK})
+	}
+	m.Close()
+	return latOf(&m)
 }
 
 // process is a process whose memory the report shows.
@@ -209,7 +236,7 @@ func (b *bench) peak(procs []process, phase string, res *Results) {
 			b.logf("memory of %s: %v", p.name, err)
 			continue
 		}
-		res.Peak = append(res.Peak, PeakRSS{Process: p.name, Phase: phase, HWM: m.HWM, RSS: m.RSS})
+		res.Peak = append(res.Peak, PeakRSS{Process: p.name, Phase: phase, HWM: m.HWM, RSS: m.RSS, Anon: m.Anon, File: m.File})
 	}
 }
 
@@ -328,7 +355,12 @@ func (b *bench) latency(ctx context.Context, targets []target, res *Results) {
 				if b.s.Warmup > 0 {
 					b.attack(ctx, clients[t.Name], t, pacer, b.s.Warmup, 16, b.s.MaxWorkers)
 				}
+				wait := func() {}
+				if t.Name == "gateway" && round == 1 {
+					wait = b.prof.cpu(ctx, fmt.Sprintf("cpu-latency-%d", rate), b.s.Duration)
+				}
 				m := b.attack(ctx, clients[t.Name], t, pacer, b.s.Duration, 16, b.s.MaxWorkers)
+				wait()
 				r := LatencyRun{Target: t.Name, Rate: rate, Round: round, Lat: latOf(m), Success: m.Success,
 					Requests: m.Requests, Sent: m.Rate, Errors: firstErrors(m.Errors)}
 				res.Latency = append(res.Latency, r)
@@ -352,7 +384,12 @@ func (b *bench) throughput(ctx context.Context, targets []target, res *Results) 
 			if b.s.Warmup > 0 {
 				b.attack(ctx, c, t, vegeta.Rate{}, b.s.Warmup, n, n)
 			}
+			wait := func() {}
+			if t.Name == "gateway" && round == 1 {
+				wait = b.prof.cpu(ctx, "cpu-throughput", b.s.TPDuration)
+			}
 			m := b.attack(ctx, c, t, vegeta.Rate{}, b.s.TPDuration, n, n)
+			wait()
 			c.CloseIdleConnections()
 			r := ThroughputRun{Target: t.Name, Round: round, Throughput: m.Throughput, Success: m.Success,
 				Requests: m.Requests, Lat: latOf(m), Errors: firstErrors(m.Errors)}

@@ -66,6 +66,7 @@ func TestPhasesEndToEnd(t *testing.T) {
 		Rounds: 1, MaxWorkers: 64, Timeout: 5 * time.Second, TPDuration: 300 * time.Millisecond, Conns: 4,
 		StreamRate: 20, StreamDuration: 300 * time.Millisecond, Chunks: 5, ChunkGap: 2 * time.Millisecond,
 		OpenStreams: 20, OpenRate: 200, OpenTimeout: 5 * time.Second, Phases: allPhases, Pause: 50 * time.Millisecond,
+		Jitter: 200 * time.Millisecond,
 	}
 	res := &Results{Settings: s}
 	b := &bench{s: s, log: io.Discard}
@@ -111,7 +112,13 @@ func TestPhasesEndToEnd(t *testing.T) {
 	if len(res.Peak) != 5*3 {
 		t.Errorf("%d peak readings", len(res.Peak))
 	}
+	if res.Jitter == nil || res.Jitter.P50 < 0 || res.Jitter.Max < res.Jitter.P99 || res.Jitter.Max > time.Second {
+		t.Errorf("jitter %+v", res.Jitter)
+	}
 	md := renderReport(res)
+	if !strings.Contains(md, "Noise floor: 1 ms sleeps") {
+		t.Errorf("no noise floor in the report")
+	}
 	if !strings.Contains(md, "| 100 | gateway |") || !strings.Contains(md, "plugin time ≤ 30 µs per request | not measured") {
 		t.Errorf("report:\n%s", md)
 	}

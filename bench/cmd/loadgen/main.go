@@ -49,6 +49,7 @@ type Settings struct {
 	OpenRate       int           `json:"open_rate"`
 	OpenTimeout    time.Duration `json:"open_timeout"`
 	SimLatency     string        `json:"sim_latency"`
+	Jitter         time.Duration `json:"jitter"`
 	Phases         []string      `json:"phases"`
 }
 
@@ -85,6 +86,9 @@ func run(args []string) error {
 	fs.IntVar(&s.OpenRate, "open-rate", 500, "rss: streams opened per second")
 	fs.DurationVar(&s.OpenTimeout, "open-timeout", 60*time.Second, "rss: most time to get every stream open")
 	fs.StringVar(&s.SimLatency, "sim-latency", "0s", "the provider's -latency (for the report)")
+	fs.DurationVar(&s.Jitter, "jitter", 3*time.Second, "measure the timer wake-up jitter of loadgen's CPU this long first (0 = skip)")
+	profileURL := fs.String("profile", "", "base URL of the gateway's net/http/pprof (relayprof): save CPU and heap profiles")
+	profileDir := fs.String("profile-dir", "build/bench-prof", "where -profile saves them")
 	microPath := fs.String("micro", "", "go test -bench output to check the plugin time in (optional)")
 	jsonOut := fs.String("json", "", "write the results as JSON here (optional)")
 	mdOut := fs.String("md", "", "write the markdown report here (default: stdout)")
@@ -129,6 +133,11 @@ func run(args []string) error {
 	defer stop()
 	res := &Results{Settings: s, Started: time.Now().UTC()}
 	b := &bench{s: s, log: os.Stderr}
+	if *profileURL != "" {
+		if b.prof, err = newProfiler(*profileURL, *profileDir, b.logf); err != nil {
+			return err
+		}
+	}
 	if err := b.runAll(ctx, targets, hold, res); err != nil {
 		return err
 	}
@@ -176,8 +185,8 @@ func (s Settings) validate() error {
 		return errors.New("-model is required")
 	case s.Duration <= 0 || s.TPDuration <= 0 || s.StreamDuration <= 0:
 		return errors.New("-duration, -tp-duration and -stream-duration must be positive")
-	case s.Warmup < 0 || s.Pause < 0:
-		return errors.New("-warmup and -pause must not be negative")
+	case s.Warmup < 0 || s.Pause < 0 || s.Jitter < 0:
+		return errors.New("-warmup, -pause and -jitter must not be negative")
 	case s.Rounds < 1 || s.Rounds > 20:
 		return errors.New("-rounds must be within 1..20")
 	case s.MaxWorkers < 1:

@@ -11,8 +11,10 @@ import (
 
 // memStatus is what the benchmark reads of /proc/PID/status, in bytes.
 type memStatus struct {
-	RSS int64 // VmRSS: resident set size now
-	HWM int64 // VmHWM: peak resident set size
+	RSS  int64 // VmRSS: resident set size now
+	HWM  int64 // VmHWM: peak resident set size
+	Anon int64 // RssAnon: the anonymous part of RSS (heap, stacks); 0 if absent
+	File int64 // RssFile: the file-backed part (binary, mmapped files); 0 if absent
 }
 
 // readMemStatus reads /proc/PID/status.
@@ -29,8 +31,9 @@ func readMemStatus(pid int) (memStatus, error) {
 	return m, nil
 }
 
-// parseMemStatus reads the VmRSS and VmHWM lines ("VmRSS:	  12345 kB") of
-// a /proc/PID/status file. Both must be present.
+// parseMemStatus reads the VmRSS, VmHWM, RssAnon and RssFile lines
+// ("VmRSS:	  12345 kB") of a /proc/PID/status file. VmRSS and VmHWM must
+// be present (RssAnon and RssFile exist since Linux 4.5).
 func parseMemStatus(r io.Reader) (memStatus, error) {
 	var m memStatus
 	var haveRSS, haveHWM bool
@@ -46,6 +49,10 @@ func parseMemStatus(r io.Reader) (memStatus, error) {
 			dst, haveRSS = &m.RSS, true
 		case "VmHWM":
 			dst, haveHWM = &m.HWM, true
+		case "RssAnon":
+			dst = &m.Anon
+		case "RssFile":
+			dst = &m.File
 		default:
 			continue
 		}

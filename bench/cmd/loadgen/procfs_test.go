@@ -13,8 +13,10 @@ func TestParseMemStatus(t *testing.T) {
 		want    memStatus
 		wantErr string
 	}{
-		{"linux", "Name:\trelay\nVmPeak:\t 2000 kB\nVmHWM:\t   51200 kB\nVmRSS:\t   40960 kB\nThreads:\t9\n",
-			memStatus{RSS: 40960 << 10, HWM: 51200 << 10}, ""},
+		{"linux", "Name:\trelay\nVmPeak:\t 2000 kB\nVmHWM:\t   51200 kB\nVmRSS:\t   40960 kB\nRssAnon:\t   30000 kB\nRssFile:\t   10960 kB\nThreads:\t9\n",
+			memStatus{RSS: 40960 << 10, HWM: 51200 << 10, Anon: 30000 << 10, File: 10960 << 10}, ""},
+		{"old kernel without RssAnon", "VmHWM:\t2 kB\nVmRSS:\t1 kB\n", memStatus{RSS: 1 << 10, HWM: 2 << 10}, ""},
+		{"bad RssFile", "VmRSS:\t1 kB\nVmHWM:\t1 kB\nRssFile:\t1\n", memStatus{}, "RssFile"},
 		{"zero", "VmRSS:\t0 kB\nVmHWM:\t0 kB\n", memStatus{}, ""},
 		{"missing HWM", "VmRSS:\t1 kB\n", memStatus{}, "missing"},
 		{"kernel thread", "Name:\tkthreadd\nState:\tS\n", memStatus{}, "missing"},
@@ -60,7 +62,7 @@ func FuzzParseMemStatus(f *testing.F) {
 	f.Add("VmRSS:\t1 kB\nVmHWM:\t99999999999999999 kB\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		m, err := parseMemStatus(strings.NewReader(in))
-		if err == nil && (m.RSS < 0 || m.HWM < 0) {
+		if err == nil && (m.RSS < 0 || m.HWM < 0 || m.Anon < 0 || m.File < 0) {
 			t.Fatalf("negative size %+v from %q", m, in)
 		}
 	})

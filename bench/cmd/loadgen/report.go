@@ -192,6 +192,12 @@ func renderReport(res *Results) string {
 		"Overhead = hop − direct at the same percentile; **gw/proxy** = gateway overhead ÷ proxy overhead.\n\n",
 		s.SimLatency, s.Rounds)
 
+	if j := res.Jitter; j != nil {
+		p("Noise floor: 1 ms sleeps on the load generator's CPU wake up late by p50 %s, p99 %s, max %s (%v of sleeps). "+
+			"Latency percentiles at or below these values are the machine's, not the targets'.\n\n",
+			ms(j.P50), ms(j.P99), ms(j.Max), s.Jitter)
+	}
+
 	if len(res.Latency) > 0 {
 		p("### Fixed-rate latency\n\n")
 		p("Small non-streaming chat call (`%s`, max_tokens 64), open loop (vegeta), %v per rate and target after a %v warm-up at that rate.\n\n",
@@ -276,9 +282,11 @@ func renderReport(res *Results) string {
 	if len(res.RSS) > 0 {
 		p("### Memory with %d concurrent open streams\n\n", s.OpenStreams)
 		p("Streams opened at %d/s against a provider that sends one chunk per second; VmRSS sampled 8 times, 250 ms apart, once every stream had its first event.\n\n", s.OpenRate)
-		p("| process | VmRSS idle | VmRSS with streams open (max) | opened | failed | still open after sampling | VmHWM |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		p("| process | VmRSS idle | VmRSS with streams open (max) | of which anonymous / file-backed | opened | failed | still open after sampling | VmHWM |\n")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range res.RSS {
-			p("| %s | %s | %s | %d | %d | %d | %s |\n", r.Target, mb(r.Before), mb(r.During), r.Opened, r.Failed, r.OpenNow, mb(r.HWM))
+			p("| %s | %s | %s | %s / %s | %d | %d | %d | %s |\n", r.Target, mb(r.Before), mb(r.During), mb(r.Anon), mb(r.File),
+				r.Opened, r.Failed, r.OpenNow, mb(r.HWM))
 		}
 		p("\n")
 	}
@@ -287,6 +295,7 @@ func renderReport(res *Results) string {
 		p("### Peak RSS (VmHWM) after each phase\n\n")
 		var procs, phases []string
 		hwm := map[[2]string]int64{}
+		last := map[string]PeakRSS{}
 		for _, pk := range res.Peak {
 			if !slices.Contains(procs, pk.Process) {
 				procs = append(procs, pk.Process)
@@ -295,8 +304,9 @@ func renderReport(res *Results) string {
 				phases = append(phases, pk.Phase)
 			}
 			hwm[[2]string{pk.Process, pk.Phase}] = pk.HWM
+			last[pk.Process] = pk
 		}
-		p("| process | %s |\n|---|%s\n", strings.Join(phases, " | "), strings.Repeat("---:|", len(phases)))
+		p("| process | %s | VmRSS at the end: anonymous / file-backed |\n|---|%s---:|\n", strings.Join(phases, " | "), strings.Repeat("---:|", len(phases)))
 		for _, pr := range procs {
 			var cells []string
 			for _, ph := range phases {
@@ -306,7 +316,8 @@ func renderReport(res *Results) string {
 					cells = append(cells, "—")
 				}
 			}
-			p("| %s | %s |\n", pr, strings.Join(cells, " | "))
+			l := last[pr]
+			p("| %s | %s | %s / %s |\n", pr, strings.Join(cells, " | "), mb(l.Anon), mb(l.File))
 		}
 		p("\n")
 	}

@@ -153,7 +153,12 @@ func (b *bench) stream(ctx context.Context, targets []target, res *Results) {
 			if b.s.Warmup > 0 {
 				b.streamLoad(ctx, clients[t.Name], t, b.s.Warmup)
 			}
+			wait := func() {}
+			if t.Name == "gateway" && round == 1 {
+				wait = b.prof.cpu(ctx, "cpu-stream", b.s.StreamDuration)
+			}
 			a, z := b.streamLoad(ctx, clients[t.Name], t, b.s.StreamDuration)
+			wait()
 			errs := append(append([]string{}, a.Errors...), z.Errors...)
 			r := StreamRun{Target: t.Name, Round: round, TTFB: latOf(a), Total: latOf(z), Success: a.Success,
 				Streams: a.Requests, Errors: firstErrors(dedup(errs))}
@@ -287,12 +292,19 @@ wait:
 	// Sample while they are open: 8 samples, 250 ms apart.
 	for i := 0; i < 8 && ctx.Err() == nil; i++ {
 		if m, err := readMemStatus(t.PID); err == nil {
-			r.During = max(r.During, m.RSS)
+			if m.RSS > r.During {
+				r.During, r.Anon, r.File = m.RSS, m.Anon, m.File
+			}
 			r.HWM = m.HWM
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	r.OpenNow = int(open.Load())
+	if t.Name == "gateway" {
+		b.prof.snapshot(ctx, "heap", "heap-open-streams.pprof")
+		b.prof.snapshot(ctx, "heap?debug=1", "heap-open-streams.txt") // ends with runtime.MemStats
+		b.prof.snapshot(ctx, "goroutine?debug=1", "goroutines-open-streams.txt")
+	}
 	cancel()
 	wg.Wait()
 	close(ended)
