@@ -47,8 +47,8 @@ if [ "${RELAY_BENCH_NETNS:-}" != 1 ]; then
 	for tool in unshare ip taskset curl; do
 		command -v "$tool" >/dev/null || die "$tool is required"
 	done
-	log "building bin/relay, plugins, loadgen and bareproxy"
-	make -s build plugins
+	log "building bin/relay, plugins, loadgen, bareproxy and relayprof"
+	make -s build plugins GO="$GO"
 	mkdir -p "$BIN"
 	"$GO" build -o "$BIN/loadgen" ./bench/cmd/loadgen
 	"$GO" build -o "$BIN/bareproxy" ./bench/cmd/bareproxy
