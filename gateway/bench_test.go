@@ -9,8 +9,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"testing"
-
-	"github.com/modelrelay/modelrelay/sim"
 )
 
 // BenchmarkOverhead measures one small non-streaming chat call, one at a
@@ -54,5 +52,3 @@ func BenchmarkOverhead(b *testing.B) {
 	b.Run("proxy", func(b *testing.B) { run(b, proxy.URL, "") })
 	b.Run("gateway", func(b *testing.B) { run(b, e.url, key) })
 }
-
-var _ = sim.New

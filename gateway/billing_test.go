@@ -3,7 +3,6 @@ package gateway
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -307,5 +306,3 @@ func TestDrainWaitsForStreams(t *testing.T) {
 		t.Fatalf("after drain: %d %s", st, data)
 	}
 }
-
-var _ = json.Valid

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/modelrelay/modelrelay/sim"
 )
 
 // metricValue sums the samples of a series whose labels contain every part.
@@ -93,7 +91,6 @@ func TestMetricsMoveWithTraffic(t *testing.T) {
 	if st, _, data := e2.do("GET", "/metrics", "", nil); st != 200 || !strings.Contains(string(data), "relay_requests_total") {
 		t.Errorf("ops /metrics: %d", st)
 	}
-	_ = sim.Options{}
 }
 
 // /readyz fails when a model has no line.

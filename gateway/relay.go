@@ -215,14 +215,7 @@ func (g *Gateway) admitModel(c *call) error {
 	}
 	route := c.key.Route
 	if route == store.AutoRoute {
-		route = m.AutoRoute
-		if route == "" {
-			for name := range m.Routes {
-				if route == "" || name < route {
-					route = name
-				}
-			}
-		}
+		route = m.EffectiveAutoRoute()
 	} else if _, ok := m.Routes[route]; !ok {
 		return forbidden("the model %q is not on this key's route %q", m.ID, route)
 	}
@@ -356,7 +349,7 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 		res.Charge = int64(c.hold)
 		note = strings.TrimSpace(note + " plugin returned a negative charge; charged the hold")
 	}
-	_, err = g.store.Settle(ctx, store.Settlement{RequestID: c.info.rid, Charge: pricing.Nano(res.Charge), Usage: u, Note: note})
+	_, err = g.store.Settle(ctx, store.Settlement{RequestID: c.info.rid, Account: c.key.Account, Charge: pricing.Nano(res.Charge), Usage: u, Note: note})
 	if err != nil {
 		g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
 		return 0, err
@@ -473,11 +466,6 @@ func (g *Gateway) send(ctx context.Context, c *call) (*upstream, error) {
 		}
 		retry, _ := retryablehttp.DefaultRetryPolicy(ctx, resp, err)
 		if err == nil && !retry {
-			done(nil)
-			c.info.line = l.cfg.Name
-			return up, nil
-		}
-		if err == nil && resp.StatusCode == http.StatusNotImplemented {
 			done(nil)
 			c.info.line = l.cfg.Name
 			return up, nil
@@ -656,7 +644,12 @@ const maxUpstreamBody = 256 << 20
 
 // relayJSON returns a JSON answer unchanged and settles from its usage.
 func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
-	data, err := io.ReadAll(io.LimitReader(up.resp.Body, maxUpstreamBody))
+	var buf bytes.Buffer
+	if n := up.resp.ContentLength; n > 0 && n <= maxUpstreamBody {
+		buf.Grow(int(n) + bytes.MinRead) // one allocation, no regrowth
+	}
+	_, err := buf.ReadFrom(io.LimitReader(up.resp.Body, maxUpstreamBody))
+	data := buf.Bytes()
 	if err != nil {
 		up.line.recordFailure(g.now(), err)
 		return unavailable("upstream_error", "the provider's answer was cut before it was complete; you were not charged; retry")

@@ -159,9 +159,12 @@ func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 	if s.Charge < 0 {
 		return Entry{}, fmt.Errorf("store: settle %q: charge %d nano-USD is negative", s.RequestID, s.Charge)
 	}
-	account, err := b.holdAccount(ctx, s.RequestID)
-	if err != nil {
-		return Entry{}, err
+	account := s.Account
+	var err error
+	if account == "" {
+		if account, err = b.holdAccount(ctx, s.RequestID); err != nil {
+			return Entry{}, err
+		}
 	}
 	defer b.lock(account)()
 	var out entryRec

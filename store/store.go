@@ -99,9 +99,13 @@ type Entry struct {
 // Settlement is what the gateway settles a call with.
 type Settlement struct {
 	RequestID string
-	Charge    pricing.Nano // exact charge, taken in full even above the hold
-	Usage     pricing.Usage
-	Note      string // e.g. "estimated: stream cut after 5 chunks"
+	// Account is the hold's account when the caller knows it (the gateway
+	// always does): it saves a read transaction per settlement. Empty means
+	// "look it up"; a wrong account is an error, never a charge to it.
+	Account string
+	Charge  pricing.Nano // exact charge, taken in full even above the hold
+	Usage   pricing.Usage
+	Note    string // e.g. "estimated: stream cut after 5 chunks"
 }
 
 // Ledger keeps the books. Every balance change and its journal entry are one
