@@ -446,3 +446,51 @@ func TestPluginTestCommand(t *testing.T) {
 		t.Fatalf("a wrong expectation must fail: exit %d\n%s", code, out)
 	}
 }
+
+// SIGTERM with a stream in flight: the stream finishes, the process exits 0,
+// and the call is settled (seen after a restart on the same data dir).
+func TestGracefulShutdown(t *testing.T) {
+	s := httptest.NewServer(sim.New(sim.Options{Chunks: 6, ChunkGap: 150 * time.Millisecond}))
+	defer s.Close()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	config := writeConfig(t, dir, addr, s.URL)
+	g := startGateway(t, config, addr)
+	cli(t, addr, "accounts", "create", "-account", "acme")
+	cli(t, addr, "accounts", "credit", "-account", "acme", "-usd", "1")
+	key, _, _ := cli(t, addr, "keys", "create", "-account", "acme", "-route", "economy")
+	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions",
+		strings.NewReader(`{"model":"modelf-flash","messages":[{"role":"user","content":"drain"}],"stream":true}`))
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(key))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(resp.Body)
+	if _, err := rd.ReadString('\n'); err != nil { // the stream has started
+		t.Fatal(err)
+	}
+	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(rd)
+	resp.Body.Close()
+	if err != nil || !strings.Contains(string(rest), "data: [DONE]") {
+		t.Fatalf("the stream in flight did not finish: %v\n%s", err, rest)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("relay serve exited with %v:\n%s", err, g.output())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("relay serve did not exit after SIGTERM")
+	}
+	startGateway(t, config, addr)
+	charges, _, _ := cli(t, addr, "accounts", "charges", "-account", "acme")
+	if strings.Count(charges, "charge ") != 1 || strings.Contains(charges, "recovery") {
+		t.Fatalf("the drained stream must be settled once, not recovered:\n%s", charges)
+	}
+}
