@@ -12,7 +12,7 @@
 // exports of the ABI (sdk/abi: mr_abi_version, mr_alloc, mr_call, memory)
 // and their types, and creates the first instance: instantiation runs the
 // reactor's _initialize, then the host checks the ABI version (refusing, for
-// example, "plugin bad: … ABI version 7, host speaks 1"), hands the instance
+// example, "plugin bad: … ABI version 7, host speaks 2"), hands the instance
 // NAME.json with OpConfigure, and asks it to describe itself with OpDescribe.
 // The description is validated with pricing's rules and indexed: model →
 // plugin. Two plugins claiming one model, or two implementing select, is an

@@ -62,7 +62,7 @@ const (
 )
 
 var (
-	goodVersion = wasmFunc{"mr_abi_version", nil, []byte{i32}, []byte{0x41, 0x01}}
+	goodVersion = wasmFunc{"mr_abi_version", nil, []byte{i32}, []byte{0x41, 0x02}}
 	goodAlloc   = wasmFunc{"mr_alloc", []byte{i32}, []byte{i32}, []byte{0x20, 0x00}}
 	goodCall    = wasmFunc{"mr_call", []byte{i32, i32, i32}, []byte{i64}, []byte{0x42, 0x00}}
 )

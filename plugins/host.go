@@ -179,6 +179,7 @@ func open(ctx context.Context, cfg Config, dir, only string) (*Host, error) {
 			logger:       cfg.Logger,
 			poolSize:     cfg.PoolSize,
 			callTimeout:  cfg.CallTimeout,
+			deadlines:    newDeadlines(cfg.CallTimeout),
 			recycleCalls: cfg.RecycleCalls,
 			recycleBytes: cfg.RecycleBytes,
 			memoryLimit:  uint64(cfg.MemoryLimitPages) << 16,

@@ -160,7 +160,7 @@ func TestReloadBrokenReplacementKeepsServing(t *testing.T) {
 		wantErr []string
 	}{
 		{"not wasm", "tokens.wasm", func(*testing.T) []byte { return []byte("\x00asm garbage") }, []string{"plugin tokens: compile"}},
-		{"wrong ABI version", "tokens.wasm", func(t *testing.T) []byte { return wasmBytes(t, "version") }, []string{"plugin tokens", "ABI version 7, host speaks 1"}},
+		{"wrong ABI version", "tokens.wasm", func(t *testing.T) []byte { return wasmBytes(t, "version") }, []string{"plugin tokens", "ABI version 7, host speaks 2"}},
 		{"bad configuration", "tokens.json", func(*testing.T) []byte { return []byte(`{"models": [`) }, []string{"plugin tokens", "configuration refused"}},
 		{"a plugin that refuses tokens.json", "tokens.wasm", func(t *testing.T) []byte { return wasmBytes(t, "loop") }, []string{"plugin tokens", "configuration refused"}},
 	}

@@ -66,6 +66,7 @@ type options struct {
 	logger       *slog.Logger
 	poolSize     int
 	callTimeout  time.Duration
+	deadlines    *deadlines // contexts with the callTimeout deadline
 	recycleCalls int
 	recycleBytes uint64
 	memoryLimit  uint64 // bytes
@@ -441,10 +442,20 @@ func (v *version) do(ctx context.Context, op abi.Op, opName string, req callRequ
 		// gave up waiting is not the plugin's failure.
 		return &Error{Plugin: v.name, Op: opName, Err: err}
 	}
+	// The caller may have given up while the instance was on its way; its
+	// deadline is checked against the clock too, since a context's timer
+	// can fire late on a busy machine.
+	now := time.Now()
+	if dl, ok := ctx.Deadline(); ctx.Err() != nil || ok && !now.Before(dl) {
+		v.put(in)
+		cause := context.Cause(ctx)
+		if cause == nil {
+			cause = context.DeadlineExceeded
+		}
+		return &Error{Plugin: v.name, Op: opName, Err: fmt.Errorf("call abandoned by the caller: %w", cause)}
+	}
 	in.buf = req.AppendTo(in.buf[:0])
-	cctx, cancel := context.WithTimeout(ctx, v.opts.callTimeout)
-	view, err := in.invoke(cctx, op, in.buf, maxResult)
-	cancel()
+	view, err := in.invoke(v.opts.deadlines.context(now), op, in.buf, maxResult)
 	if err != nil {
 		return v.fail(ctx, in, opName, err)
 	}

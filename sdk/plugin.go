@@ -90,7 +90,20 @@ func Call(op abi.Op, input []byte) []byte { return AppendCall(nil, op, input) }
 
 // AppendCall is Call appending the envelope to dst, so that a caller can
 // reuse one buffer.
-func AppendCall(dst []byte, op abi.Op, input []byte) (out []byte) {
+func AppendCall(dst []byte, op abi.Op, input []byte) []byte {
+	return appendCall(dst, op, input, nil)
+}
+
+// decodeCache holds, per operation, the strings of the last request decoded
+// (abi.Strings), so that a guest's calls, whose endpoint, model and route
+// nearly always repeat, decode without allocating. The wasm export keeps one
+// (a guest instance runs one call at a time); AppendCall, which may run
+// concurrently in native tests, passes none.
+type decodeCache struct {
+	admit, settle, sel abi.Strings
+}
+
+func appendCall(dst []byte, op abi.Op, input []byte, cache *decodeCache) (out []byte) {
 	if regErr != nil {
 		return abi.AppendError(dst, Internal("%v", regErr))
 	}
@@ -103,10 +116,14 @@ func AppendCall(dst []byte, op abi.Op, input []byte) (out []byte) {
 			out = abi.AppendError(dst, Internal("plugin %s panicked: %v", p.Name, v))
 		}
 	}()
-	return p.dispatch(dst, op, input)
+	return p.dispatch(dst, op, input, cache)
 }
 
-func (p *Plugin) dispatch(dst []byte, op abi.Op, input []byte) []byte {
+func (p *Plugin) dispatch(dst []byte, op abi.Op, input []byte, cache *decodeCache) []byte {
+	var admitStrs, settleStrs, selStrs *abi.Strings
+	if cache != nil {
+		admitStrs, settleStrs, selStrs = &cache.admit, &cache.settle, &cache.sel
+	}
 	switch op {
 	case abi.OpConfigure:
 		if p.Configure == nil {
@@ -127,7 +144,7 @@ func (p *Plugin) dispatch(dst []byte, op abi.Op, input []byte) []byte {
 			return p.missing(dst, "admit")
 		}
 		var req abi.AdmitRequest
-		if err := req.Decode(input); err != nil {
+		if err := req.DecodeReusing(input, admitStrs); err != nil {
 			return p.badInput(dst, err)
 		}
 		res, err := p.Admit(req)
@@ -140,7 +157,7 @@ func (p *Plugin) dispatch(dst []byte, op abi.Op, input []byte) []byte {
 			return p.missing(dst, "settle")
 		}
 		var req abi.SettleRequest
-		if err := req.Decode(input); err != nil {
+		if err := req.DecodeReusing(input, settleStrs); err != nil {
 			return p.badInput(dst, err)
 		}
 		res, err := p.Settle(req)
@@ -153,7 +170,7 @@ func (p *Plugin) dispatch(dst []byte, op abi.Op, input []byte) []byte {
 			return p.missing(dst, "select")
 		}
 		var req abi.SelectRequest
-		if err := req.Decode(input); err != nil {
+		if err := req.DecodeReusing(input, selStrs); err != nil {
 			return p.badInput(dst, err)
 		}
 		res, err := p.Select(req)

@@ -30,6 +30,16 @@ type catalogue struct {
 	// and one 128-bit multiply-add (every function call is costly in a
 	// guarded wasm guest).
 	quotes map[string]map[string]*tokenQuote
+	// last is the quote of the last (endpoint, model, route) looked up:
+	// consecutive calls nearly always repeat it, and three string
+	// comparisons cost a guarded guest far less than two map lookups.
+	last atomic.Pointer[quoteMemo]
+}
+
+type quoteMemo struct {
+	endpoint, model, route string
+	q                      *tokenQuote
+	served                 bool // the model is served on endpoint
 }
 
 // tokenQuote is a per_million_tokens route price reduced to what a hold
@@ -45,6 +55,9 @@ type tokenQuote struct {
 	longMin   int64
 	inLong    uint64
 	outLong   uint64
+	// settle's prices, nano-USD per million: input, cache read, cache write,
+	// 1-hour cache write, output; [1] is the long-context column.
+	rate [2][5]uint64
 }
 
 func newTokenQuote(m *pricing.Model, p *pricing.Price) *tokenQuote {
@@ -52,15 +65,69 @@ func newTokenQuote(m *pricing.Model, p *pricing.Price) *tokenQuote {
 		return uint64(max(in, p.CacheWrite, p.CacheWrite1h, p.CacheRead))
 	}
 	q := &tokenQuote{model: m, price: p, maxOutput: m.MaxOutput, in: dearest(p.Input), out: uint64(p.Output)}
+	q.rate[0] = [5]uint64{uint64(p.Input), uint64(p.CacheRead), uint64(p.CacheWrite), uint64(p.CacheWrite1h), uint64(p.Output)}
+	q.rate[1] = q.rate[0]
 	if lc := p.LongContext; lc != nil {
 		q.long, q.longMin, q.inLong, q.outLong = true, lc.MinInputTokens, dearest(lc.Input), uint64(lc.Output)
+		q.rate[1][0], q.rate[1][4] = uint64(lc.Input), uint64(lc.Output)
 	}
 	return q
 }
 
-// quote returns the precomputed quote of a per_million_tokens route.
-func (c *catalogue) quote(model, route string) *tokenQuote {
-	return c.quotes[model][route]
+// settleNano is pricing.Price.Charge of a token usage without its function
+// calls and loops (each costs a guarded guest a trip out to the host): the
+// exact sum of tokens × price, rounded up once. ok is false when a count is
+// negative or too large for this path, or on overflow; the caller then takes
+// Charge, which says why.
+func (q *tokenQuote) settleNano(u *abi.Usage) (pricing.Nano, bool) {
+	const big = 1 << 60 // four of these still sum without overflow
+	in, cr, cw, cw1, out := u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CacheWrite1hTokens, u.OutputTokens
+	if uint64(in) >= big || uint64(cr) >= big || uint64(cw) >= big || uint64(cw1) >= big || uint64(out) >= big {
+		return 0, false // negative counts are huge as uint64
+	}
+	r := &q.rate[0]
+	if q.long && in+cr+cw+cw1 > q.longMin {
+		r = &q.rate[1]
+	}
+	var c, c2 uint64
+	h, lo := bits.Mul64(uint64(in), r[0])
+	h1, l1 := bits.Mul64(uint64(cr), r[1])
+	lo, c = bits.Add64(lo, l1, 0)
+	h, c2 = bits.Add64(h, h1, c)
+	h1, l1 = bits.Mul64(uint64(cw), r[2])
+	lo, c = bits.Add64(lo, l1, 0)
+	h, c3 := bits.Add64(h, h1, c)
+	h1, l1 = bits.Mul64(uint64(cw1), r[3])
+	lo, c = bits.Add64(lo, l1, 0)
+	h, c4 := bits.Add64(h, h1, c)
+	h1, l1 = bits.Mul64(uint64(out), r[4])
+	lo, c = bits.Add64(lo, l1, 0)
+	h, c5 := bits.Add64(h, h1, c)
+	lo, c = bits.Add64(lo, 999_999, 0)
+	h, c6 := bits.Add64(h, 0, c)
+	if c2|c3|c4|c5|c6 != 0 || h >= 1_000_000 {
+		return 0, false
+	}
+	n, _ := bits.Div64(h, lo, 1_000_000)
+	if n > math.MaxInt64 {
+		return 0, false
+	}
+	return pricing.Nano(n), true
+}
+
+// quote returns the precomputed quote of a per_million_tokens route (nil
+// when there is none), and whether the model is served on endpoint.
+func (c *catalogue) quote(endpoint, model, route string) (*tokenQuote, bool) {
+	if m := c.last.Load(); m != nil && m.model == model && m.route == route && m.endpoint == endpoint {
+		return m.q, m.served
+	}
+	q := c.quotes[model][route]
+	if q == nil {
+		return nil, false
+	}
+	m := &quoteMemo{endpoint: endpoint, model: model, route: route, q: q, served: hasEndpoint(*q.model, endpoint)}
+	c.last.Store(m)
+	return m.q, m.served
 }
 
 // holdNano is ceil((n×in + out×o) / 1e6) in 128 bits; ok is false on overflow.
@@ -226,8 +293,8 @@ func OutputField(endpoint string) string {
 // sum is rounded up once, by pricing.Price.Charge.
 func (l *PriceList) TokenAdmit(req abi.AdmitRequest) (abi.AdmitResult, error) {
 	if c := l.cat.Load(); c != nil {
-		if q := c.quote(req.Model, req.Route); q != nil && req.MaxOutputTokens >= 0 && req.InputTokens >= 0 &&
-			req.DefaultOutputTokens >= 0 && (q.maxOutput == 0 || req.MaxOutputTokens <= q.maxOutput) && hasEndpoint(*q.model, req.Endpoint) {
+		if q, served := c.quote(req.Endpoint, req.Model, req.Route); q != nil && served && req.MaxOutputTokens >= 0 && req.InputTokens >= 0 &&
+			req.DefaultOutputTokens >= 0 && (q.maxOutput == 0 || req.MaxOutputTokens <= q.maxOutput) {
 			out := req.MaxOutputTokens
 			if out == 0 {
 				out = req.DefaultOutputTokens
@@ -298,8 +365,8 @@ func (l *PriceList) TokenAdmit(req abi.AdmitRequest) (abi.AdmitResult, error) {
 // Charge rejects (negative counts, overflow) is an internal error.
 func (l *PriceList) TokenSettle(req abi.SettleRequest) (abi.SettleResult, error) {
 	if c := l.cat.Load(); c != nil {
-		if q := c.quote(req.Model, req.Route); q != nil {
-			if ch, err := q.price.Charge(UsageFromABI(req.Usage)); err == nil {
+		if q, _ := c.quote(req.Endpoint, req.Model, req.Route); q != nil {
+			if ch, ok := q.settleNano(&req.Usage); ok {
 				return abi.SettleResult{Charge: int64(ch)}, nil
 			}
 		}

@@ -48,3 +48,40 @@ func TestQuoteFastPathMatchesCharge(t *testing.T) {
 		}
 	}
 }
+
+// The settle fast path equals pricing.Price.Charge, including the long-context
+// switch, and results or errors on every usage Charge sees: random counts
+// spanning every magnitude, negatives and overflows among them.
+func TestSettleFastPathMatchesCharge(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	price := func() pricing.Nano { return pricing.Nano(r.Int64N(200_000_000_000)) }
+	count := func() int64 {
+		switch r.IntN(8) {
+		case 0:
+			return 0
+		case 1:
+			return -r.Int64N(1000) - 1
+		case 2:
+			return r.Int64() // overflows the sum now and then
+		default:
+			return r.Int64N(1 << uint(r.IntN(40)+1))
+		}
+	}
+	for i := 0; i < 20000; i++ {
+		p := pricing.Price{Unit: pricing.PerMillionTokens, Input: price(), Output: price(), CacheRead: price(), CacheWrite: price(), CacheWrite1h: price()}
+		if i%2 == 0 {
+			p.LongContext = &pricing.LongContext{MinInputTokens: r.Int64N(1 << 20), Input: price(), Output: price()}
+		}
+		m := pricing.Model{ID: "m", Endpoints: []string{pricing.EndpointMessages}, Routes: map[string]pricing.Price{"r": p}}
+		var l PriceList
+		if err := l.Set([]pricing.Model{m}); err != nil {
+			t.Fatal(err)
+		}
+		u := abi.Usage{InputTokens: count(), CacheReadTokens: count(), CacheWriteTokens: count(), CacheWrite1hTokens: count(), OutputTokens: count()}
+		got, err := l.TokenSettle(abi.SettleRequest{Endpoint: pricing.EndpointMessages, Model: "m", Route: "r", Usage: u})
+		want, werr := p.Charge(UsageFromABI(u))
+		if (err != nil) != (werr != nil) || (err == nil && pricing.Nano(got.Charge) != want) {
+			t.Fatalf("case %d: TokenSettle = %d, %v; Charge = %d, %v (%+v, %+v)", i, got.Charge, err, want, werr, p, u)
+		}
+	}
+}

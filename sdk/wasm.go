@@ -16,6 +16,7 @@ import (
 var (
 	input  []byte
 	output []byte
+	cache  decodeCache // strings of the last call per operation
 )
 
 //go:wasmexport mr_abi_version
@@ -37,7 +38,7 @@ func exportCall(op, ptr, length uint32) uint64 {
 		// The host must hand back the buffer mr_alloc returned.
 		output = abi.AppendError(output[:0], Internal("mr_call: input %d+%d is not the buffer mr_alloc returned (%d, %d bytes)", ptr, length, base, len(input)))
 	} else {
-		output = AppendCall(output[:0], abi.Op(op), input[:length])
+		output = appendCall(output[:0], abi.Op(op), input[:length], &cache)
 	}
 	return abi.PackResult(uint32(uintptr(unsafe.Pointer(unsafe.SliceData(output)))), uint32(len(output)))
 }

@@ -6,7 +6,10 @@ package abi
 
 // Version is the ABI version. The host calls ExportVersion at load and refuses
 // a module whose answer differs, naming both versions.
-const Version uint32 = 1
+//
+// Version 2 writes integers, counts and lengths at fixed widths instead of
+// version 1's varints (see the encoding notes in codec.go).
+const Version uint32 = 2
 
 // Names of the functions a guest exports.
 const (

@@ -11,16 +11,22 @@ import (
 // Every value is written field by field in declaration order, with no tags and
 // no reflection:
 //
-//   - int64: zig-zag varint (encoding/binary.AppendVarint);
-//   - uint32 and counts: unsigned varint;
-//   - string: uvarint byte length, then the bytes;
+//   - int64: 8 bytes, little-endian two's complement;
+//   - counts and string lengths: 4 bytes, little-endian unsigned;
+//   - string: its byte length, then the bytes;
 //   - bool: one byte, 0 or 1 (anything else is an error);
-//   - list: uvarint count, then the elements;
+//   - list: its count, then the elements;
 //   - an optional struct behind a Has* flag (Model.Reference,
 //     Model.ReferenceSource): written only when the flag is set.
 //
+// Fixed widths rather than varints (ABI version 1 used varints): a guarded
+// wasm guest pays a trip out to the host at every loop header it executes,
+// and a varint is a loop per value, where a fixed-width read is a single
+// load. Version 2 decodes a call's request in about half the time
+// (RATIONALE-plugins.md); the few bytes more do not matter.
+//
 // Decode consumes the whole input: trailing bytes are an error, as are
-// truncation, a bool other than 0 or 1, a varint that overflows, and a count
+// truncation, a bool other than 0 or 1, and a count
 // larger than the remaining bytes could hold, which bounds what a decoder
 // allocates by the size of its input. After a failed Decode the receiver holds
 // a partly decoded value and must not be used.
@@ -54,7 +60,6 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 
 var (
 	errBadBool   = errors.New("bool is neither 0 nor 1")
-	errOverflow  = errors.New("varint overflows 64 bits")
 	errTooMany   = errors.New("count exceeds the remaining input")
 	errTrailing  = errors.New("trailing bytes after the value")
 	errBadStatus = errors.New("unknown result status byte")
@@ -62,12 +67,12 @@ var (
 
 // ---- writing ----
 
-func appendInt(b []byte, v int64) []byte { return binary.AppendVarint(b, v) }
+func appendInt(b []byte, v int64) []byte { return binary.LittleEndian.AppendUint64(b, uint64(v)) }
 
-func appendCount(b []byte, n int) []byte { return binary.AppendUvarint(b, uint64(n)) }
+func appendCount(b []byte, n int) []byte { return binary.LittleEndian.AppendUint32(b, uint32(n)) }
 
 func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
 	return append(b, s...)
 }
 
@@ -100,7 +105,20 @@ type decoder struct {
 	err   error
 	depth int
 	stack [maxDepth]frame
+	strs  *Strings // when not nil, strings equal to the last decode's are reused
+	si    int      // the index in strs of the next string
 }
+
+// Strings remembers the strings a decode produced, by their position in the
+// encoding, so that the next decode of the same type whose strings repeat
+// (the endpoint, model and route of a plugin's calls nearly always do)
+// reuses them instead of allocating. Allocation is the costliest thing a
+// guarded wasm guest does (PLUGIN-FACTS.md; RATIONALE-plugins.md measures
+// it), so the sdk keeps one Strings per operation in the guest.
+//
+// A Strings is not safe for concurrent use. The strings it returns are
+// ordinary immutable strings, safe to keep.
+type Strings struct{ s [8]string }
 
 // frame is one step of the path to the value being decoded: a type or field
 // name, with the list index when index >= 0.
@@ -150,38 +168,31 @@ func (d *decoder) fail(field string, err error) {
 
 func (d *decoder) remaining() int { return len(d.b) - d.off }
 
-func (d *decoder) uvarint(field string) uint64 {
+// count32 reads a 4-byte count or length.
+func (d *decoder) count32(field string) uint64 {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Uvarint(d.b[d.off:])
-	switch {
-	case n == 0:
+	if len(d.b)-d.off < 4 {
 		d.fail(field, ErrTruncated)
 		return 0
-	case n < 0:
-		d.fail(field, errOverflow)
-		return 0
 	}
-	d.off += n
-	return v
+	v := binary.LittleEndian.Uint32(d.b[d.off:])
+	d.off += 4
+	return uint64(v)
 }
 
 func (d *decoder) int(field string) int64 {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.b[d.off:])
-	switch {
-	case n == 0:
+	if len(d.b)-d.off < 8 {
 		d.fail(field, ErrTruncated)
 		return 0
-	case n < 0:
-		d.fail(field, errOverflow)
-		return 0
 	}
-	d.off += n
-	return v
+	v := binary.LittleEndian.Uint64(d.b[d.off:])
+	d.off += 8
+	return int64(v)
 }
 
 func (d *decoder) bool(field string) bool {
@@ -203,7 +214,7 @@ func (d *decoder) bool(field string) bool {
 
 func (d *decoder) string(field string) string {
 	start := d.off
-	n := d.uvarint(field)
+	n := d.count32(field)
 	if d.err != nil {
 		return ""
 	}
@@ -213,10 +224,21 @@ func (d *decoder) string(field string) string {
 		return ""
 	}
 	if n == 0 {
+		d.si++
 		return ""
 	}
-	s := string(d.b[d.off : d.off+int(n)])
+	b := d.b[d.off : d.off+int(n)]
 	d.off += int(n)
+	if d.strs == nil || d.si >= len(d.strs.s) {
+		return string(b)
+	}
+	i := d.si
+	d.si++
+	if d.strs.s[i] == string(b) { // compared without allocating
+		return d.strs.s[i]
+	}
+	s := string(b)
+	d.strs.s[i] = s
 	return s
 }
 
@@ -224,7 +246,7 @@ func (d *decoder) string(field string) string {
 // many elements of at least minSize bytes each.
 func (d *decoder) count(field string, minSize int) int {
 	start := d.off
-	n := d.uvarint(field)
+	n := d.count32(field)
 	if d.err != nil {
 		return 0
 	}
@@ -237,7 +259,7 @@ func (d *decoder) count(field string, minSize int) int {
 }
 
 func (d *decoder) strings(field string) []string {
-	n := d.count(field, 1)
+	n := d.count(field, 4) // each string has at least its length
 	if n == 0 {
 		return nil
 	}
@@ -271,12 +293,12 @@ func appendList[T any](b []byte, list []T, elem func(*T, []byte) []byte) []byte 
 
 // Minimum encoded sizes of list elements, used to bound counts.
 const (
-	minParam      = 2  // two empty strings
-	minTier       = 2  // empty name, zero price
-	minRoutePrice = 11 // empty route + minimum Price (string, 5 ints, bool, 2 counts, int)
-	minModel      = 10 // 3 strings, count, 2 ints, string, count, 2 flags
-	minLine       = 6  // 2 strings, count, 2 ints, bool
-	minStep       = 3  // string, 2 ints
+	minParam      = 8  // two empty strings
+	minTier       = 12 // empty name, zero price
+	minRoutePrice = 65 // empty route + minimum Price (string, 5 ints, bool, 2 counts, int)
+	minModel      = 42 // 3 strings, count, 2 ints, string, count, 2 flags
+	minLine       = 29 // 2 strings, count, 2 ints, bool
+	minStep       = 20 // string, 2 ints
 )
 
 // ---- Error ----
@@ -608,9 +630,14 @@ func (r *AdmitRequest) AppendTo(b []byte) []byte {
 }
 
 // Decode replaces r with the value encoded in b.
-func (r *AdmitRequest) Decode(b []byte) error {
+func (r *AdmitRequest) Decode(b []byte) error { return r.DecodeReusing(b, nil) }
+
+// DecodeReusing is Decode reusing the strings of the previous decode kept in
+// strs (nil: none), and remembering this decode's there.
+func (r *AdmitRequest) DecodeReusing(b []byte, strs *Strings) error {
 	var d decoder
 	d.reset(b, "AdmitRequest")
+	d.strs = strs
 	r.decode(&d)
 	return d.finish()
 }
@@ -694,9 +721,14 @@ func (r *SettleRequest) AppendTo(b []byte) []byte {
 }
 
 // Decode replaces r with the value encoded in b.
-func (r *SettleRequest) Decode(b []byte) error {
+func (r *SettleRequest) Decode(b []byte) error { return r.DecodeReusing(b, nil) }
+
+// DecodeReusing is Decode reusing the strings of the previous decode kept in
+// strs (nil: none), and remembering this decode's there.
+func (r *SettleRequest) DecodeReusing(b []byte, strs *Strings) error {
 	var d decoder
 	d.reset(b, "SettleRequest")
+	d.strs = strs
 	r.decode(&d)
 	return d.finish()
 }
@@ -780,9 +812,14 @@ func (r *SelectRequest) AppendTo(b []byte) []byte {
 }
 
 // Decode replaces r with the value encoded in b.
-func (r *SelectRequest) Decode(b []byte) error {
+func (r *SelectRequest) Decode(b []byte) error { return r.DecodeReusing(b, nil) }
+
+// DecodeReusing is Decode reusing the strings of the previous decode kept in
+// strs (nil: none), and remembering this decode's there.
+func (r *SelectRequest) DecodeReusing(b []byte, strs *Strings) error {
 	var d decoder
 	d.reset(b, "SelectRequest")
+	d.strs = strs
 	r.decode(&d)
 	return d.finish()
 }

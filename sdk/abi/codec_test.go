@@ -1,6 +1,7 @@
 package abi
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"reflect"
@@ -143,13 +144,14 @@ func TestDecodeErrors(t *testing.T) {
 		wantErr   error
 	}{
 		{"empty AdmitRequest", new(AdmitRequest), nil, "AdmitRequest.Now", ErrTruncated},
-		{"bool is 2", new(Line), []byte{0, 0, 0, 0, 0, 2}, "Line.Open", errBadBool},
-		{"varint overflow", new(SettleResult), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, "SettleResult.Charge", errOverflow},
-		{"string longer than input", new(Param), []byte{5, 'a', 'b'}, "Param.Name", ErrTruncated},
-		{"huge count", new(SelectResult), []byte{0xff, 0xff, 0xff, 0xff, 0x0f}, "SelectResult.Plan", errTooMany},
-		{"count above remaining/min size", new(SelectResult), []byte{2, 0, 0, 0}, "SelectResult.Plan", errTooMany},
-		{"nested field named", new(SelectRequest), []byte{0, 0, 0, 1, 1, 'a', 0, 0, 0, 0, 7}, "SelectRequest.Lines[0].Open", errBadBool},
-		{"string count huge", new(Description), []byte{0, 0xff, 0xff, 0x7f}, "Description.Implements", errTooMany},
+		{"bool is 2", new(Line), cat(u32(0), u32(0), u32(0), i64(0), i64(0), []byte{2}), "Line.Open", errBadBool},
+		{"int cut short", new(SettleResult), []byte{1, 2, 3, 4, 5, 6, 7}, "SettleResult.Charge", ErrTruncated},
+		{"string longer than input", new(Param), cat(u32(5), []byte("ab")), "Param.Name", ErrTruncated},
+		{"length cut short", new(Param), []byte{5, 0, 0}, "Param.Name", ErrTruncated},
+		{"huge count", new(SelectResult), u32(0xffff_ffff), "SelectResult.Plan", errTooMany},
+		{"count above remaining/min size", new(SelectResult), cat(u32(2), []byte{0, 0, 0}), "SelectResult.Plan", errTooMany},
+		{"nested field named", new(SelectRequest), cat(i64(0), u32(0), u32(0), u32(1), u32(1), []byte("a"), u32(0), u32(0), i64(0), i64(0), []byte{7}), "SelectRequest.Lines[0].Open", errBadBool},
+		{"string count huge", new(Description), cat(u32(0), u32(0x7fff_ffff)), "Description.Implements", errTooMany},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -268,6 +270,68 @@ func BenchmarkAdmitRequestRoundTrip(b *testing.B) {
 		buf = in.AppendTo(buf[:0])
 		if err := out.Decode(buf); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// DecodeReusing returns the same values as Decode, reuses the strings of the
+// previous decode when they repeat (so that a repeated call allocates
+// nothing), and takes new strings when they change.
+func TestDecodeReusing(t *testing.T) {
+	var strs Strings
+	a := AdmitRequest{Now: 7, Endpoint: "chat_completions", Model: "modela", Route: "standard", InputTokens: 12, MaxOutputTokens: 34}
+	b := a
+	b.Model, b.Endpoint = "modelb", ""
+	for i, want := range []AdmitRequest{a, a, b, a} {
+		var got AdmitRequest
+		if err := got.DecodeReusing(want.AppendTo(nil), &strs); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("decode %d: got %+v, want %+v", i, got, want)
+		}
+	}
+	enc := a.AppendTo(nil)
+	var got AdmitRequest
+	if allocs := testing.AllocsPerRun(100, func() {
+		if err := got.DecodeReusing(enc, &strs); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 0 {
+		t.Errorf("a repeated decode allocated %v times, want 0", allocs)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _ = got.Decode(enc) }); allocs == 0 {
+		t.Errorf("Decode without Strings allocated nothing: the test does not measure what it claims")
+	}
+}
+
+func u32(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+func i64(v int64) []byte  { return binary.LittleEndian.AppendUint64(nil, uint64(v)) }
+func cat(parts ...[]byte) []byte {
+	var b []byte
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	return b
+}
+
+// The min* sizes are the encodings of zero values: a count check based on
+// them never rejects a well-formed list.
+func TestMinSizes(t *testing.T) {
+	for name, c := range map[string]struct {
+		enc []byte
+		min int
+	}{
+		"Param":      {(&Param{}).AppendTo(nil), minParam},
+		"Tier":       {(&Tier{}).AppendTo(nil), minTier},
+		"RoutePrice": {(&RoutePrice{}).AppendTo(nil), minRoutePrice},
+		"Model":      {(&Model{}).AppendTo(nil), minModel},
+		"Line":       {(&Line{}).AppendTo(nil), minLine},
+		"Step":       {(&Step{}).AppendTo(nil), minStep},
+		"string":     {appendString(nil, ""), 4},
+	} {
+		if len(c.enc) != c.min {
+			t.Errorf("%s: zero value encodes to %d bytes, min size is %d", name, len(c.enc), c.min)
 		}
 	}
 }
