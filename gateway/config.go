@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"regexp"
@@ -39,6 +40,15 @@ type Config struct {
 	// can lose the last writes. true costs an fsync per transaction (about
 	// 250 hold+settle pairs per second on the reference disk instead of 4,600).
 	SyncWrites *bool `yaml:"sync_writes"`
+	// MemoryLimit is the Go runtime's soft memory limit for the gateway
+	// process (runtime/debug.SetMemoryLimit): "192MiB", "1GiB", "500MB", a
+	// number of bytes, or "off". Default "192MiB". The garbage collector
+	// works harder as the heap nears it instead of letting the heap grow to
+	// twice its live size; it is soft (the process may exceed it rather than
+	// fail). The GOMEMLIMIT environment variable, when set, wins.
+	MemoryLimit string `yaml:"memory_limit"`
+	// MemoryLimitBytes is MemoryLimit resolved; 0 means no limit.
+	MemoryLimitBytes int64 `yaml:"-"`
 
 	Plugins PluginsConfig `yaml:"plugins"`
 	Billing BillingConfig `yaml:"billing"`
@@ -187,6 +197,17 @@ func (c *Config) Resolve() error {
 		f := false
 		c.SyncWrites = &f
 	}
+	if c.MemoryLimit == "" {
+		c.MemoryLimit = "192MiB"
+	}
+	n, err := parseSize(c.MemoryLimit)
+	if err != nil {
+		return fmt.Errorf("config: memory_limit: %w", err)
+	}
+	if n != 0 && n < 32<<20 {
+		return fmt.Errorf("config: memory_limit: %s is below the 32MiB the gateway needs to start", c.MemoryLimit)
+	}
+	c.MemoryLimitBytes = n
 	if c.AdminTokenEnv != "" && c.AdminToken == "" {
 		c.AdminToken = os.Getenv(c.AdminTokenEnv)
 		if c.AdminToken == "" {
@@ -429,4 +450,33 @@ func keyAtLine(n *yaml.Node, line int, path string) string {
 		}
 	}
 	return ""
+}
+
+// parseSize parses a byte size: a number of bytes, or a number with one of
+// the units KB, MB, GB (powers of 1000) or KiB, MiB, GiB (powers of 1024);
+// "off" and "0" are 0.
+func parseSize(text string) (int64, error) {
+	t := strings.TrimSpace(text)
+	if t == "off" {
+		return 0, nil
+	}
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a size like 192MiB, 1GiB, 500MB or off", text)
+	}
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is too large", text)
+	}
+	return n * mult, nil
 }

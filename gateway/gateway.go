@@ -211,6 +211,11 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 			status = http.StatusOK
 		}
 		cut := err != nil && sw.wrote && errors.Is(err, errStreamCut)
+		if sw.wrote && !cut {
+			// Hand the whole answer to the client before the bookkeeping
+			// below: net/http would only flush it once the handler returns.
+			_ = http.NewResponseController(w).Flush()
+		}
 		attrs := []any{
 			"request_id", info.rid, "endpoint", name, "method", r.Method, "status", status,
 			"latency_ms", float64(g.now().Sub(info.start).Microseconds()) / 1000,

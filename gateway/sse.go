@@ -205,7 +205,7 @@ func (g *Gateway) relayEvents(w http.ResponseWriter, c *call, up *upstream, mete
 	}
 
 	var (
-		rd        = bufio.NewReaderSize(up.resp.Body, 16<<10)
+		rd        = bufio.NewReaderSize(up.resp.Body, 4<<10) // longer lines accumulate in ev
 		ev        []byte // the raw bytes of the event being read
 		textBytes int
 		events    int

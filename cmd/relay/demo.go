@@ -32,10 +32,11 @@ func runDemo(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return exitCode(2)
 	}
-	log, err := newLogger(*level)
+	log, closeLog, err := newLogger(*level)
 	if err != nil {
 		return err
 	}
+	defer closeLog()
 	simLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err

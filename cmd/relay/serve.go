@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -26,10 +27,11 @@ func runServe(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return exitCode(2)
 	}
-	log, err := newLogger(*level)
+	log, closeLog, err := newLogger(*level)
 	if err != nil {
 		return err
 	}
+	defer closeLog()
 	cfg, err := gateway.LoadConfig(*path)
 	if err != nil {
 		return err
@@ -45,12 +47,15 @@ func runServe(args []string) error {
 	return srv.shutdown(30 * time.Second)
 }
 
-func newLogger(level string) (*slog.Logger, error) {
+// newLogger returns the JSON logger on stderr, buffered (logSink), and the
+// function that flushes it for good.
+func newLogger(level string) (*slog.Logger, func(), error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("-log-level: %q is not debug, info, warn or error", level)
+		return nil, nil, fmt.Errorf("-log-level: %q is not debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	sink := newLogSink(os.Stderr, 100*time.Millisecond)
+	return slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: l})), sink.Close, nil
 }
 
 // server is a running gateway with everything it owns.
@@ -68,6 +73,7 @@ type server struct {
 // startServer opens the store (resolving holds left by a crash), loads the
 // plugins and starts serving. ln may be nil (listen on cfg.Listen).
 func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln net.Listener) (*server, error) {
+	applyMemoryLimit(cfg.MemoryLimitBytes, log)
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -160,4 +166,18 @@ func (s *server) shutdown(grace time.Duration) error {
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// applyMemoryLimit sets the runtime's soft memory limit from the config,
+// unless GOMEMLIMIT is set in the environment (the runtime has applied it).
+func applyMemoryLimit(limit int64, log *slog.Logger) {
+	if env := os.Getenv("GOMEMLIMIT"); env != "" {
+		log.Info("memory limit from GOMEMLIMIT", "GOMEMLIMIT", env)
+		return
+	}
+	if limit == 0 {
+		return
+	}
+	debug.SetMemoryLimit(limit)
+	log.Info("memory limit set", "bytes", limit)
 }
