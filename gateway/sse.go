@@ -206,7 +206,7 @@ func (g *Gateway) relayEvents(w http.ResponseWriter, c *call, up *upstream, mete
 
 	var (
 		rd        = bufio.NewReaderSize(up.resp.Body, 4<<10) // longer lines accumulate in ev
-		ev        []byte // the raw bytes of the event being read
+		ev        []byte                                     // the raw bytes of the event being read
 		textBytes int
 		events    int
 		writeErr  error
