@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"time"
 	"unicode/utf8"
 
@@ -30,19 +32,27 @@ const (
 	maxNoteLen = 1024 // notes and reasons are cut to this many bytes
 )
 
-func accountKey(id string) []byte   { return []byte(prefixAccount + id) }
-func keyKey(hash string) []byte     { return []byte(prefixKey + hash) }
-func keyIDKey(id string) []byte     { return []byte(prefixKeyID + id) }
-func holdKey(reqID string) []byte   { return []byte(prefixHold + reqID) }
-func doneKey(reqID string) []byte   { return []byte(prefixDone + reqID) }
-func jobKey(reqID string) []byte    { return []byte(prefixJob + reqID) }
-func journalPrefix(a string) []byte { return []byte(prefixJournal + a + "/") }
+func accountKey(id string) []byte   { return prefixed(prefixAccount, id, 0) }
+func keyKey(hash string) []byte     { return prefixed(prefixKey, hash, 0) }
+func keyIDKey(id string) []byte     { return prefixed(prefixKeyID, id, 0) }
+func holdKey(reqID string) []byte   { return prefixed(prefixHold, reqID, 0) }
+func doneKey(reqID string) []byte   { return prefixed(prefixDone, reqID, 0) }
+func jobKey(reqID string) []byte    { return prefixed(prefixJob, reqID, 0) }
+func journalPrefix(a string) []byte { return append(prefixed(prefixJournal, a, 1), '/') }
+
+// prefixed is prefix+id as a new slice with room for extra more bytes: one
+// allocation, which badger may keep (txn.Set holds on to its key).
+func prefixed(prefix, id string, extra int) []byte {
+	b := make([]byte, 0, len(prefix)+len(id)+extra)
+	return append(append(b, prefix...), id...)
+}
 
 // journalKey is jrnl/<account>/<seq as 8 bytes big-endian>, so that byte
 // order is journal order. Account ids cannot contain '/', so one account's
 // prefix never covers another's keys.
 func journalKey(account string, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(journalPrefix(account), seq)
+	b := append(prefixed(prefixJournal, account, 1+8), '/')
+	return binary.BigEndian.AppendUint64(b, seq)
 }
 
 // journalSeq reads the sequence number back from a key of account.
@@ -101,11 +111,13 @@ func clip(s string) string {
 	return s
 }
 
-// addNano returns a+b, or an error naming field if it overflows.
-func addNano(field string, a, b pricing.Nano) (pricing.Nano, error) {
+// addBalance returns the balance a+b of account, or an error naming the
+// account if it overflows. (The error is built only then: this runs on every
+// settlement.)
+func addBalance(account string, a, b pricing.Nano) (pricing.Nano, error) {
 	s := a + b
 	if (b > 0 && s < a) || (b < 0 && s > a) {
-		return 0, fmt.Errorf("store: %s overflows: %d + %d nano-USD", field, a, b)
+		return 0, fmt.Errorf("store: balance of account %q overflows: %d + %d nano-USD", account, a, b)
 	}
 	return s, nil
 }
@@ -113,13 +125,292 @@ func addNano(field string, a, b pricing.Nano) (pricing.Nano, error) {
 // now is the store's clock; every time it writes is UTC.
 func now() time.Time { return time.Now().UTC() }
 
-// getJSON loads key into v. A missing key returns badger.ErrKeyNotFound.
-func getJSON(txn *badger.Txn, key []byte, v any) error {
+// Record format (doc.go has it too). Every value this package writes (except keyid/<id>, which is the bare key
+// hash) is a record: one format tag byte naming the record type and its
+// layout version, then the record's fields in a fixed order, with no field
+// names and nothing after the last field. Strings are a uvarint byte length
+// and the bytes; integers are varints (signed, zigzag) or uvarints (sequence
+// numbers, counts), always in their shortest form; a bool is one byte, 0 or
+// 1; a time is 8 bytes big-endian of its unix nanoseconds, with the zero time
+// written as the lowest int64 (so 1678 to 2262 is what a record can hold).
+// Older builds wrote JSON records, which begin with '{' (no tag is '{'):
+// they are still read, and a record is rewritten in the binary layout the
+// next time it changes. A new layout of a record gets a new tag; readers
+// keep reading the old ones.
+
+// Format tags: the first byte of a record.
+const (
+	tagAccountV1 byte = 0x01
+	tagKeyV1     byte = 0x02
+	tagHoldV1    byte = 0x03
+	tagEntryV1   byte = 0x04
+	tagJobV1     byte = 0x05
+	tagOutcomeV1 byte = 0x06
+	tagJSON      byte = '{' // a record written by a build before the binary format
+)
+
+// tagName names a format tag for error messages.
+func tagName(tag byte) string {
+	switch tag {
+	case tagAccountV1:
+		return "account v1"
+	case tagKeyV1:
+		return "key v1"
+	case tagHoldV1:
+		return "hold v1"
+	case tagEntryV1:
+		return "journal entry v1"
+	case tagJobV1:
+		return "job v1"
+	case tagOutcomeV1:
+		return "outcome v1"
+	case tagJSON:
+		return "JSON"
+	}
+	return fmt.Sprintf("unknown tag 0x%02x", tag)
+}
+
+// Times a record can hold: math.MinInt64 nanoseconds stands for the zero
+// time, so it is not one of them.
+var (
+	minRecordTime = time.Unix(0, math.MinInt64+1)
+	maxRecordTime = time.Unix(0, math.MaxInt64)
+)
+
+// enc writes one record in two passes over the same field list: the first
+// (b == nil) only counts the bytes, the second appends them to a slice made
+// exactly that size. Badger keeps the slice txn.Set is given until the
+// commit is written, so every record needs a slice of its own; counting first
+// makes that slice the only allocation.
+type enc struct {
+	b   []byte
+	n   int   // bytes counted by the first pass, tag excluded
+	err error // the first field that cannot be written
+}
+
+// start ends the counting pass and begins the writing one with tag; it
+// reports false, allocating nothing, when a field cannot be written.
+func (e *enc) start(tag byte) bool {
+	if e.err != nil {
+		return false
+	}
+	e.b = make([]byte, 1, 1+e.n)
+	e.b[0] = tag
+	return true
+}
+
+// finish returns the record, or an error naming key and the field at fault.
+func (e *enc) finish(key []byte) ([]byte, error) {
+	if e.err != nil {
+		return nil, fmt.Errorf("store: encode %q: %w", key, e.err)
+	}
+	return e.b, nil
+}
+
+func (e *enc) uvarint(v uint64) {
+	if e.b == nil {
+		e.n += uvarintLen(v)
+		return
+	}
+	e.b = binary.AppendUvarint(e.b, v)
+}
+
+func (e *enc) varint(v int64) {
+	e.uvarint(uint64(v<<1) ^ uint64(v>>63)) // zigzag, as binary.PutVarint
+}
+
+func (e *enc) str(s string) {
+	if e.b == nil {
+		e.n += uvarintLen(uint64(len(s))) + len(s)
+		return
+	}
+	e.b = binary.AppendUvarint(e.b, uint64(len(s)))
+	e.b = append(e.b, s...)
+}
+
+func (e *enc) boolean(v bool) {
+	if e.b == nil {
+		e.n++
+		return
+	}
+	var c byte
+	if v {
+		c = 1
+	}
+	e.b = append(e.b, c)
+}
+
+// time writes t as unix nanoseconds; field names it in the error when t is
+// out of their range.
+func (e *enc) time(field string, t time.Time) {
+	if e.b == nil {
+		e.n += 8
+		if !t.IsZero() && (t.Before(minRecordTime) || t.After(maxRecordTime)) && e.err == nil {
+			e.err = fmt.Errorf("%s %s is outside the years 1678 to 2262 a record can hold", field, t.Format(time.RFC3339))
+		}
+		return
+	}
+	n := int64(math.MinInt64)
+	if !t.IsZero() {
+		n = t.UnixNano()
+	}
+	e.b = binary.BigEndian.AppendUint64(e.b, uint64(n))
+}
+
+// uvarintLen is the length of v as a uvarint.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+// dec reads the fields of one record, after its tag, in the order enc wrote
+// them. The record is one string, converted once from badger's bytes (which
+// are only valid inside the read), and every string field is a piece of it:
+// one allocation per record. After the first problem every read returns a
+// zero value and err keeps the problem with the field it was found in.
+type dec struct {
+	s   string
+	err error
+}
+
+// openRecord checks that val is a binary record with tag and returns its
+// reader. json reports a record that older builds wrote as JSON, for the
+// caller to decode as such.
+func openRecord(key, val []byte, tag byte) (d dec, json bool, err error) {
+	switch {
+	case len(val) == 0:
+		return dec{}, false, fmt.Errorf("store: decode %q: empty record", key)
+	case val[0] == tagJSON:
+		return dec{}, true, nil
+	case val[0] != tag:
+		return dec{}, false, fmt.Errorf("store: decode %q: record is %s, want %s", key, tagName(val[0]), tagName(tag))
+	}
+	return dec{s: string(val[1:])}, false, nil
+}
+
+// close returns the reading error, if any, naming key; bytes left after the
+// last field are one.
+func (d *dec) close(key []byte) error {
+	if d.err == nil && len(d.s) > 0 {
+		d.err = fmt.Errorf("%d bytes after the last field", len(d.s))
+	}
+	if d.err != nil {
+		return fmt.Errorf("store: decode %q: %w", key, d.err)
+	}
+	return nil
+}
+
+func (d *dec) fail(field, problem string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%s: %s", field, problem)
+	}
+	d.s = ""
+}
+
+// uvarint reads a uvarint in its shortest form, as binary.Uvarint reads one
+// from bytes, and refuses longer forms so that a record has one encoding.
+func (d *dec) uvarint(field string) uint64 {
+	var v uint64
+	for i := 0; i < len(d.s) && i < binary.MaxVarintLen64; i++ {
+		c := d.s[i]
+		if c < 0x80 {
+			switch {
+			case i == binary.MaxVarintLen64-1 && c > 1:
+				d.fail(field, "varint overflows 64 bits")
+				return 0
+			case i > 0 && c == 0:
+				d.fail(field, "varint not in its shortest form")
+				return 0
+			}
+			d.s = d.s[i+1:]
+			return v | uint64(c)<<(7*i)
+		}
+		v |= uint64(c&0x7f) << (7 * i)
+	}
+	if len(d.s) >= binary.MaxVarintLen64 {
+		d.fail(field, "varint overflows 64 bits")
+	} else {
+		d.fail(field, "truncated varint")
+	}
+	return 0
+}
+
+func (d *dec) varint(field string) int64 {
+	u := d.uvarint(field)
+	return int64(u>>1) ^ -int64(u&1)
+}
+
+func (d *dec) str(field string) string {
+	n := d.uvarint(field)
+	if d.err != nil {
+		return ""
+	}
+	if n > uint64(len(d.s)) {
+		d.fail(field, fmt.Sprintf("string of %d bytes, %d left", n, len(d.s)))
+		return ""
+	}
+	s := d.s[:n]
+	d.s = d.s[n:]
+	return s
+}
+
+// count reads the length of a list of strings; each needs at least a byte,
+// so a count above the bytes left is damage, refused before anything is
+// allocated for it.
+func (d *dec) count(field string) int {
+	n := d.uvarint(field)
+	if d.err == nil && n > uint64(len(d.s)) {
+		d.fail(field, fmt.Sprintf("list of %d, %d bytes left", n, len(d.s)))
+		return 0
+	}
+	return int(n)
+}
+
+func (d *dec) boolean(field string) bool {
+	if len(d.s) == 0 {
+		d.fail(field, "truncated bool")
+		return false
+	}
+	c := d.s[0]
+	if c > 1 {
+		d.fail(field, fmt.Sprintf("bool byte 0x%02x", c))
+		return false
+	}
+	d.s = d.s[1:]
+	return c == 1
+}
+
+func (d *dec) time(field string) time.Time {
+	if len(d.s) < 8 {
+		d.fail(field, "truncated time")
+		return time.Time{}
+	}
+	s := d.s[:8]
+	n := int64(uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
+		uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7]))
+	d.s = d.s[8:]
+	if n == math.MinInt64 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// decodeJSON decodes a record that a build before the binary format wrote.
+// It is a function of its own so that only this rare path puts a record on
+// the heap (json.Unmarshal takes it as an interface).
+func decodeJSON[T any](key, val []byte) (T, error) {
+	var v T
+	if err := json.Unmarshal(val, &v); err != nil {
+		return v, fmt.Errorf("store: decode %q: %w", key, err)
+	}
+	return v, nil
+}
+
+// getValue reads key and hands its value to fn. A missing key returns
+// badger.ErrKeyNotFound.
+func getValue(txn *badger.Txn, key []byte, fn func(val []byte) error) error {
 	item, err := txn.Get(key)
 	if err != nil {
 		return err
 	}
-	return item.Value(func(val []byte) error { return decode(key, val, v) })
+	return item.Value(fn)
 }
 
 // exists reports whether key is present.
@@ -133,175 +424,4 @@ func exists(txn *badger.Txn, key []byte) (bool, error) {
 	default:
 		return false, err
 	}
-}
-
-// setJSON stores v under key.
-func setJSON(txn *badger.Txn, key []byte, v any) error {
-	val, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("store: encode %q: %w", key, err)
-	}
-	return txn.Set(key, val)
-}
-
-func decode(key, val []byte, v any) error {
-	if err := json.Unmarshal(val, v); err != nil {
-		return fmt.Errorf("store: decode %q: %w", key, err)
-	}
-	return nil
-}
-
-// The records below are the on-disk encoding. They are separate from the
-// API types so that the format is owned here: amounts are plain int64
-// nano-USD whatever JSON form pricing.Nano takes elsewhere, and renaming an
-// API field cannot change what old data means.
-
-type accountRec struct {
-	ID      string    `json:"id"`
-	Balance int64     `json:"balance"`
-	Held    int64     `json:"held"`
-	Seq     uint64    `json:"seq"` // the last journal entry's sequence number
-	Created time.Time `json:"created"`
-}
-
-func (r accountRec) api() Account {
-	return Account{ID: r.ID, Balance: pricing.Nano(r.Balance), Held: pricing.Nano(r.Held), Created: r.Created}
-}
-
-type keyRec struct {
-	ID      string    `json:"id"`
-	Hash    string    `json:"hash"`
-	Account string    `json:"account"`
-	Route   string    `json:"route"`
-	Exclude []string  `json:"exclude,omitempty"`
-	Revoked bool      `json:"revoked,omitempty"`
-	Created time.Time `json:"created"`
-}
-
-func (r keyRec) api() Key {
-	return Key{ID: r.ID, Hash: r.Hash, Account: r.Account, Route: r.Route,
-		Exclude: r.Exclude, Revoked: r.Revoked, Created: r.Created}
-}
-
-func keyRecOf(k Key) keyRec {
-	return keyRec{ID: k.ID, Hash: k.Hash, Account: k.Account, Route: k.Route,
-		Exclude: k.Exclude, Revoked: k.Revoked, Created: k.Created}
-}
-
-type holdRec struct {
-	RequestID string    `json:"request_id"`
-	Account   string    `json:"account"`
-	KeyID     string    `json:"key_id,omitempty"`
-	Model     string    `json:"model,omitempty"`
-	Route     string    `json:"route,omitempty"`
-	Endpoint  string    `json:"endpoint,omitempty"`
-	Amount    int64     `json:"amount"`
-	Created   time.Time `json:"created"`
-	Owner     string    `json:"owner"`
-}
-
-func (r holdRec) api() Hold {
-	return Hold{RequestID: r.RequestID, Account: r.Account, KeyID: r.KeyID, Model: r.Model,
-		Route: r.Route, Endpoint: r.Endpoint, Amount: pricing.Nano(r.Amount), Created: r.Created, Owner: r.Owner}
-}
-
-func holdRecOf(h Hold) holdRec {
-	return holdRec{RequestID: h.RequestID, Account: h.Account, KeyID: h.KeyID, Model: h.Model,
-		Route: h.Route, Endpoint: h.Endpoint, Amount: int64(h.Amount), Created: h.Created, Owner: h.Owner}
-}
-
-type usageRec struct {
-	Input        int64  `json:"in,omitempty"`
-	CacheRead    int64  `json:"cache_read,omitempty"`
-	CacheWrite   int64  `json:"cache_write,omitempty"`
-	CacheWrite1h int64  `json:"cache_write_1h,omitempty"`
-	Output       int64  `json:"out,omitempty"`
-	Images       int64  `json:"images,omitempty"`
-	SizeTier     string `json:"size_tier,omitempty"`
-	Seconds      int64  `json:"seconds,omitempty"`
-	Resolution   string `json:"resolution,omitempty"`
-	Requests     int64  `json:"requests,omitempty"`
-}
-
-func usageRecOf(u pricing.Usage) usageRec {
-	return usageRec{Input: u.InputTokens, CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens,
-		CacheWrite1h: u.CacheWrite1hTokens, Output: u.OutputTokens, Images: u.Images, SizeTier: u.SizeTier,
-		Seconds: u.Seconds, Resolution: u.Resolution, Requests: u.Requests}
-}
-
-func (r usageRec) api() pricing.Usage {
-	return pricing.Usage{InputTokens: r.Input, CacheReadTokens: r.CacheRead, CacheWriteTokens: r.CacheWrite,
-		CacheWrite1hTokens: r.CacheWrite1h, OutputTokens: r.Output, Images: r.Images, SizeTier: r.SizeTier,
-		Seconds: r.Seconds, Resolution: r.Resolution, Requests: r.Requests}
-}
-
-type entryRec struct {
-	Seq          uint64    `json:"seq"`
-	Kind         string    `json:"kind"`
-	RequestID    string    `json:"request_id,omitempty"`
-	Account      string    `json:"account"`
-	KeyID        string    `json:"key_id,omitempty"`
-	Model        string    `json:"model,omitempty"`
-	Route        string    `json:"route,omitempty"`
-	Endpoint     string    `json:"endpoint,omitempty"`
-	Usage        usageRec  `json:"usage"`
-	HoldAmount   int64     `json:"hold,omitempty"`
-	Amount       int64     `json:"amount"`
-	BalanceAfter int64     `json:"balance_after"`
-	Time         time.Time `json:"time"`
-	Note         string    `json:"note,omitempty"`
-}
-
-func (r entryRec) api() Entry {
-	return Entry{Seq: r.Seq, Kind: r.Kind, RequestID: r.RequestID, Account: r.Account, KeyID: r.KeyID,
-		Model: r.Model, Route: r.Route, Endpoint: r.Endpoint, Usage: r.Usage.api(),
-		HoldAmount: pricing.Nano(r.HoldAmount), Amount: pricing.Nano(r.Amount),
-		BalanceAfter: pricing.Nano(r.BalanceAfter), Time: r.Time, Note: r.Note}
-}
-
-func entryRecOf(e Entry) entryRec {
-	return entryRec{Seq: e.Seq, Kind: e.Kind, RequestID: e.RequestID, Account: e.Account, KeyID: e.KeyID,
-		Model: e.Model, Route: e.Route, Endpoint: e.Endpoint, Usage: usageRecOf(e.Usage),
-		HoldAmount: int64(e.HoldAmount), Amount: int64(e.Amount), BalanceAfter: int64(e.BalanceAfter),
-		Time: e.Time, Note: e.Note}
-}
-
-type jobRec struct {
-	RequestID string    `json:"request_id"`
-	Account   string    `json:"account"`
-	KeyID     string    `json:"key_id,omitempty"`
-	Model     string    `json:"model,omitempty"`
-	Route     string    `json:"route,omitempty"`
-	Line      string    `json:"line,omitempty"`
-	Amount    int64     `json:"amount"`
-	Refunded  bool      `json:"refunded,omitempty"`
-	Created   time.Time `json:"created"`
-}
-
-func (r jobRec) api() Job {
-	return Job{RequestID: r.RequestID, Account: r.Account, KeyID: r.KeyID, Model: r.Model, Route: r.Route,
-		Line: r.Line, Amount: pricing.Nano(r.Amount), Refunded: r.Refunded, Created: r.Created}
-}
-
-func jobRecOf(j Job) jobRec {
-	return jobRec{RequestID: j.RequestID, Account: j.Account, KeyID: j.KeyID, Model: j.Model, Route: j.Route,
-		Line: j.Line, Amount: int64(j.Amount), Refunded: j.Refunded, Created: j.Created}
-}
-
-type outcomeRec struct {
-	RequestID  string    `json:"request_id"`
-	Account    string    `json:"account"`
-	State      string    `json:"state"`
-	HoldAmount int64     `json:"hold"`
-	Charge     int64     `json:"charge,omitempty"`
-	Seq        uint64    `json:"seq,omitempty"`
-	Owner      string    `json:"owner,omitempty"`
-	Reason     string    `json:"reason,omitempty"`
-	Time       time.Time `json:"time"`
-}
-
-func (r outcomeRec) api() Outcome {
-	return Outcome{RequestID: r.RequestID, Account: r.Account, State: r.State,
-		HoldAmount: pricing.Nano(r.HoldAmount), Charge: pricing.Nano(r.Charge), Seq: r.Seq,
-		Owner: r.Owner, Reason: r.Reason, Time: r.Time}
 }

@@ -20,13 +20,36 @@
 //	jrnl/<account>/<seq>       journal entry; seq is 8 bytes big-endian, so byte order is journal order
 //	job/<request id>           video job
 //
-// Values are small JSON records private to this package (amounts as int64
-// nano-USD, whatever JSON form pricing.Nano takes in the API), kept inline in
-// the LSM tree, so the value log needs no garbage collection. Account ids may
-// not contain '/', so one account's journal prefix never covers another's.
-// Journal sequence numbers are per account, from 1, and the counter lives in
-// the account record, so the counter and the entry are written by the same
-// transaction that changes the balance.
+// Values are small records private to this package (records.go), kept
+// inline in the LSM tree, so the value log needs no garbage collection.
+// Account ids may not contain '/', so one account's journal prefix never
+// covers another's. Journal sequence numbers are per account, from 1, and
+// the counter lives in the account record, so the counter and the entry are
+// written by the same transaction that changes the balance.
+//
+// # Record format
+//
+// A record (every value but keyid/<key id>, which is the bare hash) is
+// binary: one format tag byte naming the record type and layout version
+// (0x01 account, 0x02 key, 0x03 hold, 0x04 journal entry, 0x05 job,
+// 0x06 outcome; all version 1), then its fields in a fixed order with no
+// names and nothing after the last. Strings are a uvarint length and the
+// bytes (as given: ids are valid UTF-8, notes are not checked); amounts and
+// usage counts are zigzag varints of int64 nano-USD or units; sequence
+// numbers and list lengths uvarints; a bool one byte, 0 or 1; a time 8 bytes
+// big-endian of unix nanoseconds, the zero time as math.MinInt64, so a
+// record holds times from 1678 to 2262 and refuses to encode others. Every
+// varint is in its shortest form and the decoder refuses anything else, so
+// a record has exactly one encoding (FuzzDecodeRecord checks it). The field
+// order of each layout is written next to its code in records.go; changing
+// it means a new tag, and readers keep reading the old ones.
+//
+// Builds before the binary format wrote JSON records, which begin with '{'
+// (never a tag). They are still read, through the same record types, whose
+// JSON field tags must therefore not change; a record is rewritten in binary
+// when it next changes, and nothing converts the rest. A damaged record is an
+// error naming its key: `store: decode "acct/acme": balance: truncated
+// varint`.
 //
 // # Transactions
 //
@@ -38,10 +61,62 @@
 // serialised inside the process by one of 256 striped mutexes (FNV-1a of the
 // account id), and a transaction that still conflicts — on a key shared by
 // two accounts, such as a request id reused across them — is retried, at most
-// 64 times. Two hundred concurrent holds on one account therefore run one
+// 64 times (Hold cannot conflict and is never retried; see below). Two
+// hundred concurrent holds on one account therefore run one
 // after another against the real balance: none overdraws and none fails
 // spuriously. Settle, Release and RefundJob ignore cancellation of their
 // context: the call has happened and its books must close.
+//
+// # Holds without waiting for the disk
+//
+// Hold is the one transaction a relayed call waits for before it goes
+// upstream, so Hold commits with txn.CommitWith and returns as soon as the
+// transaction has passed badger's conflict check and been given its commit
+// timestamp; the write to the log and the memtable finishes behind it.
+// This is safe because badger's oracle makes every later transaction wait
+// for it: a new transaction's read timestamp is the last commit timestamp
+// handed out, and before it reads anything it waits
+// (txnMark.WaitForMark) until every commit up to that timestamp has been
+// applied. So the next Hold, Settle, Release or Balance, of this account or
+// any other, sees the hold, and no two holds can spend the same credit. A
+// Settle straight after its Hold in one goroutine finds the hold.
+//
+// CommitWith reports even a conflict only to its callback, after Hold has
+// returned, so Hold must not be able to conflict: it runs under its
+// account's stripe, which every writer of the account record takes, and
+// under a second stripe of its request id, which serialises holds of one id
+// on different accounts; Settle, Release and recovery write a hold's keys
+// only when the hold exists, and then Hold refuses the id before it
+// commits. (The checks are by 64-bit fingerprints of keys, so a collision
+// could still make badger refuse the commit; it is handled as a failed
+// write.) Should the write fail (an I/O error), the callback logs it at
+// error level with the request id, and the request's Settle or Release
+// returns ErrHoldNotWritten with the cause rather than ErrNoHold: the call
+// was admitted but nothing can be charged for it. The failed ids are kept in
+// a bounded set (the last 1024). Close refuses new holds and waits for the
+// writes of those that returned.
+//
+// Settle, Release, Credit and the rest still wait for their commit (and
+// its fsync when SyncWrites is on): a settled charge is on disk before the
+// gateway answers. Settle is one read-write transaction: it reads the hold
+// and the account and writes the journal entry, the account, the outcome,
+// and the hold's deletion; nothing more can go without giving up the
+// exactly-once outcome or the journal. Passing Settlement.Account saves the
+// read transaction that otherwise looks the account up.
+//
+// # Memory
+//
+// OpenBadger sizes badger for records of a few hundred bytes and a gateway
+// within 200 MB: two 8 MB memtables (each a Go-heap arena plus a log file
+// mapped at twice its size), level-0 compaction at 2 tables and a write
+// stall at 8, 1 MB base tables and two compactors (table builders take
+// Go-heap buffers of twice the table size, and badger pools up to eight),
+// no block cache (it holds only decompressed or decrypted blocks; ours are
+// neither and are read in place from the mapped tables), no index cache
+// (used only for encrypted tables) and 16 MB value log files. Badger writes
+// new tables through a shared mapping, so recently written tables count in
+// the resident set as file pages, which the kernel can reclaim.
+// BenchmarkLedgerRSS measures a run of 200,000 calls.
 //
 // Exactly once: a request id is held once (a second Hold of the same id, open
 // or ended, returns ErrExists); Settle and Release delete the hold and write

@@ -40,7 +40,7 @@ func (b *Badger) PutJob(ctx context.Context, j Job) error {
 		if ok {
 			return fmt.Errorf("store: job %q: %w", j.RequestID, ErrExists)
 		}
-		return setJSON(txn, jobKey(j.RequestID), rec)
+		return putJob(txn, &rec)
 	})
 }
 
@@ -88,7 +88,7 @@ func (b *Badger) RefundJob(ctx context.Context, requestID, reason string) (refun
 		if err != nil {
 			return err
 		}
-		bal, err := addNano("balance of account "+acct.ID, pricing.Nano(acct.Balance), pricing.Nano(rec.Amount))
+		bal, err := addBalance(acct.ID, pricing.Nano(acct.Balance), pricing.Nano(rec.Amount))
 		if err != nil {
 			return err
 		}
@@ -100,7 +100,7 @@ func (b *Badger) RefundJob(ctx context.Context, requestID, reason string) (refun
 			return err
 		}
 		rec.Refunded = true
-		if err := setJSON(txn, jobKey(requestID), rec); err != nil {
+		if err := putJob(txn, &rec); err != nil {
 			return err
 		}
 		refunded = true
@@ -113,8 +113,7 @@ func (b *Badger) RefundJob(ctx context.Context, requestID, reason string) (refun
 }
 
 func loadJob(txn *badger.Txn, requestID string) (jobRec, error) {
-	var rec jobRec
-	err := getJSON(txn, jobKey(requestID), &rec)
+	rec, err := getJob(txn, jobKey(requestID))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return rec, fmt.Errorf("store: job %q: %w", requestID, ErrNotFound)
 	}

@@ -118,7 +118,7 @@ func (b *Badger) CreateKey(ctx context.Context, k Key) error {
 				return fmt.Errorf("store: key %q: %s: %w", k.ID, c.field, ErrExists)
 			}
 		}
-		if err := setJSON(txn, keyKey(k.Hash), rec); err != nil {
+		if err := putKey(txn, &rec); err != nil {
 			return err
 		}
 		return txn.Set(keyIDKey(k.ID), []byte(k.Hash))
@@ -133,7 +133,8 @@ func (b *Badger) KeyByHash(ctx context.Context, hash string) (Key, error) {
 	}
 	var rec keyRec
 	err := b.view(ctx, func(txn *badger.Txn) error {
-		err := getJSON(txn, keyKey(hash), &rec)
+		var err error
+		rec, err = getKey(txn, keyKey(hash))
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return fmt.Errorf("store: key by hash: %w", ErrNotFound)
 		}
@@ -163,7 +164,7 @@ func (b *Badger) ListKeys(ctx context.Context, account string) ([]Key, error) {
 		defer it.Close()
 		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
 			var rec keyRec
-			if err := it.Item().Value(func(v []byte) error { return decode(it.Item().Key(), v, &rec) }); err != nil {
+			if err := it.Item().Value(func(v []byte) error { return rec.decode(it.Item().Key(), v) }); err != nil {
 				return err
 			}
 			if account == "" || rec.Account == account {
@@ -201,7 +202,7 @@ func (b *Badger) RevokeKey(ctx context.Context, id string) (Key, error) {
 		if err != nil {
 			return err
 		}
-		if err := getJSON(txn, keyKey(string(hash)), &rec); err != nil {
+		if rec, err = getKey(txn, keyKey(string(hash))); err != nil {
 			if errors.Is(err, badger.ErrKeyNotFound) {
 				return fmt.Errorf("store: key %q: id points at a missing hash: %w", id, ErrNotFound)
 			}
@@ -211,7 +212,7 @@ func (b *Badger) RevokeKey(ctx context.Context, id string) (Key, error) {
 			return nil
 		}
 		rec.Revoked = true
-		return setJSON(txn, keyKey(rec.Hash), rec)
+		return putKey(txn, &rec)
 	})
 	if err != nil {
 		return Key{}, err

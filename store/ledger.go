@@ -12,6 +12,12 @@ import (
 	"github.com/modelrelay/modelrelay/pricing"
 )
 
+// ErrHoldNotWritten is what Settle and Release return for a request whose
+// Hold succeeded but whose write then failed (an I/O error after Hold had
+// returned; see Hold): the call was admitted, but there is no hold to settle
+// or release and nothing can be charged for it. The error wraps the cause.
+var ErrHoldNotWritten = errors.New("hold was admitted but its write failed")
+
 // Outcome states: how a hold ended.
 const (
 	OutcomeSettled   = "settled"   // Settle charged the call
@@ -51,7 +57,7 @@ func (b *Badger) CreateAccount(ctx context.Context, id string) (Account, error) 
 			return fmt.Errorf("store: account %q: %w", id, ErrExists)
 		}
 		out = accountRec{ID: id, Created: now()}
-		return setJSON(txn, accountKey(id), out)
+		return putAccount(txn, &out)
 	})
 	if err != nil {
 		return Account{}, err
@@ -78,7 +84,7 @@ func (b *Badger) Credit(ctx context.Context, account string, amount pricing.Nano
 		if err != nil {
 			return err
 		}
-		bal, err := addNano("balance of account "+account, pricing.Nano(acct.Balance), amount)
+		bal, err := addBalance(account, pricing.Nano(acct.Balance), amount)
 		if err != nil {
 			return err
 		}
@@ -98,6 +104,13 @@ func (b *Badger) Credit(ctx context.Context, account string, amount pricing.Nano
 // insufficient, even for a zero hold; otherwise Available() below h.Amount
 // is. Both return *InsufficientError with the numbers. h.Owner is always
 // set to this process's owner (see RecoverHolds); a zero h.Created to now.
+//
+// Hold returns once its transaction has passed badger's conflict check and
+// has its commit timestamp, without waiting for the write (see doc.go,
+// "Holds without waiting for the disk"): every later transaction, of this
+// account or any other, starts only after the write has been applied, so it
+// sees the hold. Should the write fail, the error is logged with the request
+// id and the request's Settle or Release returns ErrHoldNotWritten.
 func (b *Badger) Hold(ctx context.Context, h Hold) error {
 	if err := checkID("request", h.RequestID); err != nil {
 		return err
@@ -114,31 +127,99 @@ func (b *Badger) Hold(ctx context.Context, h Hold) error {
 	}
 	h.Created = h.Created.UTC()
 	rec := holdRecOf(h)
+	// The account's stripe keeps every other writer of its record out; the
+	// request id's stripe keeps a second Hold of the same id (on another
+	// account) out, so that nothing this transaction reads can change before
+	// it commits and the commit cannot conflict.
 	defer b.lock(h.Account)()
-	return b.update(ctx, func(txn *badger.Txn) error {
-		acct, err := loadAccount(txn, h.Account)
+	defer lockStripe(&b.requests, h.RequestID)()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := b.writes.begin(rec.RequestID); err != nil {
+		return err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			b.writes.end(rec.RequestID, nil)
+		}
+	}()
+	txn := b.db.NewTransaction(true)
+	defer txn.Discard()
+	if err := holdTxn(txn, &rec); err != nil {
+		return err
+	}
+	if b.beforeHoldCommit != nil {
+		b.beforeHoldCommit(rec.RequestID)
+	}
+	id, account, amount := rec.RequestID, rec.Account, rec.Amount
+	committed = true
+	txn.CommitWith(func(err error) { b.holdWritten(id, account, amount, err) })
+	return nil
+}
+
+// holdTxn checks and writes the hold r in txn: the account exists, the
+// request id is new, the credit is there.
+func holdTxn(txn *badger.Txn, r *holdRec) error {
+	akey := accountKey(r.Account)
+	acct, err := getAccount(txn, akey)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return fmt.Errorf("store: account %q: %w", r.Account, ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	hkey := holdKey(r.RequestID)
+	for _, k := range [...][]byte{hkey, doneKey(r.RequestID)} {
+		ok, err := exists(txn, k)
 		if err != nil {
 			return err
 		}
-		for _, k := range [][]byte{holdKey(h.RequestID), doneKey(h.RequestID)} {
-			ok, err := exists(txn, k)
-			if err != nil {
-				return err
-			}
-			if ok {
-				return fmt.Errorf("store: hold %q: request id: %w", h.RequestID, ErrExists)
-			}
+		if ok {
+			return fmt.Errorf("store: hold %q: request id: %w", r.RequestID, ErrExists)
 		}
-		a := acct.api()
-		if a.Balance <= 0 || a.Available() < h.Amount {
-			return &InsufficientError{Needed: h.Amount, Available: a.Available()}
-		}
-		acct.Held += rec.Amount // cannot overflow: Held+Amount ≤ Balance
-		if err := setJSON(txn, holdKey(h.RequestID), rec); err != nil {
-			return err
-		}
-		return setJSON(txn, accountKey(acct.ID), acct)
-	})
+	}
+	a := acct.api()
+	if a.Balance <= 0 || a.Available() < pricing.Nano(r.Amount) {
+		return &InsufficientError{Needed: pricing.Nano(r.Amount), Available: a.Available()}
+	}
+	acct.Held += r.Amount // cannot overflow: Held+Amount ≤ Balance
+	val, err := r.encode(hkey)
+	if err != nil {
+		return err
+	}
+	if err := txn.Set(hkey, val); err != nil {
+		return err
+	}
+	if val, err = acct.encode(akey); err != nil {
+		return err
+	}
+	return txn.Set(akey, val)
+}
+
+// holdWritten runs when the write of a hold's commit has ended, in a
+// goroutine of badger's. A failed write is logged, with the request id, and
+// remembered for the request's Settle or Release.
+func (b *Badger) holdWritten(requestID, account string, amount int64, err error) {
+	if err != nil {
+		b.log.Error("store: a hold was admitted but its write failed; its call cannot be settled",
+			"request_id", requestID, "account", account, "hold_nano", amount, "error", err.Error())
+	}
+	b.writes.end(requestID, err)
+}
+
+// noHold turns the ErrNoHold of requestID into ErrHoldNotWritten when the
+// write of its hold failed after Hold had returned, waiting for that write
+// to end if it has not yet. Any other error is returned as it is.
+func (b *Badger) noHold(requestID string, err error) error {
+	if !errors.Is(err, ErrNoHold) {
+		return err
+	}
+	if cause := b.writes.lost(requestID); cause != nil {
+		return fmt.Errorf("store: request %q: %w: %w", requestID, ErrHoldNotWritten, cause)
+	}
+	return err
 }
 
 // Settle charges the call and releases its hold, exactly once per request
@@ -163,7 +244,7 @@ func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 	var err error
 	if account == "" {
 		if account, err = b.holdAccount(ctx, s.RequestID); err != nil {
-			return Entry{}, err
+			return Entry{}, b.noHold(s.RequestID, err)
 		}
 	}
 	defer b.lock(account)()
@@ -174,7 +255,7 @@ func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 			return err
 		}
 		acct.Held -= hr.Amount
-		bal, err := addNano("balance of account "+acct.ID, pricing.Nano(acct.Balance), -s.Charge)
+		bal, err := addBalance(acct.ID, pricing.Nano(acct.Balance), -s.Charge)
 		if err != nil {
 			return err
 		}
@@ -190,7 +271,7 @@ func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 		return closeHold(txn, hr, outcomeRec{State: OutcomeSettled, Charge: int64(s.Charge), Seq: out.Seq, Reason: clip(s.Note)})
 	})
 	if err != nil {
-		return Entry{}, err
+		return Entry{}, b.noHold(s.RequestID, err)
 	}
 	return out.api(), nil
 }
@@ -207,20 +288,21 @@ func (b *Badger) Release(ctx context.Context, requestID, reason string) error {
 	}
 	account, err := b.holdAccount(ctx, requestID)
 	if err != nil {
-		return err
+		return b.noHold(requestID, err)
 	}
 	defer b.lock(account)()
-	return b.update(ctx, func(txn *badger.Txn) error {
+	err = b.update(ctx, func(txn *badger.Txn) error {
 		hr, acct, err := openHold(txn, requestID, account)
 		if err != nil {
 			return err
 		}
 		acct.Held -= hr.Amount
-		if err := setJSON(txn, accountKey(acct.ID), acct); err != nil {
+		if err := putAccount(txn, &acct); err != nil {
 			return err
 		}
 		return closeHold(txn, hr, outcomeRec{State: OutcomeReleased, Reason: clip(reason)})
 	})
+	return b.noHold(requestID, err)
 }
 
 // Balance returns the account; ErrNotFound if it does not exist.
@@ -260,7 +342,7 @@ func (b *Badger) Charges(ctx context.Context, account string, limit int) ([]Entr
 		it.Seek(append(bytes.Clone(prefix), bytes.Repeat([]byte{0xff}, 9)...))
 		for ; it.ValidForPrefix(prefix) && len(out) < limit; it.Next() {
 			var e entryRec
-			if err := it.Item().Value(func(v []byte) error { return decode(it.Item().Key(), v, &e) }); err != nil {
+			if err := it.Item().Value(func(v []byte) error { return e.decode(it.Item().Key(), v) }); err != nil {
 				return err
 			}
 			out = append(out, e.api())
@@ -278,7 +360,8 @@ func (b *Badger) Charges(ctx context.Context, account string, limit int) ([]Entr
 func (b *Badger) Outcome(ctx context.Context, requestID string) (Outcome, error) {
 	var out outcomeRec
 	err := b.view(ctx, func(txn *badger.Txn) error {
-		err := getJSON(txn, doneKey(requestID), &out)
+		var err error
+		out, err = getOutcome(txn, doneKey(requestID))
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return fmt.Errorf("store: outcome of %q: %w", requestID, ErrNotFound)
 		}
@@ -297,8 +380,7 @@ func (b *Badger) Outcome(ctx context.Context, requestID string) (Outcome, error)
 func (b *Badger) holdAccount(ctx context.Context, requestID string) (string, error) {
 	var account string
 	err := b.view(ctx, func(txn *badger.Txn) error {
-		var hr holdRec
-		err := getJSON(txn, holdKey(requestID), &hr)
+		hr, err := getHold(txn, holdKey(requestID))
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return endedErr(txn, requestID)
 		}
@@ -311,8 +393,7 @@ func (b *Badger) holdAccount(ctx context.Context, requestID string) (string, err
 // openHold loads the open hold of requestID and its account inside a
 // read-write transaction, under the stripe of account.
 func openHold(txn *badger.Txn, requestID, account string) (holdRec, accountRec, error) {
-	var hr holdRec
-	err := getJSON(txn, holdKey(requestID), &hr)
+	hr, err := getHold(txn, holdKey(requestID))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return hr, accountRec{}, endedErr(txn, requestID)
 	}
@@ -337,7 +418,7 @@ func closeHold(txn *badger.Txn, hr holdRec, o outcomeRec) error {
 	if err := txn.Delete(holdKey(hr.RequestID)); err != nil {
 		return err
 	}
-	return setJSON(txn, doneKey(hr.RequestID), o)
+	return putOutcome(txn, &o)
 }
 
 // endedErr explains why requestID has no open hold.
@@ -354,8 +435,7 @@ func endedErr(txn *badger.Txn, requestID string) error {
 
 // loadAccount reads an account; ErrNotFound if it does not exist.
 func loadAccount(txn *badger.Txn, id string) (accountRec, error) {
-	var acct accountRec
-	err := getJSON(txn, accountKey(id), &acct)
+	acct, err := getAccount(txn, accountKey(id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return acct, fmt.Errorf("store: account %q: %w", id, ErrNotFound)
 	}
@@ -371,10 +451,10 @@ func journal(txn *badger.Txn, acct *accountRec, e entryRec) (entryRec, error) {
 	e.Account = acct.ID
 	e.BalanceAfter = acct.Balance
 	e.Time = now()
-	if err := setJSON(txn, journalKey(acct.ID, e.Seq), e); err != nil {
+	if err := putEntry(txn, &e); err != nil {
 		return entryRec{}, err
 	}
-	if err := setJSON(txn, accountKey(acct.ID), acct); err != nil {
+	if err := putAccount(txn, acct); err != nil {
 		return entryRec{}, err
 	}
 	return e, nil

@@ -473,7 +473,7 @@ func TestChargesHighSequence(t *testing.T) {
 	b := openTemp(t)
 	const base = uint64(0xffffffffffffff00)
 	if err := b.db.Update(func(txn *badger.Txn) error {
-		return setJSON(txn, accountKey("acme"), accountRec{ID: "acme", Seq: base, Created: now()})
+		return putAccount(txn, &accountRec{ID: "acme", Seq: base, Created: now()})
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func eachHold(txn *badger.Txn, fn func(holdRec)) error {
 	defer it.Close()
 	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
 		var hr holdRec
-		if err := it.Item().Value(func(v []byte) error { return decode(it.Item().Key(), v, &hr) }); err != nil {
+		if err := it.Item().Value(func(v []byte) error { return hr.decode(it.Item().Key(), v) }); err != nil {
 			return err
 		}
 		fn(hr)
@@ -177,7 +177,7 @@ func (b *Badger) Audit(ctx context.Context, account string) (AuditReport, error)
 				return err
 			}
 			var e entryRec
-			if err := it.Item().Value(func(v []byte) error { return decode(key, v, &e) }); err != nil {
+			if err := it.Item().Value(func(v []byte) error { return e.decode(key, v) }); err != nil {
 				return err
 			}
 			r.Entries++

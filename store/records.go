@@ -1,0 +1,548 @@
+package store
+
+import (
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/modelrelay/modelrelay/pricing"
+)
+
+// The records below are the on-disk encoding. They are separate from the
+// API types so that the format is owned here: amounts are plain int64
+// nano-USD, and renaming an API field cannot change what old data means.
+// Each has its binary layout (fields, for enc; decode, which reads the same
+// fields in the same order) and keeps the JSON tags of the records that
+// builds before the binary format wrote, so that those are still read.
+
+type accountRec struct {
+	ID      string    `json:"id"`
+	Balance int64     `json:"balance"`
+	Held    int64     `json:"held"`
+	Seq     uint64    `json:"seq"` // the last journal entry's sequence number
+	Created time.Time `json:"created"`
+}
+
+func (r accountRec) api() Account {
+	return Account{ID: r.ID, Balance: pricing.Nano(r.Balance), Held: pricing.Nano(r.Held), Created: r.Created}
+}
+
+type keyRec struct {
+	ID      string    `json:"id"`
+	Hash    string    `json:"hash"`
+	Account string    `json:"account"`
+	Route   string    `json:"route"`
+	Exclude []string  `json:"exclude,omitempty"`
+	Revoked bool      `json:"revoked,omitempty"`
+	Created time.Time `json:"created"`
+}
+
+func (r keyRec) api() Key {
+	return Key{ID: r.ID, Hash: r.Hash, Account: r.Account, Route: r.Route,
+		Exclude: r.Exclude, Revoked: r.Revoked, Created: r.Created}
+}
+
+func keyRecOf(k Key) keyRec {
+	return keyRec{ID: k.ID, Hash: k.Hash, Account: k.Account, Route: k.Route,
+		Exclude: k.Exclude, Revoked: k.Revoked, Created: k.Created}
+}
+
+type holdRec struct {
+	RequestID string    `json:"request_id"`
+	Account   string    `json:"account"`
+	KeyID     string    `json:"key_id,omitempty"`
+	Model     string    `json:"model,omitempty"`
+	Route     string    `json:"route,omitempty"`
+	Endpoint  string    `json:"endpoint,omitempty"`
+	Amount    int64     `json:"amount"`
+	Created   time.Time `json:"created"`
+	Owner     string    `json:"owner"`
+}
+
+func (r holdRec) api() Hold {
+	return Hold{RequestID: r.RequestID, Account: r.Account, KeyID: r.KeyID, Model: r.Model,
+		Route: r.Route, Endpoint: r.Endpoint, Amount: pricing.Nano(r.Amount), Created: r.Created, Owner: r.Owner}
+}
+
+func holdRecOf(h Hold) holdRec {
+	return holdRec{RequestID: h.RequestID, Account: h.Account, KeyID: h.KeyID, Model: h.Model,
+		Route: h.Route, Endpoint: h.Endpoint, Amount: int64(h.Amount), Created: h.Created, Owner: h.Owner}
+}
+
+type usageRec struct {
+	Input        int64  `json:"in,omitempty"`
+	CacheRead    int64  `json:"cache_read,omitempty"`
+	CacheWrite   int64  `json:"cache_write,omitempty"`
+	CacheWrite1h int64  `json:"cache_write_1h,omitempty"`
+	Output       int64  `json:"out,omitempty"`
+	Images       int64  `json:"images,omitempty"`
+	SizeTier     string `json:"size_tier,omitempty"`
+	Seconds      int64  `json:"seconds,omitempty"`
+	Resolution   string `json:"resolution,omitempty"`
+	Requests     int64  `json:"requests,omitempty"`
+}
+
+func usageRecOf(u pricing.Usage) usageRec {
+	return usageRec{Input: u.InputTokens, CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens,
+		CacheWrite1h: u.CacheWrite1hTokens, Output: u.OutputTokens, Images: u.Images, SizeTier: u.SizeTier,
+		Seconds: u.Seconds, Resolution: u.Resolution, Requests: u.Requests}
+}
+
+func (r usageRec) api() pricing.Usage {
+	return pricing.Usage{InputTokens: r.Input, CacheReadTokens: r.CacheRead, CacheWriteTokens: r.CacheWrite,
+		CacheWrite1hTokens: r.CacheWrite1h, OutputTokens: r.Output, Images: r.Images, SizeTier: r.SizeTier,
+		Seconds: r.Seconds, Resolution: r.Resolution, Requests: r.Requests}
+}
+
+type entryRec struct {
+	Seq          uint64    `json:"seq"`
+	Kind         string    `json:"kind"`
+	RequestID    string    `json:"request_id,omitempty"`
+	Account      string    `json:"account"`
+	KeyID        string    `json:"key_id,omitempty"`
+	Model        string    `json:"model,omitempty"`
+	Route        string    `json:"route,omitempty"`
+	Endpoint     string    `json:"endpoint,omitempty"`
+	Usage        usageRec  `json:"usage"`
+	HoldAmount   int64     `json:"hold,omitempty"`
+	Amount       int64     `json:"amount"`
+	BalanceAfter int64     `json:"balance_after"`
+	Time         time.Time `json:"time"`
+	Note         string    `json:"note,omitempty"`
+}
+
+func (r entryRec) api() Entry {
+	return Entry{Seq: r.Seq, Kind: r.Kind, RequestID: r.RequestID, Account: r.Account, KeyID: r.KeyID,
+		Model: r.Model, Route: r.Route, Endpoint: r.Endpoint, Usage: r.Usage.api(),
+		HoldAmount: pricing.Nano(r.HoldAmount), Amount: pricing.Nano(r.Amount),
+		BalanceAfter: pricing.Nano(r.BalanceAfter), Time: r.Time, Note: r.Note}
+}
+
+func entryRecOf(e Entry) entryRec {
+	return entryRec{Seq: e.Seq, Kind: e.Kind, RequestID: e.RequestID, Account: e.Account, KeyID: e.KeyID,
+		Model: e.Model, Route: e.Route, Endpoint: e.Endpoint, Usage: usageRecOf(e.Usage),
+		HoldAmount: int64(e.HoldAmount), Amount: int64(e.Amount), BalanceAfter: int64(e.BalanceAfter),
+		Time: e.Time, Note: e.Note}
+}
+
+type jobRec struct {
+	RequestID string    `json:"request_id"`
+	Account   string    `json:"account"`
+	KeyID     string    `json:"key_id,omitempty"`
+	Model     string    `json:"model,omitempty"`
+	Route     string    `json:"route,omitempty"`
+	Line      string    `json:"line,omitempty"`
+	Amount    int64     `json:"amount"`
+	Refunded  bool      `json:"refunded,omitempty"`
+	Created   time.Time `json:"created"`
+}
+
+func (r jobRec) api() Job {
+	return Job{RequestID: r.RequestID, Account: r.Account, KeyID: r.KeyID, Model: r.Model, Route: r.Route,
+		Line: r.Line, Amount: pricing.Nano(r.Amount), Refunded: r.Refunded, Created: r.Created}
+}
+
+func jobRecOf(j Job) jobRec {
+	return jobRec{RequestID: j.RequestID, Account: j.Account, KeyID: j.KeyID, Model: j.Model, Route: j.Route,
+		Line: j.Line, Amount: int64(j.Amount), Refunded: j.Refunded, Created: j.Created}
+}
+
+type outcomeRec struct {
+	RequestID  string    `json:"request_id"`
+	Account    string    `json:"account"`
+	State      string    `json:"state"`
+	HoldAmount int64     `json:"hold"`
+	Charge     int64     `json:"charge,omitempty"`
+	Seq        uint64    `json:"seq,omitempty"`
+	Owner      string    `json:"owner,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Time       time.Time `json:"time"`
+}
+
+func (r outcomeRec) api() Outcome {
+	return Outcome{RequestID: r.RequestID, Account: r.Account, State: r.State,
+		HoldAmount: pricing.Nano(r.HoldAmount), Charge: pricing.Nano(r.Charge), Seq: r.Seq,
+		Owner: r.Owner, Reason: r.Reason, Time: r.Time}
+}
+
+// Account v1: id, balance, held, seq, created.
+
+func (r *accountRec) fields(e *enc) {
+	e.str(r.ID)
+	e.varint(r.Balance)
+	e.varint(r.Held)
+	e.uvarint(r.Seq)
+	e.time("created", r.Created)
+}
+
+func (r *accountRec) encode(key []byte) ([]byte, error) {
+	var e enc
+	r.fields(&e)
+	if e.start(tagAccountV1) {
+		r.fields(&e)
+	}
+	return e.finish(key)
+}
+
+func (r *accountRec) decode(key, val []byte) error {
+	d, isJSON, err := openRecord(key, val, tagAccountV1)
+	if err != nil || isJSON {
+		if isJSON {
+			*r, err = decodeJSON[accountRec](key, val)
+		}
+		return err
+	}
+	r.ID = d.str("id")
+	r.Balance = d.varint("balance")
+	r.Held = d.varint("held")
+	r.Seq = d.uvarint("seq")
+	r.Created = d.time("created")
+	return d.close(key)
+}
+
+// Key v1: id, hash, account, route, exclude (count, then each), revoked,
+// created.
+
+func (r *keyRec) fields(e *enc) {
+	e.str(r.ID)
+	e.str(r.Hash)
+	e.str(r.Account)
+	e.str(r.Route)
+	e.uvarint(uint64(len(r.Exclude)))
+	for _, x := range r.Exclude {
+		e.str(x)
+	}
+	e.boolean(r.Revoked)
+	e.time("created", r.Created)
+}
+
+func (r *keyRec) encode(key []byte) ([]byte, error) {
+	var e enc
+	r.fields(&e)
+	if e.start(tagKeyV1) {
+		r.fields(&e)
+	}
+	return e.finish(key)
+}
+
+func (r *keyRec) decode(key, val []byte) error {
+	d, isJSON, err := openRecord(key, val, tagKeyV1)
+	if err != nil || isJSON {
+		if isJSON {
+			*r, err = decodeJSON[keyRec](key, val)
+		}
+		return err
+	}
+	r.ID = d.str("id")
+	r.Hash = d.str("hash")
+	r.Account = d.str("account")
+	r.Route = d.str("route")
+	r.Exclude = nil
+	if n := d.count("exclude"); n > 0 {
+		r.Exclude = make([]string, n)
+		for i := range r.Exclude {
+			r.Exclude[i] = d.str("exclude")
+		}
+	}
+	r.Revoked = d.boolean("revoked")
+	r.Created = d.time("created")
+	return d.close(key)
+}
+
+// Hold v1: request id, account, key id, model, route, endpoint, amount,
+// created, owner.
+
+func (r *holdRec) fields(e *enc) {
+	e.str(r.RequestID)
+	e.str(r.Account)
+	e.str(r.KeyID)
+	e.str(r.Model)
+	e.str(r.Route)
+	e.str(r.Endpoint)
+	e.varint(r.Amount)
+	e.time("created", r.Created)
+	e.str(r.Owner)
+}
+
+func (r *holdRec) encode(key []byte) ([]byte, error) {
+	var e enc
+	r.fields(&e)
+	if e.start(tagHoldV1) {
+		r.fields(&e)
+	}
+	return e.finish(key)
+}
+
+func (r *holdRec) decode(key, val []byte) error {
+	d, isJSON, err := openRecord(key, val, tagHoldV1)
+	if err != nil || isJSON {
+		if isJSON {
+			*r, err = decodeJSON[holdRec](key, val)
+		}
+		return err
+	}
+	r.RequestID = d.str("request_id")
+	r.Account = d.str("account")
+	r.KeyID = d.str("key_id")
+	r.Model = d.str("model")
+	r.Route = d.str("route")
+	r.Endpoint = d.str("endpoint")
+	r.Amount = d.varint("amount")
+	r.Created = d.time("created")
+	r.Owner = d.str("owner")
+	return d.close(key)
+}
+
+// Usage, inside a journal entry: input, cache read, cache write, cache
+// write 1h, output, images, size tier, seconds, resolution, requests.
+
+func (u *usageRec) fields(e *enc) {
+	e.varint(u.Input)
+	e.varint(u.CacheRead)
+	e.varint(u.CacheWrite)
+	e.varint(u.CacheWrite1h)
+	e.varint(u.Output)
+	e.varint(u.Images)
+	e.str(u.SizeTier)
+	e.varint(u.Seconds)
+	e.str(u.Resolution)
+	e.varint(u.Requests)
+}
+
+func (u *usageRec) decode(d *dec) {
+	u.Input = d.varint("usage.in")
+	u.CacheRead = d.varint("usage.cache_read")
+	u.CacheWrite = d.varint("usage.cache_write")
+	u.CacheWrite1h = d.varint("usage.cache_write_1h")
+	u.Output = d.varint("usage.out")
+	u.Images = d.varint("usage.images")
+	u.SizeTier = d.str("usage.size_tier")
+	u.Seconds = d.varint("usage.seconds")
+	u.Resolution = d.str("usage.resolution")
+	u.Requests = d.varint("usage.requests")
+}
+
+// Journal entry v1: seq, kind, request id, account, key id, model, route,
+// endpoint, usage, hold, amount, balance after, time, note.
+
+func (r *entryRec) fields(e *enc) {
+	e.uvarint(r.Seq)
+	e.str(r.Kind)
+	e.str(r.RequestID)
+	e.str(r.Account)
+	e.str(r.KeyID)
+	e.str(r.Model)
+	e.str(r.Route)
+	e.str(r.Endpoint)
+	r.Usage.fields(e)
+	e.varint(r.HoldAmount)
+	e.varint(r.Amount)
+	e.varint(r.BalanceAfter)
+	e.time("time", r.Time)
+	e.str(r.Note)
+}
+
+func (r *entryRec) encode(key []byte) ([]byte, error) {
+	var e enc
+	r.fields(&e)
+	if e.start(tagEntryV1) {
+		r.fields(&e)
+	}
+	return e.finish(key)
+}
+
+func (r *entryRec) decode(key, val []byte) error {
+	d, isJSON, err := openRecord(key, val, tagEntryV1)
+	if err != nil || isJSON {
+		if isJSON {
+			*r, err = decodeJSON[entryRec](key, val)
+		}
+		return err
+	}
+	r.Seq = d.uvarint("seq")
+	r.Kind = d.str("kind")
+	r.RequestID = d.str("request_id")
+	r.Account = d.str("account")
+	r.KeyID = d.str("key_id")
+	r.Model = d.str("model")
+	r.Route = d.str("route")
+	r.Endpoint = d.str("endpoint")
+	r.Usage.decode(&d)
+	r.HoldAmount = d.varint("hold")
+	r.Amount = d.varint("amount")
+	r.BalanceAfter = d.varint("balance_after")
+	r.Time = d.time("time")
+	r.Note = d.str("note")
+	return d.close(key)
+}
+
+// Job v1: request id, account, key id, model, route, line, amount, refunded,
+// created.
+
+func (r *jobRec) fields(e *enc) {
+	e.str(r.RequestID)
+	e.str(r.Account)
+	e.str(r.KeyID)
+	e.str(r.Model)
+	e.str(r.Route)
+	e.str(r.Line)
+	e.varint(r.Amount)
+	e.boolean(r.Refunded)
+	e.time("created", r.Created)
+}
+
+func (r *jobRec) encode(key []byte) ([]byte, error) {
+	var e enc
+	r.fields(&e)
+	if e.start(tagJobV1) {
+		r.fields(&e)
+	}
+	return e.finish(key)
+}
+
+func (r *jobRec) decode(key, val []byte) error {
+	d, isJSON, err := openRecord(key, val, tagJobV1)
+	if err != nil || isJSON {
+		if isJSON {
+			*r, err = decodeJSON[jobRec](key, val)
+		}
+		return err
+	}
+	r.RequestID = d.str("request_id")
+	r.Account = d.str("account")
+	r.KeyID = d.str("key_id")
+	r.Model = d.str("model")
+	r.Route = d.str("route")
+	r.Line = d.str("line")
+	r.Amount = d.varint("amount")
+	r.Refunded = d.boolean("refunded")
+	r.Created = d.time("created")
+	return d.close(key)
+}
+
+// Outcome v1: request id, account, state, hold, charge, seq, owner, reason,
+// time.
+
+func (r *outcomeRec) fields(e *enc) {
+	e.str(r.RequestID)
+	e.str(r.Account)
+	e.str(r.State)
+	e.varint(r.HoldAmount)
+	e.varint(r.Charge)
+	e.uvarint(r.Seq)
+	e.str(r.Owner)
+	e.str(r.Reason)
+	e.time("time", r.Time)
+}
+
+func (r *outcomeRec) encode(key []byte) ([]byte, error) {
+	var e enc
+	r.fields(&e)
+	if e.start(tagOutcomeV1) {
+		r.fields(&e)
+	}
+	return e.finish(key)
+}
+
+func (r *outcomeRec) decode(key, val []byte) error {
+	d, isJSON, err := openRecord(key, val, tagOutcomeV1)
+	if err != nil || isJSON {
+		if isJSON {
+			*r, err = decodeJSON[outcomeRec](key, val)
+		}
+		return err
+	}
+	r.RequestID = d.str("request_id")
+	r.Account = d.str("account")
+	r.State = d.str("state")
+	r.HoldAmount = d.varint("hold")
+	r.Charge = d.varint("charge")
+	r.Seq = d.uvarint("seq")
+	r.Owner = d.str("owner")
+	r.Reason = d.str("reason")
+	r.Time = d.time("time")
+	return d.close(key)
+}
+
+// Reading and writing records in a transaction. The getters return
+// badger.ErrKeyNotFound for a missing key; callers turn it into the API's
+// error for what they were looking up.
+
+func getAccount(txn *badger.Txn, key []byte) (r accountRec, err error) {
+	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
+	return r, err
+}
+
+func getKey(txn *badger.Txn, key []byte) (r keyRec, err error) {
+	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
+	return r, err
+}
+
+func getHold(txn *badger.Txn, key []byte) (r holdRec, err error) {
+	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
+	return r, err
+}
+
+func getJob(txn *badger.Txn, key []byte) (r jobRec, err error) {
+	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
+	return r, err
+}
+
+func getOutcome(txn *badger.Txn, key []byte) (r outcomeRec, err error) {
+	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
+	return r, err
+}
+
+func putAccount(txn *badger.Txn, r *accountRec) error {
+	key := accountKey(r.ID)
+	val, err := r.encode(key)
+	if err != nil {
+		return err
+	}
+	return txn.Set(key, val)
+}
+
+func putKey(txn *badger.Txn, r *keyRec) error {
+	key := keyKey(r.Hash)
+	val, err := r.encode(key)
+	if err != nil {
+		return err
+	}
+	return txn.Set(key, val)
+}
+
+func putHold(txn *badger.Txn, r *holdRec) error {
+	key := holdKey(r.RequestID)
+	val, err := r.encode(key)
+	if err != nil {
+		return err
+	}
+	return txn.Set(key, val)
+}
+
+func putEntry(txn *badger.Txn, r *entryRec) error {
+	key := journalKey(r.Account, r.Seq)
+	val, err := r.encode(key)
+	if err != nil {
+		return err
+	}
+	return txn.Set(key, val)
+}
+
+func putJob(txn *badger.Txn, r *jobRec) error {
+	key := jobKey(r.RequestID)
+	val, err := r.encode(key)
+	if err != nil {
+		return err
+	}
+	return txn.Set(key, val)
+}
+
+func putOutcome(txn *badger.Txn, r *outcomeRec) error {
+	key := doneKey(r.RequestID)
+	val, err := r.encode(key)
+	if err != nil {
+		return err
+	}
+	return txn.Set(key, val)
+}
