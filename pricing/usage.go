@@ -53,6 +53,21 @@ func (w *chatUsageWire) usage() (Usage, error) {
 // when the body has no usage object or a null one. Malformed JSON, a
 // non-integer or negative count, or cached above prompt is an error.
 func ChatUsage(body []byte) (u Usage, ok bool, err error) {
+	var w chatUsageWire
+	if present, done := fastUsage(body, &w); done {
+		if !present {
+			return Usage{}, false, nil
+		}
+		if u, err := w.usage(); err == nil {
+			return u, true, nil
+		}
+	}
+	return chatUsageFull(body)
+}
+
+// chatUsageFull is ChatUsage by decoding the whole body: the slow path, and
+// the reference the fast path is fuzzed against.
+func chatUsageFull(body []byte) (u Usage, ok bool, err error) {
 	var v struct {
 		Usage *chatUsageWire `json:"usage"`
 	}
@@ -102,6 +117,21 @@ func (w *responsesUsageWire) usage() (Usage, error) {
 // usage.output_tokens (output includes reasoning tokens). InputTokens is
 // input minus cached. ok is false when there is no non-null usage object.
 func ResponsesUsage(body []byte) (u Usage, ok bool, err error) {
+	var w responsesUsageWire
+	if present, done := fastUsage(body, &w); done {
+		if !present {
+			return Usage{}, false, nil
+		}
+		if u, err := w.usage(); err == nil {
+			return u, true, nil
+		}
+	}
+	return responsesUsageFull(body)
+}
+
+// responsesUsageFull is ResponsesUsage by decoding the whole body: the slow path, and
+// the reference the fast path is fuzzed against.
+func responsesUsageFull(body []byte) (u Usage, ok bool, err error) {
 	var v struct {
 		Usage *responsesUsageWire `json:"usage"`
 	}
@@ -206,6 +236,23 @@ func (s *messagesState) usage() Usage {
 // the rest of cache_creation_input_tokens. ok is false when there is no
 // non-null usage object.
 func MessagesUsage(body []byte) (u Usage, ok bool, err error) {
+	var w messagesUsageWire
+	if present, done := fastUsage(body, &w); done {
+		if !present {
+			return Usage{}, false, nil
+		}
+		if w.check() == nil {
+			var st messagesState
+			st.merge(&w)
+			return st.usage(), true, nil
+		}
+	}
+	return messagesUsageFull(body)
+}
+
+// messagesUsageFull is MessagesUsage by decoding the whole body: the slow path, and
+// the reference the fast path is fuzzed against.
+func messagesUsageFull(body []byte) (u Usage, ok bool, err error) {
 	var v struct {
 		Usage *messagesUsageWire `json:"usage"`
 	}

@@ -1,0 +1,97 @@
+package pricing
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestTopLevelUsage(t *testing.T) {
+	tests := []struct {
+		name        string
+		body        string
+		val         string
+		found, okay bool
+	}{
+		{"chat answer", `{"id":"x","choices":[{"message":{"content":"a \"usage\": {} b"}}],"usage":{"prompt_tokens":3}}`, `{"prompt_tokens":3}`, true, true},
+		{"usage first", ` { "usage" : {"a":1} , "x":[1,{"usage":2}] } `, `{"a":1}`, true, true},
+		{"nested only", `{"a":{"usage":{"prompt_tokens":1}}}`, ``, false, true},
+		{"null", `{"usage":null}`, `null`, true, true},
+		{"none", `{"choices":[]}`, ``, false, true},
+		{"key as a value", `{"a":"usage","b":["usage"]}`, ``, false, true},
+		{"twice", `{"usage":{},"usage":{}}`, ``, false, false},
+		{"other case", `{"Usage":{}}`, ``, false, false},
+		{"escaped key", `{"us\u0061ge":{}}`, ``, false, false},
+		{"non-ASCII key", `{"uſage":{}}`, ``, false, false},
+		{"not an object", `[{"usage":{}}]`, ``, false, false},
+		{"unclosed", `{"usage":{}`, ``, false, false},
+		{"unclosed string", `{"usage":{"a":"b}}`, ``, false, false},
+		{"trailing text", `{"usage":{}} x`, ``, false, false},
+		{"no colon", `{"usage" {}}`, ``, false, false},
+		{"empty value", `{"usage":}`, ``, false, false},
+		{"too many closers", `{"a":[]]}`, ``, false, false},
+		{"empty", ``, ``, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			val, found, ok := topLevelUsage([]byte(tt.body))
+			if string(val) != tt.val || found != tt.found || ok != tt.okay {
+				t.Fatalf("topLevelUsage(%s) = %q, %v, %v; want %q, %v, %v", tt.body, val, found, ok, tt.val, tt.found, tt.okay)
+			}
+		})
+	}
+}
+
+// FuzzUsageFastPath: on every well-formed JSON body the usage readers answer
+// exactly what decoding the whole body answers (values, presence and error).
+func FuzzUsageFastPath(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"c1","choices":[{"message":{"content":"hi \"usage\":{}"}}],"usage":{"prompt_tokens":1200,"completion_tokens":34,"prompt_tokens_details":{"cached_tokens":1024}}}`,
+		`{"usage":{"input_tokens":10,"output_tokens":3,"input_tokens_details":{"cached_tokens":2}}}`,
+		`{"usage":{"input_tokens":10,"cache_read_input_tokens":2,"cache_creation_input_tokens":5,"cache_creation":{"ephemeral_1h_input_tokens":3},"output_tokens":4}}`,
+		`{"usage":null}`, `{"Usage":{"prompt_tokens":1}}`, `{"usage":{"prompt_tokens":-1}}`, `{"usage":[1]}`, `[1]`,
+		`{"usage":{"prompt_tokens":1},"usage":{"completion_tokens":2}}`, `{"a":{"usage":{}}}`, `{"usage":{"prompt_tokens":1.5}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	readers := []struct {
+		name       string
+		fast, full func([]byte) (Usage, bool, error)
+	}{
+		{"chat", ChatUsage, chatUsageFull},
+		{"responses", ResponsesUsage, responsesUsageFull},
+		{"messages", MessagesUsage, messagesUsageFull},
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		valid := json.Valid(body)
+		for _, r := range readers {
+			u1, ok1, err1 := r.fast(body)
+			if !valid {
+				continue // the fast path may bill a body malformed elsewhere; it must not panic
+			}
+			u2, ok2, err2 := r.full(body)
+			if !reflect.DeepEqual(u1, u2) || ok1 != ok2 || (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
+				t.Fatalf("%s(%s): fast %+v %v %v, full %+v %v %v", r.name, body, u1, ok1, err1, u2, ok2, err2)
+			}
+		}
+	})
+}
+
+// BenchmarkChatUsage: the fast path against decoding the whole answer, on a
+// small chat completion like the benchmark's.
+func BenchmarkChatUsage(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-0123456789","object":"chat.completion","created":1760000000,"model":"modelf-flash","choices":[{"index":0,"message":{"role":"assistant","content":"The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog."},"finish_reason":"stop"}],"usage":{"prompt_tokens":70,"completion_tokens":30,"total_tokens":100,"prompt_tokens_details":{"cached_tokens":0}}}`)
+	for _, r := range []struct {
+		name string
+		fn   func([]byte) (Usage, bool, error)
+	}{{"fast", ChatUsage}, {"full", chatUsageFull}} {
+		b.Run(r.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok, err := r.fn(body); !ok || err != nil {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+	}
+}
