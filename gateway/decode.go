@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
 
@@ -125,16 +124,16 @@ func decodeChat(body []byte) (*summary, error) {
 		return nil, badRequest("messages", "messages must contain at least one message")
 	}
 	for i, m := range *req.Messages {
-		f := fmt.Sprintf("messages[%d]", i)
+		f := func() string { return "messages[" + strconv.Itoa(i) + "]" } // built only for an error
 		if m.Role == nil {
-			return nil, badRequest(f+".role", "%s.role is required", f)
+			return nil, badRequest(f()+".role", "%s.role is required", f())
 		}
 		if !chatRoles[*m.Role] {
-			return nil, badRequest(f+".role", "%s.role must be one of system, developer, user, assistant, tool; got %q", f, *m.Role)
+			return nil, badRequest(f()+".role", "%s.role must be one of system, developer, user, assistant, tool; got %q", f(), *m.Role)
 		}
 		// content may be null for assistant messages carrying tool calls.
 		if len(m.Content) == 0 && *m.Role != "assistant" {
-			return nil, badRequest(f+".content", "%s.content is required", f)
+			return nil, badRequest(f()+".content", "%s.content is required", f())
 		}
 	}
 	s := &summary{model: model}
@@ -228,12 +227,12 @@ func decodeMessages(body []byte) (*summary, error) {
 		return nil, badRequest("messages", "messages is required")
 	}
 	for i, m := range *req.Messages {
-		f := fmt.Sprintf("messages[%d]", i)
+		f := func() string { return "messages[" + strconv.Itoa(i) + "]" } // built only for an error
 		if m.Role == nil || *m.Role == "" {
-			return nil, badRequest(f+".role", "%s.role is required", f)
+			return nil, badRequest(f()+".role", "%s.role is required", f())
 		}
 		if len(m.Content) == 0 {
-			return nil, badRequest(f+".content", "%s.content is required", f)
+			return nil, badRequest(f()+".content", "%s.content is required", f())
 		}
 	}
 	s := &summary{model: model, maxOutput: *req.MaxTokens}
