@@ -18,7 +18,9 @@
 # not the benchmark's), WAIT_IDLE=N (wait up to N seconds for the 1-minute
 # load average to fall below 1.0 before measuring), NICE=-5 (run the
 # processes under test and the load generator at that nice level, so that
-# other work on a shared machine disturbs them less), GO (go).
+# other work on a shared machine disturbs them less), RATES (the fixed rates,
+# default 500,1000,2000,4000), DURATION (seconds per rate, overriding QUICK's
+# or the full run's), GO (go).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -72,6 +74,12 @@ if [ "$QUICK" = 1 ]; then
 else
 	MICRO_ARGS=(-count 6)
 	LOAD_ARGS=(-rounds 3 -duration 5s -warmup 1s -tp-duration 10s -stream-duration 10s -pause 500ms)
+fi
+# RATES and DURATION narrow a run to what is being investigated (e.g.
+# RATES=1000 DURATION=20s QUICK=1); the report's tables then cover only those.
+RATES=${RATES:-500,1000,2000,4000}
+if [ -n "${DURATION:-}" ]; then
+	LOAD_ARGS+=(-duration "$DURATION")
 fi
 
 NPROC=$(nproc)
@@ -238,7 +246,7 @@ timeout --signal=INT 1800 nice -n "$NICE" taskset -c "$CPU_LOAD" "$BIN/loadgen" 
 	-direct http://127.0.0.1:9101 -proxy http://127.0.0.1:9201 -gateway "$GW" -key "$KEY" \
 	-hold-proxy http://127.0.0.1:9202 -hold-key "$HOLD_KEY" \
 	-gateway-pid "$GATEWAY_PID" -proxy-pid "$PROXY_PID" -hold-proxy-pid "$PROXY_SLOW_PID" \
-	-rates 500,1000,2000,4000 -conns 64 -stream-rate 50 -chunks 20 -chunk-gap 10ms \
+	-rates "$RATES" -conns 64 -stream-rate 50 -chunks 20 -chunk-gap 10ms \
 	-open-streams 1000 -open-rate 500 -open-timeout 45s -sim-latency "$SIM_LATENCY" \
 	"${LOAD_ARGS[@]}" "${MICRO_FLAG[@]}" "${PROFILE_FLAG[@]}" -json "$ROOT/build/bench-results.json" -md "$WORK/load.md"
 
