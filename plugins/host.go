@@ -38,7 +38,10 @@ type Config struct {
 	// have. 0 means 1024 (64 MiB). A Go guest needs well over 4 MiB to start.
 	MemoryLimitPages uint32
 	// RecycleCalls: an instance is replaced after this many calls. 0 means
-	// 100000.
+	// 1000000. A replacement costs a Go guest's start (tens of milliseconds
+	// of CPU), so at thousands of calls a second a low value shows as
+	// periodic latency spikes; the memory mark (RecycleBytes) is what bounds
+	// a guest that grows.
 	RecycleCalls int
 	// RecycleBytes: an instance is replaced once its memory exceeds this many
 	// bytes (guest memory never shrinks). 0 means 32 MiB.
@@ -57,7 +60,7 @@ const (
 	DefaultPoolSize         = 2
 	DefaultCallTimeout      = 50 * time.Millisecond
 	DefaultMemoryLimitPages = 1024
-	DefaultRecycleCalls     = 100_000
+	DefaultRecycleCalls     = 1_000_000
 	DefaultRecycleBytes     = 32 << 20
 	DefaultPoll             = time.Second
 )
