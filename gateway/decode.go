@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/modelrelay/modelrelay/internal/jsonscan"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
 
@@ -246,9 +247,17 @@ func decodeMessages(body []byte) (*summary, error) {
 // true, keeping every other byte of the top-level object. It is the one
 // change the gateway makes to a forwarded body (see RATIONALE.md).
 func forceIncludeUsage(body []byte) ([]byte, error) {
-	start, end, found, err := topLevelValueSpan(body, "stream_options")
-	if err != nil {
-		return nil, err
+	// The byte scanner answers for nearly every body; the tokenizing
+	// decoder (about ten times slower) takes the ones it is unsure of.
+	var start, end int
+	val, at, found, ok := jsonscan.Member(body, "stream_options")
+	if ok {
+		start, end = at, at+len(val)
+	} else {
+		var err error
+		if start, end, found, err = topLevelValueSpan(body, "stream_options"); err != nil {
+			return nil, err
+		}
 	}
 	if !found {
 		i := bytes.IndexByte(body, '{')
@@ -265,7 +274,7 @@ func forceIncludeUsage(body []byte) ([]byte, error) {
 		return append(out, body[i+1:]...), nil
 	}
 	opts := map[string]json.RawMessage{}
-	val := bytes.TrimSpace(body[start:end])
+	val = bytes.TrimSpace(body[start:end])
 	if !bytes.Equal(val, []byte("null")) {
 		if err := json.Unmarshal(val, &opts); err != nil {
 			return nil, err

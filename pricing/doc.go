@@ -13,7 +13,8 @@
 //   - Amounts are formatted from the integers (Nano.String, Nano.Fixed).
 //
 // What this package must not do: use floating point for money, import
-// anything outside the standard library, or touch the operating system,
+// anything outside the standard library (internal/jsonscan, used by the
+// usage readers, is itself standard-library only), or touch the operating system,
 // network, clock or randomness — it is compiled into WebAssembly plugins
 // (GOOS=wasip1) as well as into the gateway. The usage readers see provider
 // bodies that hold prompts and completions: their errors name fields and byte

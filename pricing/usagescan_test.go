@@ -6,42 +6,6 @@ import (
 	"testing"
 )
 
-func TestTopLevelUsage(t *testing.T) {
-	tests := []struct {
-		name        string
-		body        string
-		val         string
-		found, okay bool
-	}{
-		{"chat answer", `{"id":"x","choices":[{"message":{"content":"a \"usage\": {} b"}}],"usage":{"prompt_tokens":3}}`, `{"prompt_tokens":3}`, true, true},
-		{"usage first", ` { "usage" : {"a":1} , "x":[1,{"usage":2}] } `, `{"a":1}`, true, true},
-		{"nested only", `{"a":{"usage":{"prompt_tokens":1}}}`, ``, false, true},
-		{"null", `{"usage":null}`, `null`, true, true},
-		{"none", `{"choices":[]}`, ``, false, true},
-		{"key as a value", `{"a":"usage","b":["usage"]}`, ``, false, true},
-		{"twice", `{"usage":{},"usage":{}}`, ``, false, false},
-		{"other case", `{"Usage":{}}`, ``, false, false},
-		{"escaped key", `{"us\u0061ge":{}}`, ``, false, false},
-		{"non-ASCII key", `{"uſage":{}}`, ``, false, false},
-		{"not an object", `[{"usage":{}}]`, ``, false, false},
-		{"unclosed", `{"usage":{}`, ``, false, false},
-		{"unclosed string", `{"usage":{"a":"b}}`, ``, false, false},
-		{"trailing text", `{"usage":{}} x`, ``, false, false},
-		{"no colon", `{"usage" {}}`, ``, false, false},
-		{"empty value", `{"usage":}`, ``, false, false},
-		{"too many closers", `{"a":[]]}`, ``, false, false},
-		{"empty", ``, ``, false, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			val, found, ok := topLevelUsage([]byte(tt.body))
-			if string(val) != tt.val || found != tt.found || ok != tt.okay {
-				t.Fatalf("topLevelUsage(%s) = %q, %v, %v; want %q, %v, %v", tt.body, val, found, ok, tt.val, tt.found, tt.okay)
-			}
-		})
-	}
-}
-
 // FuzzUsageFastPath: on every well-formed JSON body the usage readers answer
 // exactly what decoding the whole body answers (values, presence and error).
 func FuzzUsageFastPath(f *testing.F) {

@@ -1,0 +1,121 @@
+// Package jsonscan finds a member of a JSON object's top level without
+// decoding the rest of the document: strings and brackets are skipped byte
+// by byte. The gateway uses it where a whole decode would be wasted work on
+// a hot path — the usage of an answer, the stream options of a request.
+//
+// It is not a validator. Member reports ok only when its answer is the one
+// encoding/json would give for a well-formed document; anything it is not
+// sure of (see Member) is for the caller's full decoder.
+package jsonscan
+
+import "bytes"
+
+// Member finds the value of the top-level member key of the JSON object in
+// body: val is the value's bytes (white space trimmed), a sub-slice of body
+// starting at offset start. found is false when there is no such member.
+//
+// ok is false whenever the answer could differ from encoding/json's, and the
+// caller must then decode the whole body: the body is not an object, its
+// brackets or strings do not close, there is text after it, the key appears
+// twice (encoding/json merges repeated objects into one value), or a
+// top-level key is spelled with escapes, non-ASCII bytes or other letter
+// case than key (encoding/json matches keys case-insensitively). key must be
+// plain ASCII. The rest of the body is not validated.
+func Member(body []byte, key string) (val []byte, start int, found, ok bool) {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil, 0, false, false
+	}
+	depth := 0
+	expectKey := false
+	valStart := -1 // start of the value being scanned, or -1
+	for ; i < len(body); i++ {
+		switch c := body[i]; c {
+		case '"':
+			j := i + 1
+			plain := true
+			for j < len(body) && body[j] != '"' {
+				if body[j] == '\\' {
+					plain = false
+					j++
+				} else if body[j] >= 0x80 {
+					plain = false
+				}
+				j++
+			}
+			if j >= len(body) {
+				return nil, 0, false, false
+			}
+			if depth == 1 && expectKey {
+				expectKey = false
+				k := body[i+1 : j]
+				if !plain {
+					return nil, 0, false, false
+				}
+				if len(k) == len(key) && bytes.EqualFold(k, []byte(key)) {
+					if string(k) != key || found {
+						return nil, 0, false, false
+					}
+					colon := skipSpace(body, j+1)
+					if colon >= len(body) || body[colon] != ':' {
+						return nil, 0, false, false
+					}
+					valStart = skipSpace(body, colon+1)
+					start = valStart
+					found = true
+					i = valStart - 1 // scan the value itself
+					continue
+				}
+			}
+			i = j
+		case '{', '[':
+			depth++
+			expectKey = depth == 1 && c == '{'
+		case ',':
+			if depth == 1 {
+				if valStart >= 0 {
+					val, valStart = trimRight(body[valStart:i]), -1
+				}
+				expectKey = true
+			}
+		case '}', ']':
+			depth--
+			if depth < 0 {
+				return nil, 0, false, false
+			}
+			if depth == 0 {
+				if c != '}' {
+					return nil, 0, false, false
+				}
+				if valStart >= 0 {
+					val = trimRight(body[valStart:i])
+				}
+				if skipSpace(body, i+1) != len(body) || (found && len(val) == 0) {
+					return nil, 0, false, false
+				}
+				if !found {
+					start = 0
+				}
+				return val, start, found, true
+			}
+		}
+	}
+	return nil, 0, false, false // the top-level object never closed
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+func trimRight(b []byte) []byte {
+	j := len(b)
+	for j > 0 && isSpace(b[j-1]) {
+		j--
+	}
+	return b[:j]
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
