@@ -217,12 +217,10 @@ func (g *Gateway) relayEvents(w http.ResponseWriter, c *call, up *upstream, mete
 			return
 		}
 		name, data := parseEvent(ev)
-		if data != nil || len(name) > 0 {
-			_ = meter.Observe(string(name), data)
-		}
 		out := ev
 		if stripUsage && data != nil {
 			if pricing.IsChatUsageOnlyChunk(data) {
+				_ = meter.Observe(string(name), data)
 				ev = ev[:0]
 				return
 			}
@@ -230,9 +228,16 @@ func (g *Gateway) relayEvents(w http.ResponseWriter, c *call, up *upstream, mete
 				out = rebuildData(ev, stripUsageNull(data))
 			}
 		}
-		if data != nil && c.ep.text != nil {
-			textBytes += c.ep.text(data)
-		}
+		// The event goes to the client first; metering and text counting
+		// (for a cut stream's estimate) are only needed at the end.
+		defer func() {
+			if data != nil || len(name) > 0 {
+				_ = meter.Observe(string(name), data)
+			}
+			if data != nil && c.ep.text != nil {
+				textBytes += c.ep.text(data)
+			}
+		}()
 		if writeErr == nil {
 			if events == 0 && c.info != nil && !c.info.start.IsZero() {
 				c.info.ttfb = g.now().Sub(c.info.start)
