@@ -2,6 +2,8 @@ package sdk
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/modelrelay/modelrelay/pricing"
@@ -53,6 +55,29 @@ func CheckPrices(m pricing.Model, check func(pricing.Price) error) error {
 	if m.Reference != nil {
 		if err := check(*m.Reference); err != nil {
 			return fmt.Errorf("reference_price: %w", err)
+		}
+	}
+	return nil
+}
+
+// CheckTiers checks that prices (a price list's sizes or resolutions) has a
+// price for exactly the names in want: the error names field, and the name
+// at fault prefixed with noun when noun is not empty ("tier \"4K\"").
+func CheckTiers(field, noun string, prices map[string]pricing.Nano, want []string) error {
+	label := func(name string) string {
+		if noun == "" {
+			return strconv.Quote(name)
+		}
+		return noun + " " + strconv.Quote(name)
+	}
+	for _, w := range want {
+		if _, ok := prices[w]; !ok {
+			return fmt.Errorf("%s: no price for %s (this plugin charges %s)", field, label(w), strings.Join(want, ", "))
+		}
+	}
+	for name := range prices {
+		if !slices.Contains(want, name) {
+			return fmt.Errorf("%s: %s is not one this plugin charges (%s)", field, label(name), strings.Join(want, ", "))
 		}
 	}
 	return nil

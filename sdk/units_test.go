@@ -179,3 +179,25 @@ func isInternal(err error, prefix string) bool {
 	ae, ok := err.(*abi.Error)
 	return ok && ae.Code == abi.CodeInternal && strings.HasPrefix(ae.Message, prefix)
 }
+
+func TestCheckTiers(t *testing.T) {
+	want := []string{"1K", "2K"}
+	for _, tc := range []struct {
+		name   string
+		prices map[string]pricing.Nano
+		noun   string
+		err    string
+	}{
+		{"exact", map[string]pricing.Nano{"1K": 1, "2K": 2}, "tier", ""},
+		{"missing", map[string]pricing.Nano{"1K": 1}, "tier", `sizes: no price for tier "2K" (this plugin charges 1K, 2K)`},
+		{"extra", map[string]pricing.Nano{"1K": 1, "2K": 2, "4K": 4}, "tier", `sizes: tier "4K" is not one this plugin charges (1K, 2K)`},
+		{"no noun", map[string]pricing.Nano{"2K": 2}, "", `sizes: no price for "1K"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckTiers("sizes", tc.noun, tc.prices, want)
+			if (tc.err == "") != (err == nil) || (err != nil && !strings.HasPrefix(err.Error(), tc.err)) {
+				t.Fatalf("err = %v, want %q", err, tc.err)
+			}
+		})
+	}
+}

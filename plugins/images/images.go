@@ -74,17 +74,7 @@ func checkPrice(price pricing.Price) error {
 	if price.Unit != pricing.PerImage {
 		return fmt.Errorf("unit: %q, want %q", price.Unit, pricing.PerImage)
 	}
-	for _, t := range tiers {
-		if _, ok := price.Sizes[t]; !ok {
-			return fmt.Errorf("sizes: no price for tier %q (the tiers are %s)", t, strings.Join(tiers, ", "))
-		}
-	}
-	for t := range price.Sizes {
-		if !slices.Contains(tiers, t) {
-			return fmt.Errorf("sizes: tier %q is not one this plugin charges (%s)", t, strings.Join(tiers, ", "))
-		}
-	}
-	return nil
+	return sdk.CheckTiers("sizes", "tier", price.Sizes, tiers)
 }
 
 // admit validates the call and quotes tier price × n. An omitted or "auto"

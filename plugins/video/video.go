@@ -63,17 +63,7 @@ func checkPrice(price pricing.Price) error {
 	if price.Unit != pricing.PerSecond {
 		return fmt.Errorf("unit: %q, want %q", price.Unit, pricing.PerSecond)
 	}
-	for _, r := range resolutions {
-		if _, ok := price.Resolutions[r]; !ok {
-			return fmt.Errorf("resolutions: no price for %q (the resolutions are %s)", r, strings.Join(resolutions, ", "))
-		}
-	}
-	for r := range price.Resolutions {
-		if !slices.Contains(resolutions, r) {
-			return fmt.Errorf("resolutions: %q is not one this plugin charges (%s)", r, strings.Join(resolutions, ", "))
-		}
-	}
-	return nil
+	return sdk.CheckTiers("resolutions", "", price.Resolutions, resolutions)
 }
 
 // admit validates the call and quotes duration × the resolution's price per
