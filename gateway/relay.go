@@ -89,7 +89,9 @@ type call struct {
 	params  []abi.Param // as admitted, after the plugin's Set
 	set     []abi.Param // what the plugin's quote set
 	hold    pricing.Nano
-	settled bool
+	settled bool         // the charge is in the ledger's order (see settle)
+	written *store.Write // its write, which settleWritten waits for
+	charge  pricing.Nano
 }
 
 func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
@@ -324,7 +326,13 @@ func (g *Gateway) releaseUnsettled(c *call) {
 	}
 }
 
-// settle prices the usage with the model's plugin and settles the hold.
+// settle prices the usage with the model's plugin and settles the hold. It
+// returns once the charge has its place in the ledger's order, so that any
+// later read (the client's balance, its next call's hold) sees it, while the
+// write itself may still be under way: the caller sends its answer and then
+// calls settleWritten, which waits for the write. So the answer does not
+// wait for the disk, and the handler still ends only once the charge is
+// written (a shutdown waits for handlers).
 func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note string) (pricing.Nano, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -349,16 +357,31 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 		res.Charge = int64(c.hold)
 		note = strings.TrimSpace(note + " plugin returned a negative charge; charged the hold")
 	}
-	_, err = g.store.Settle(ctx, store.Settlement{RequestID: c.info.rid, Account: c.key.Account, Charge: pricing.Nano(res.Charge), Usage: u, Note: note})
+	charge := pricing.Nano(res.Charge)
+	_, w, err := g.store.SettleOrdered(ctx, store.Settlement{RequestID: c.info.rid, Account: c.key.Account, Charge: charge, Usage: u, Note: note})
 	if err != nil {
 		g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
 		return 0, err
 	}
-	c.settled = true
-	g.met.openHolds.Add(-1)
-	g.met.observeSettle(c.model.ID, c.route, u, pricing.Nano(res.Charge))
-	c.info.charge = pricing.Nano(res.Charge).Fixed()
-	return pricing.Nano(res.Charge), nil
+	c.settled, c.written, c.charge = true, w, charge
+	c.info.charge = charge.Fixed()
+	g.met.observeSettle(c.model.ID, c.route, u, charge)
+	return charge, nil
+}
+
+// settleWritten waits for the write of the charge settle ordered. A failed
+// write (logged by the store with the request id) leaves the hold open until
+// the next start-up releases it: the call goes uncharged.
+func (g *Gateway) settleWritten(c *call) error {
+	if !c.settled {
+		return nil
+	}
+	err := c.written.Wait()
+	c.written = nil
+	if err == nil {
+		g.met.openHolds.Add(-1)
+	}
+	return err
 }
 
 func usageToABI(u pricing.Usage) abi.Usage {
@@ -672,6 +695,9 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(up.resp.StatusCode)
 	_, _ = w.Write(data)
+	// The answer goes out while the charge is being written (see settle).
+	_ = http.NewResponseController(w).Flush()
+	_ = g.settleWritten(c)
 	return nil
 }
 

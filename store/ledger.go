@@ -250,30 +250,113 @@ func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 	defer b.lock(account)()
 	var out entryRec
 	err = b.update(ctx, func(txn *badger.Txn) error {
-		hr, acct, err := openHold(txn, s.RequestID, account)
-		if err != nil {
-			return err
-		}
-		acct.Held -= hr.Amount
-		bal, err := addBalance(acct.ID, pricing.Nano(acct.Balance), -s.Charge)
-		if err != nil {
-			return err
-		}
-		acct.Balance = int64(bal)
-		out, err = journal(txn, &acct, entryRec{
-			Kind: KindCharge, RequestID: hr.RequestID, KeyID: hr.KeyID, Model: hr.Model,
-			Route: hr.Route, Endpoint: hr.Endpoint, Usage: usageRecOf(s.Usage),
-			HoldAmount: hr.Amount, Amount: -int64(s.Charge), Note: clip(s.Note),
-		})
-		if err != nil {
-			return err
-		}
-		return closeHold(txn, hr, outcomeRec{State: OutcomeSettled, Charge: int64(s.Charge), Seq: out.Seq, Reason: clip(s.Note)})
+		out, err = settleTxn(txn, &s, account)
+		return err
 	})
 	if err != nil {
 		return Entry{}, b.noHold(s.RequestID, err)
 	}
 	return out.api(), nil
+}
+
+// SettleOrdered is Settle that returns once its transaction has passed
+// badger's conflict check and has its commit timestamp, without waiting for
+// the write, as Hold does (see doc.go, "Settling without waiting for the
+// disk"): every transaction that starts after it returns, of this account or
+// any other, waits until the write is applied and sees the charge. So a
+// caller can answer its client while the charge is being written, and a
+// balance read after that answer still shows the charge.
+//
+// The errors Settle returns before committing (ErrNoHold, ErrAlreadySettled,
+// ErrHoldNotWritten, …) come back here. The write's own outcome comes from
+// the returned Write's Wait; should it fail, the failure is also logged at
+// error level with the request id, and the hold stays open (the transaction
+// wrote nothing) until RecoverHolds releases it at the next start-up. A
+// conflict, which the account's stripe rules out (see Hold), is such a
+// failure too. Close waits for every write in flight.
+func (b *Badger) SettleOrdered(ctx context.Context, s Settlement) (Entry, *Write, error) {
+	ctx = context.WithoutCancel(ctx)
+	if err := checkID("request", s.RequestID); err != nil {
+		return Entry{}, nil, err
+	}
+	if s.Charge < 0 {
+		return Entry{}, nil, fmt.Errorf("store: settle %q: charge %d nano-USD is negative", s.RequestID, s.Charge)
+	}
+	account := s.Account
+	if account == "" {
+		var err error
+		if account, err = b.holdAccount(ctx, s.RequestID); err != nil {
+			return Entry{}, nil, b.noHold(s.RequestID, err)
+		}
+	}
+	defer b.lock(account)()
+	if err := b.writes.beginSettle(); err != nil {
+		return Entry{}, nil, err
+	}
+	txn := b.db.NewTransaction(true)
+	defer txn.Discard()
+	out, err := settleTxn(txn, &s, account)
+	if err != nil {
+		b.writes.endSettle()
+		return Entry{}, nil, b.noHold(s.RequestID, err)
+	}
+	if b.beforeSettleCommit != nil {
+		b.beforeSettleCommit(s.RequestID)
+	}
+	w := &Write{done: make(chan struct{})}
+	id, charge := s.RequestID, s.Charge
+	txn.CommitWith(func(err error) {
+		if err != nil {
+			err = fmt.Errorf("store: settle %q: write of the charge failed: %w", id, err)
+			b.log.Error("store: a settled charge could not be written; its hold stays open until the next start-up releases it",
+				"request_id", id, "account", account, "charge_nano", int64(charge), "error", err.Error())
+		}
+		w.err = err
+		close(w.done)
+		b.writes.endSettle()
+	})
+	return out.api(), w, nil
+}
+
+// A Write is a commit that has its place in the ledger's order but may still
+// be being written; see SettleOrdered.
+type Write struct {
+	done chan struct{}
+	err  error
+}
+
+// Wait waits for the write to end and returns its error. A nil *Write is a
+// write that has already ended well.
+func (w *Write) Wait() error {
+	if w == nil {
+		return nil
+	}
+	<-w.done
+	return w.err
+}
+
+// settleTxn is the transaction of Settle: it closes the open hold of
+// s.RequestID on account, charging s.Charge, and journals the charge.
+func settleTxn(txn *badger.Txn, s *Settlement, account string) (entryRec, error) {
+	hr, acct, err := openHold(txn, s.RequestID, account)
+	if err != nil {
+		return entryRec{}, err
+	}
+	acct.Held -= hr.Amount
+	bal, err := addBalance(acct.ID, pricing.Nano(acct.Balance), -s.Charge)
+	if err != nil {
+		return entryRec{}, err
+	}
+	acct.Balance = int64(bal)
+	out, err := journal(txn, &acct, entryRec{
+		Kind: KindCharge, RequestID: hr.RequestID, KeyID: hr.KeyID, Model: hr.Model,
+		Route: hr.Route, Endpoint: hr.Endpoint, Usage: usageRecOf(s.Usage),
+		HoldAmount: hr.Amount, Amount: -int64(s.Charge), Note: clip(s.Note),
+	})
+	if err != nil {
+		return entryRec{}, err
+	}
+	return out, closeHold(txn, hr, outcomeRec{State: OutcomeSettled, Charge: int64(s.Charge), Seq: out.Seq, Reason: clip(s.Note)})
 }
 
 // Release drops a hold without charging (the call failed). It writes no
