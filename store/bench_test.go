@@ -101,3 +101,45 @@ func BenchmarkHoldLatency(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSettleAnswer measures what a relayed call's answer waits for at
+// its end: Settle (until the charge is written) against SettleOrdered (until
+// it is ordered; the write is then waited for after answering). One caller,
+// with a 300 µs pause standing for the upstream call between Hold and the
+// settle, as at a fixed request rate. The metric is answer-µs, the mean
+// time in the settle call; ns/op is mostly the pause.
+func BenchmarkSettleAnswer(b *testing.B) {
+	for _, ordered := range []bool{false, true} {
+		b.Run(fmt.Sprintf("ordered=%v", ordered), func(b *testing.B) {
+			s := openAt(b, b.TempDir(), "", false)
+			credit(b, s, "acme", 1_000_000*usd)
+			ctx := context.Background()
+			var in time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				id := "req_" + strconv.Itoa(i)
+				if err := s.Hold(ctx, Hold{RequestID: id, Account: "acme", Model: "m", Route: "r", Amount: 2_000_000}); err != nil {
+					b.Fatal(err)
+				}
+				time.Sleep(300 * time.Microsecond)
+				st := Settlement{RequestID: id, Account: "acme", Charge: 1_234_567, Usage: pricing.Usage{InputTokens: 1000, OutputTokens: 200}}
+				t0 := time.Now()
+				var w *Write
+				var err error
+				if ordered {
+					_, w, err = s.SettleOrdered(ctx, st)
+				} else {
+					_, err = s.Settle(ctx, st)
+				}
+				in += time.Since(t0)
+				if err == nil {
+					err = w.Wait()
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(in.Microseconds())/float64(b.N), "answer-µs")
+		})
+	}
+}
