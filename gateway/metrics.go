@@ -137,6 +137,8 @@ var (
 	poolIdleDesc = prometheus.NewDesc("relay_plugin_pool_idle", "Idle instances per plugin.", []string{"plugin"}, nil)
 	poolCallDesc = prometheus.NewDesc("relay_plugin_calls_total", "Calls per plugin.", []string{"plugin"}, nil)
 	poolFailDesc = prometheus.NewDesc("relay_plugin_failures_total", "Failed calls (trap, timeout, malformed) per plugin.", []string{"plugin"}, nil)
+	parkedDesc   = prometheus.NewDesc("relay_plugin_parked", "1 while a plugin is parked for want of calls (plugins.idle_release), else 0.", []string{"plugin"}, nil)
+	unparksDesc  = prometheus.NewDesc("relay_plugin_unparks_total", "Calls that had to load a parked plugin again.", []string{"plugin"}, nil)
 )
 
 func (c *pluginCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -144,6 +146,8 @@ func (c *pluginCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- poolIdleDesc
 	ch <- poolCallDesc
 	ch <- poolFailDesc
+	ch <- parkedDesc
+	ch <- unparksDesc
 }
 
 func (c *pluginCollector) Collect(ch chan<- prometheus.Metric) {
@@ -152,5 +156,11 @@ func (c *pluginCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(poolIdleDesc, prometheus.GaugeValue, float64(s.Idle), s.Plugin)
 		ch <- prometheus.MustNewConstMetric(poolCallDesc, prometheus.CounterValue, float64(s.Calls), s.Plugin)
 		ch <- prometheus.MustNewConstMetric(poolFailDesc, prometheus.CounterValue, float64(s.Failures), s.Plugin)
+		parked := 0.0
+		if s.Parked {
+			parked = 1
+		}
+		ch <- prometheus.MustNewConstMetric(parkedDesc, prometheus.GaugeValue, parked, s.Plugin)
+		ch <- prometheus.MustNewConstMetric(unparksDesc, prometheus.CounterValue, float64(s.Unparks), s.Plugin)
 	}
 }

@@ -57,7 +57,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.PoolSize != 2 || cfg.CallTimeout != DefaultCallTimeout || cfg.MemoryLimitPages != 1024 ||
-		cfg.RecycleCalls != 1_000_000 || cfg.RecycleBytes != 32<<20 || cfg.Poll != DefaultPoll || cfg.Logger == nil {
+		cfg.RecycleCalls != 1_000_000 || cfg.RecycleBytes != 32<<20 || cfg.Poll != DefaultPoll || cfg.IdleRelease != DefaultIdleRelease || cfg.Logger == nil {
 		t.Errorf("defaults = %+v", cfg)
 	}
 	bad := []struct {

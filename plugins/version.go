@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,8 @@ type counters struct {
 	calls    atomic.Uint64
 	failures atomic.Uint64
 	recycled atomic.Uint64
+	parked   atomic.Uint64
+	unparked atomic.Uint64
 }
 
 // version is one loaded version of one plugin: its compiled module, what it
@@ -58,6 +61,13 @@ type version struct {
 	refs  atomic.Int64   // see the type comment
 	gone  atomic.Bool    // retired: no background refills any more
 	done  chan struct{}  // closed once the version has shut down
+
+	// life is held shared by every call for its whole length, and
+	// exclusively to park or unpark the version (see park.go); parked, set
+	// under it, means compiled is closed and no instance is alive.
+	life    sync.RWMutex
+	parked  bool
+	lastUse atomic.Int64 // unix nanoseconds at the start of the last call
 }
 
 // options are the settings every version shares with its Host.
@@ -69,7 +79,8 @@ type options struct {
 	deadlines    *deadlines // contexts with the callTimeout deadline
 	recycleCalls int
 	recycleBytes uint64
-	memoryLimit  uint64 // bytes
+	memoryLimit  uint64        // bytes
+	idleRelease  time.Duration // park a version idle this long; ≤ 0 never
 }
 
 // requiredExports are the functions a guest must export, with their types.
@@ -128,6 +139,7 @@ func loadVersion(ctx context.Context, o *options, name, path string, wasm, confi
 		return nil, &Error{Plugin: name, Op: "describe", Err: err}
 	}
 	v.idle <- in
+	v.lastUse.Store(time.Now().UnixNano())
 	return v, nil
 }
 
@@ -338,7 +350,13 @@ func (v *version) shutdown() {
 		}
 		break
 	}
-	_ = v.compiled.Close(context.Background())
+	v.life.Lock()
+	if v.compiled != nil {
+		_ = v.compiled.Close(context.Background())
+		v.compiled = nil
+	}
+	v.parked = true
+	v.life.Unlock()
 	close(v.done)
 }
 
@@ -383,6 +401,8 @@ func (v *version) get(ctx context.Context) (*instance, error) {
 // errc when it is not nil.
 func (v *version) grow(errc chan<- error) {
 	defer v.release()
+	// The reference it holds keeps the version from being parked (park
+	// waits for a count of one), so compiled stays open meanwhile.
 	in, err := v.newInstance(context.Background())
 	if err != nil {
 		<-v.slots
@@ -436,6 +456,10 @@ type callRequest interface {
 // back to the pool. Any other failure discards the instance and is an *Error.
 func (v *version) do(ctx context.Context, op abi.Op, opName string, req callRequest, res callResult) error {
 	v.counters.calls.Add(1)
+	if err := v.enter(ctx); err != nil {
+		return &Error{Plugin: v.name, Op: opName, Err: err}
+	}
+	defer v.life.RUnlock()
 	in, err := v.get(ctx)
 	if err != nil {
 		// A failed creation is counted and logged by grow; a caller that
@@ -517,6 +541,11 @@ const memoryLimitSlack = 4<<20 + 64<<10
 // for instantiation. A failure only logs: the version already has one good
 // instance, and the pool creates the rest on demand.
 func (v *version) warm(ctx context.Context, n int) {
+	v.life.RLock()
+	defer v.life.RUnlock()
+	if v.parked {
+		return
+	}
 	for len(v.slots) < min(n, cap(v.slots)) {
 		v.slots <- struct{}{}
 		in, err := v.newInstance(ctx)

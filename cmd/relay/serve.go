@@ -95,6 +95,7 @@ func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln n
 		PoolSize:    cfg.Plugins.PoolSize,
 		CallTimeout: cfg.Plugins.CallTimeout,
 		Poll:        cfg.Plugins.Poll,
+		IdleRelease: cfg.Plugins.IdleRelease,
 		Logger:      log,
 	})
 	if err != nil {

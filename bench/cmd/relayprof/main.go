@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -46,6 +47,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if os.Getenv("GOMEMLIMIT") == "" && cfg.MemoryLimitBytes > 0 {
+		debug.SetMemoryLimit(cfg.MemoryLimitBytes) // as relay serve does
+	}
 	runtime.SetMutexProfileFraction(*mutex)
 	runtime.SetBlockProfileRate(*block)
 
@@ -64,7 +68,8 @@ func run(args []string) error {
 	}
 	host, err := plugins.Open(ctx, plugins.Config{
 		Dir: cfg.Plugins.Dir, CacheDir: cfg.Plugins.CacheDir, PoolSize: cfg.Plugins.PoolSize,
-		CallTimeout: cfg.Plugins.CallTimeout, Poll: cfg.Plugins.Poll, Logger: log,
+		CallTimeout: cfg.Plugins.CallTimeout, Poll: cfg.Plugins.Poll, IdleRelease: cfg.Plugins.IdleRelease,
+		Logger: log,
 	})
 	if err != nil {
 		return fmt.Errorf("plugins: %w", err)

@@ -1,0 +1,149 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Parking: a plugin that serves no calls for Config.IdleRelease gives back
+// its memory, and its next call loads it again.
+//
+// A Go plugin costs about 26 MB of resident memory while loaded: about 14 MB
+// of native code compiled by wazero (outside the Go heap), about 7 MB of the
+// decoded module wazero keeps to instantiate it, and 4 MB or more of memory
+// per instance. A gateway whose traffic is all chat keeps its image, video
+// and typed-question plugins loaded for nothing. So the Host parks a version
+// idle that long: it closes its instances and its compiled module and keeps
+// only what the catalogue needs (the description, the prices, the file's
+// path and checksum). The next call that needs the version unparks it:
+// compiles the file again (a read of wazero's compilation cache, not a
+// compile, when the cache directory is set) and creates an instance, about
+// 70 ms on the development machine, paid by that one call and by any call
+// that arrives while it runs.
+//
+// Synchronisation: every call holds version.life shared from before it takes
+// an instance until after it gives it back; park and unpark hold it
+// exclusively. Background instance creation (grow) holds a reference on the
+// version instead, and park leaves alone a version with any reference
+// besides the catalogue's, so compiled is never closed under a creation.
+
+// errFileChanged is the error of a call to a parked version whose file has
+// changed on disk since it was loaded: the version cannot be rebuilt from
+// it, and the reload that picks up the new file serves the next call.
+var errFileChanged = errors.New("the plugin file changed since it was loaded; the new file is loaded on the next directory scan")
+
+// enter takes v.life shared for a call, unparking v first if it is parked.
+func (v *version) enter(ctx context.Context) error {
+	v.lastUse.Store(time.Now().UnixNano())
+	for {
+		v.life.RLock()
+		if !v.parked {
+			return nil
+		}
+		v.life.RUnlock()
+		if err := v.unpark(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// unpark compiles v's file again. The first call's instance is created by
+// the pool as usual.
+func (v *version) unpark(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
+	}
+	v.life.Lock()
+	defer v.life.Unlock()
+	if !v.parked {
+		return nil // another call unparked it
+	}
+	if v.refs.Load() <= 0 {
+		return ErrClosed
+	}
+	t0 := time.Now()
+	wasm, err := readFile(v.path, maxWasmBytes)
+	if err != nil {
+		return fmt.Errorf("unpark: %w", err)
+	}
+	if sha256Hex(wasm) != v.sum {
+		return fmt.Errorf("unpark: %w", errFileChanged)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), instantiateBudget)
+	defer cancel()
+	compiled, err := v.opts.engine.rt.CompileModule(cctx, wasm)
+	if err != nil {
+		v.counters.failures.Add(1)
+		return fmt.Errorf("unpark: compile: %w", err)
+	}
+	v.compiled, v.parked = compiled, false
+	v.counters.unparked.Add(1)
+	v.opts.logger.Info("plugin loaded again after being parked", "plugin", v.name, "took", time.Since(t0).Round(time.Millisecond).String())
+	return nil
+}
+
+// park releases v's instances and compiled module when v has had no call
+// for idle, no call is running and nothing else holds it. It reports
+// whether it parked v.
+func (v *version) park(idle time.Duration, now time.Time) bool {
+	if now.Sub(time.Unix(0, v.lastUse.Load())) < idle {
+		return false
+	}
+	if !v.life.TryLock() { // a call is running
+		return false
+	}
+	defer v.life.Unlock()
+	// Only the catalogue's reference: no instance is being created, and no
+	// call holds an instance (calls hold life, which we have).
+	if v.parked || v.refs.Load() != 1 || now.Sub(time.Unix(0, v.lastUse.Load())) < idle {
+		return false
+	}
+	for len(v.slots) > 0 {
+		in := <-v.idle // every live instance is idle: see above
+		in.close()
+		<-v.slots
+	}
+	_ = v.compiled.Close(context.Background())
+	v.compiled, v.parked = nil, true
+	v.counters.parked.Add(1)
+	v.opts.logger.Info("plugin parked: no call for a while; the next call loads it again", "plugin", v.name, "idle", idle.String())
+	return true
+}
+
+// isParked reports whether v is parked.
+func (v *version) isParked() bool {
+	v.life.RLock()
+	defer v.life.RUnlock()
+	return v.parked
+}
+
+// parkIdle parks every version of the current catalogue idle longer than
+// the Host's IdleRelease.
+func (h *Host) parkIdle(now time.Time) {
+	for _, v := range h.cat.Load().versions {
+		v.park(h.opts.idleRelease, now)
+	}
+}
+
+// janitor runs parkIdle every interval until the Host closes.
+func (h *Host) janitor(interval time.Duration) {
+	defer close(h.janitorDone)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case now := <-t.C:
+			h.parkIdle(now)
+		}
+	}
+}
+
+// janitorInterval is how often versions are checked for idleness: a tenth
+// of the idle time, between 10 ms and 10 s.
+func janitorInterval(idle time.Duration) time.Duration {
+	return min(max(idle/10, 10*time.Millisecond), 10*time.Second)
+}

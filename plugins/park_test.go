@@ -1,0 +1,178 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// waitParked waits until plugin is parked (or not, per want).
+func waitParked(t *testing.T, h *Host, plugin string, want bool) PoolStats {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := stats(t, h, plugin)
+		if s.Parked == want {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: parked = %v after 10s, want %v (%+v)", plugin, s.Parked, want, s)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A plugin with no calls for IdleRelease is parked: its instances are
+// closed. Its next call loads it again and answers exactly as before.
+func TestParkAndUnpark(t *testing.T) {
+	dir := t.TempDir()
+	stage(t, dir, "tokens", "lines")
+	h, logs := openDir(t, dir, Config{IdleRelease: 50 * time.Millisecond})
+	ctx := context.Background()
+	before, err := h.Admit(ctx, tokensAdmit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := waitParked(t, h, "tokens", true)
+	if s.Instances != 0 || s.Idle != 0 || s.Parks == 0 {
+		t.Errorf("parked tokens: %+v, want no instances and a park counted", s)
+	}
+	if m, ok := h.Catalog().Model("modelb-6-astra"); !ok || len(m.Routes) == 0 {
+		t.Error("a parked plugin's models left the catalogue")
+	}
+	after, err := h.Admit(ctx, tokensAdmit())
+	if err != nil {
+		t.Fatalf("Admit on a parked plugin: %v", err)
+	}
+	if after.Hold != before.Hold || after.Hold == 0 {
+		t.Errorf("hold after unparking %d, before %d", after.Hold, before.Hold)
+	}
+	if s := stats(t, h, "tokens"); s.Unparks != 1 {
+		t.Errorf("unparks = %d, want 1 (%+v)", s.Unparks, s)
+	}
+	if !contains(logs.String(), "plugin parked", "plugin=tokens", "loaded again after being parked") {
+		t.Errorf("park and unpark not logged:\n%s", logs.String())
+	}
+}
+
+// Calls that arrive together at a parked plugin load it once and all succeed.
+func TestUnparkConcurrentCalls(t *testing.T) {
+	dir := t.TempDir()
+	stage(t, dir, "tokens", "lines")
+	h, _ := openDir(t, dir, Config{IdleRelease: 50 * time.Millisecond})
+	waitParked(t, h, "tokens", true)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 16 {
+		wg.Go(func() {
+			<-start
+			if _, err := h.Admit(ctx, tokensAdmit()); err != nil {
+				t.Errorf("Admit: %v", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if s := stats(t, h, "tokens"); s.Unparks != 1 {
+		t.Errorf("unparks = %d, want 1: concurrent callers must share one load (%+v)", s.Unparks, s)
+	}
+}
+
+// A version is not parked while a call holds it or while anything besides
+// the catalogue holds a reference (an instance being created).
+func TestParkWaitsForUse(t *testing.T) {
+	dir := t.TempDir()
+	stage(t, dir, "tokens", "lines")
+	h, _ := openDir(t, dir, Config{IdleRelease: -1})
+	v := h.Catalog().versions["tokens"]
+	later := time.Now().Add(time.Hour)
+	v.life.RLock() // a call in progress
+	if v.park(time.Millisecond, later) {
+		t.Error("parked while a call held the version")
+	}
+	v.life.RUnlock()
+	if !v.acquire() {
+		t.Fatal("acquire")
+	}
+	if v.park(time.Millisecond, later) {
+		t.Error("parked while a second reference was held")
+	}
+	v.release()
+	if v.park(time.Hour, time.Now()) {
+		t.Error("parked a version used less than the idle time ago")
+	}
+	if !v.park(time.Millisecond, later) {
+		t.Fatal("an idle version was not parked")
+	}
+	if _, err := h.Admit(context.Background(), tokensAdmit()); err != nil {
+		t.Fatal(err)
+	}
+	if stats(t, h, "tokens").Parked {
+		t.Error("still parked after a call")
+	}
+	if s := stats(t, h, "lines"); s.Parked || s.Parks != 0 {
+		t.Errorf("IdleRelease < 0 must never park: %+v", s)
+	}
+}
+
+// A parked plugin whose file changed on disk is not rebuilt from the new
+// file behind the catalogue's back: the call fails naming the plugin (the
+// directory scan loads the new file as a new version). With the file it was
+// loaded from back in place, the next call loads it again.
+func TestUnparkAfterFileChanged(t *testing.T) {
+	dir := t.TempDir()
+	stage(t, dir, "tokens", "lines")
+	h, _ := openDir(t, dir, Config{IdleRelease: -1})
+	v := h.Catalog().versions["tokens"]
+	if !v.park(0, time.Now().Add(time.Hour)) {
+		t.Fatal("park")
+	}
+	path := filepath.Join(dir, "tokens.wasm")
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same module with an extra custom section: another file.
+	writeFile(t, path, append(slices.Clone(wasm), 0, 4, 1, 'x', 'y', 'z'))
+	_, err = h.Admit(context.Background(), tokensAdmit())
+	var pe *Error
+	if !errors.Is(err, errFileChanged) || !errors.As(err, &pe) || pe.Plugin != "tokens" {
+		t.Fatalf("Admit on a parked plugin whose file changed: %v, want errFileChanged naming tokens", err)
+	}
+	writeFile(t, path, wasm)
+	if _, err := h.Admit(context.Background(), tokensAdmit()); err != nil {
+		t.Fatalf("with the original file back: %v", err)
+	}
+}
+
+// Calls racing the janitor, which parks as soon as a plugin is idle for a
+// millisecond: every call succeeds (run with -race).
+func TestParkRacingCalls(t *testing.T) {
+	dir := t.TempDir()
+	stage(t, dir, "tokens", "lines")
+	h, _ := openDir(t, dir, Config{IdleRelease: time.Millisecond})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	stop := time.Now().Add(500 * time.Millisecond)
+	for g := range 4 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(stop); i++ {
+				if _, err := h.Admit(ctx, tokensAdmit()); err != nil {
+					t.Errorf("Admit: %v", err)
+					return
+				}
+				time.Sleep(time.Duration((i*7+g*3)%12) * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	if s := stats(t, h, "tokens"); s.Parks == 0 || s.Unparks == 0 {
+		t.Logf("the janitor never raced a call (%+v)", s)
+	}
+}
