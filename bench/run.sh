@@ -106,9 +106,11 @@ cleanup() {
 		kill -KILL "$pid" 2>/dev/null || true
 	done
 	wait 2>/dev/null || true
-	# Keep what the gateway said besides its access log (the first 1,000 lines).
+	# Keep what the gateway said besides its access log (the first 1,000 lines):
+	# warnings, errors and the plugins' loads, parks and reloads.
 	if [ -f "$WORK/gateway.log" ]; then
-		grep -v '"level":"INFO"' "$WORK/gateway.log" | head -n 1000 >"$ROOT/build/bench-gateway-warnings.log" || true
+		grep -E -v '"level":"INFO"' "$WORK/gateway.log" | head -n 1000 >"$ROOT/build/bench-gateway-warnings.log" || true
+		grep -E '"level":"INFO".*"msg":"plugin' "$WORK/gateway.log" | head -n 1000 >>"$ROOT/build/bench-gateway-warnings.log" || true
 	fi
 	rm -rf "$WORK"
 }
