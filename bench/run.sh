@@ -81,6 +81,15 @@ RATES=${RATES:-500,1000,2000,4000}
 if [ -n "${DURATION:-}" ]; then
 	LOAD_ARGS+=(-duration "$DURATION")
 fi
+# PHASES runs only some of loadgen's phases (latency, throughput, stream, rss);
+# MEMORY_LIMIT sets the gateway's memory_limit (default: the config's default).
+if [ -n "${PHASES:-}" ]; then
+	LOAD_ARGS+=(-phases "$PHASES")
+fi
+MEMORY_LIMIT_LINE=
+if [ -n "${MEMORY_LIMIT:-}" ]; then
+	MEMORY_LIMIT_LINE="memory_limit: $MEMORY_LIMIT"
+fi
 
 NPROC=$(nproc)
 if [ "$NPROC" -ge 2 ]; then
@@ -183,6 +192,7 @@ cat >"$WORK/relay.yaml" <<EOF
 listen: 127.0.0.1:8080
 data_dir: $WORK/data
 admin_token: $ADMIN_TOKEN
+$MEMORY_LIMIT_LINE
 plugins:
   dir: $RELAY_PLUGIN_DIR
   cache_dir: $RELAY_WASM_CACHE
