@@ -42,14 +42,16 @@ type Config struct {
 	SyncWrites *bool `yaml:"sync_writes"`
 	// MemoryLimit is the Go runtime's soft memory limit for the gateway
 	// process (runtime/debug.SetMemoryLimit): "192MiB", "1GiB", "500MB", a
-	// number of bytes, or "off". Default "144MiB". The garbage collector
+	// number of bytes, or "off". Default "192MiB". The garbage collector
 	// works harder as the heap nears it instead of letting the heap grow to
 	// twice its live size; it is soft (the process may exceed it rather than
 	// fail). The GOMEMLIMIT environment variable, when set, wins. It covers
 	// only the Go runtime's memory: the resident set adds about 14 MB of
-	// native code per loaded plugin and the ledger's mapped files, so 144MiB
-	// keeps a chat gateway with 1,000 open streams near 180 MB (BENCHMARKS.md);
-	// measured side by side, 192MiB and 144MiB gave the same throughput.
+	// native code per loaded plugin and the ledger's mapped files. 144MiB
+	// was measured too: 180 MB instead of ~200 MB with 1,000 open streams,
+	// but after an overload (4,000 requests/s) the live heap sat at that
+	// limit, the collector ran without pause and the gateway did not recover
+	// at 2,000/s (1,083/s served, p99 5.7 s); at 192MiB it did (BENCHMARKS.md).
 	MemoryLimit string `yaml:"memory_limit"`
 	// MemoryLimitBytes is MemoryLimit resolved; 0 means no limit.
 	MemoryLimitBytes int64 `yaml:"-"`
@@ -206,7 +208,7 @@ func (c *Config) Resolve() error {
 		c.SyncWrites = &f
 	}
 	if c.MemoryLimit == "" {
-		c.MemoryLimit = "144MiB"
+		c.MemoryLimit = "192MiB"
 	}
 	n, err := parseSize(c.MemoryLimit)
 	if err != nil {

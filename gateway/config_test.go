@@ -23,7 +23,7 @@ func TestConfigDefaults(t *testing.T) {
 	if c.Listen != "127.0.0.1:8080" || c.DataDir != "./data" || c.Plugins.CallTimeout != 250*time.Millisecond ||
 		c.Billing.DefaultOutputTokens != 4096 || c.Retry.MaxTries != 3 || c.Lines[0].Protocol != ProtocolOpenAI ||
 		c.Lines[0].Weight != 1 || c.Lines[0].Timeouts.FirstByte != 120*time.Second || *c.SyncWrites ||
-		c.MemoryLimit != "144MiB" || c.MemoryLimitBytes != 144<<20 {
+		c.MemoryLimit != "192MiB" || c.MemoryLimitBytes != 192<<20 {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
