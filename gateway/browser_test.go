@@ -179,7 +179,7 @@ func TestPricingPageInBrowser(t *testing.T) {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.Flag("mute-audio", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(browserDataDir(t)),
 		chromedp.WindowSize(1280, 900),
 	)
 	defer cancelAlloc()
@@ -433,7 +433,7 @@ func TestPricingPageShowsRateLimit(t *testing.T) {
 		chromedp.ExecPath(exe), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true),
 		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()))
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(browserDataDir(t)))
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(alloc)
 	defer cancel()
@@ -452,4 +452,30 @@ func TestPricingPageShowsRateLimit(t *testing.T) {
 	if !strings.Contains(text, "too many price-table requests") || !strings.Contains(text, "request id req_") || len(nodes) != 0 {
 		t.Fatalf("the page shows %q and %d models", text, len(nodes))
 	}
+}
+
+// browserDataDir is a profile directory for one Chromium run. It is not
+// t.TempDir: Chromium's helper processes can still be writing into it for a
+// moment after the browser is stopped, which made t.TempDir's cleanup fail
+// the test ("directory not empty"). This one is removed with retries.
+func browserDataDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "relay-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for i := 0; ; i++ {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if i == 50 {
+				t.Logf("could not remove the browser profile %s: %v", dir, err)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	return dir
 }
