@@ -53,6 +53,7 @@ type Gateway struct {
 
 	inflight sync.WaitGroup
 	closing  atomic.Bool
+	places   chan struct{} // limits.max_concurrent; nil: no bound (see takePlace)
 }
 
 // New builds a Gateway.
@@ -79,6 +80,9 @@ func New(o Options) (*Gateway, error) {
 	}
 	g.lines = newLineSet(o.Config, o.Transport, o.Logger)
 	g.limits = newLimiters(o.Config)
+	if n := g.cfg.Limits.MaxConcurrent; n > 0 {
+		g.places = make(chan struct{}, n)
+	}
 	g.met = newMetrics(g)
 	g.router = g.routes()
 	return g, nil

@@ -92,6 +92,7 @@ type call struct {
 	settled bool         // the charge is in the ledger's order (see settle)
 	written *store.Write // its write, which settleWritten waits for
 	charge  pricing.Nano
+	place   bool // holds one of limits.max_concurrent places (see takePlace)
 }
 
 func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
@@ -110,6 +111,11 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		if err := g.limits.allowKey(key, g.now()); err != nil {
 			return err
 		}
+		c := &call{ep: ep, r: r, info: info, key: key}
+		if err := g.takePlace(ctx, c); err != nil {
+			return err
+		}
+		defer g.releasePlace(c)
 		limit := ep.maxBody
 		if limit == 0 {
 			limit = g.cfg.Limits.MaxBodyBytes
@@ -123,7 +129,7 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 			return err
 		}
 		info.model, info.stream = sum.model, sum.stream
-		c := &call{ep: ep, r: r, info: info, key: key, sum: sum, body: body}
+		c.sum, c.body = sum, body
 		if err := g.admitModel(c); err != nil {
 			return err
 		}
