@@ -206,7 +206,10 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 			} else {
 				e := g.writeError(sw, info.rid, err)
 				status = e.Status
-				if e.Status >= 500 {
+				// A refusal for overload is not a failure to look into, and
+				// an overload would write thousands of them a second: the
+				// access log and relay_overloaded_total have it.
+				if e.Status >= 500 && e.Code != "overloaded" {
 					g.log.Error("request failed", "request_id", info.rid, "endpoint", name, "error", err.Error())
 				}
 			}

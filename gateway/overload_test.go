@@ -84,6 +84,11 @@ func TestOverloadedCallsAreRefused(t *testing.T) {
 	if status, _, b := e.do("POST", "/v1/chat/completions", key, body); status != 200 {
 		t.Errorf("after the place was freed: %d %s", status, b)
 	}
+	for _, ln := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(ln, "request failed") && strings.Contains(ln, "at capacity") {
+			t.Errorf("a refusal for overload was logged as a failure: %s", ln)
+		}
+	}
 	if _, _, m := e.do("GET", "/metrics", "", nil); !bytes.Contains(m, []byte("relay_overloaded_total 1")) {
 		t.Error("relay_overloaded_total does not count the refusal")
 	}
