@@ -27,17 +27,24 @@ func waitPlaces(t *testing.T, e *env, n int) {
 	}
 }
 
+// overloadEnv is a gateway with one place for a call in progress, and a key
+// of account "acme" on the economy route (sim "eco-a").
+func overloadEnv(t *testing.T, queueWait time.Duration) (*env, string) {
+	t.Helper()
+	e := newEnv(t, func(c *Config) {
+		c.Limits.MaxConcurrent = 1
+		c.Limits.QueueWait = queueWait
+	})
+	e.account("acme", "10")
+	return e, e.key("acme", "economy")
+}
+
 // Past limits.max_concurrent calls in progress, a call waits queue_wait and
 // is refused with 503 "overloaded", Retry-After and the error shape, before
 // anything is held or sent upstream; calls go through again once a place is
 // free.
 func TestOverloadedCallsAreRefused(t *testing.T) {
-	e := newEnv(t, func(c *Config) {
-		c.Limits.MaxConcurrent = 1
-		c.Limits.QueueWait = 20 * time.Millisecond
-	})
-	e.account("acme", "10")
-	key := e.key("acme", "economy")
+	e, key := overloadEnv(t, 20 * time.Millisecond)
 	e.sims["eco-a"].SetOptions(sim.Options{Latency: 400 * time.Millisecond})
 	body := chatBody("modelf-flash", "hello", `"max_tokens":16`)
 
@@ -98,12 +105,7 @@ func TestOverloadedCallsAreRefused(t *testing.T) {
 // A call over the limit waits for a place up to queue_wait rather than
 // failing at once.
 func TestOverloadQueueWaits(t *testing.T) {
-	e := newEnv(t, func(c *Config) {
-		c.Limits.MaxConcurrent = 1
-		c.Limits.QueueWait = 5 * time.Second
-	})
-	e.account("acme", "10")
-	key := e.key("acme", "economy")
+	e, key := overloadEnv(t, 5 * time.Second)
 	e.sims["eco-a"].SetOptions(sim.Options{Latency: 100 * time.Millisecond})
 	body := chatBody("modelf-flash", "hello", `"max_tokens":16`)
 	var wg sync.WaitGroup
@@ -120,12 +122,7 @@ func TestOverloadQueueWaits(t *testing.T) {
 // An open stream gives its place back once its answer starts: with one
 // place, a stream left open does not block the next call.
 func TestOpenStreamFreesItsPlace(t *testing.T) {
-	e := newEnv(t, func(c *Config) {
-		c.Limits.MaxConcurrent = 1
-		c.Limits.QueueWait = 20 * time.Millisecond
-	})
-	e.account("acme", "10")
-	key := e.key("acme", "economy")
+	e, key := overloadEnv(t, 20 * time.Millisecond)
 	e.sims["eco-a"].SetOptions(sim.Options{ChunkGap: 300 * time.Millisecond, Chunks: 4})
 	req, _ := http.NewRequest("POST", e.url+"/v1/chat/completions",
 		strings.NewReader(chatBody("modelf-flash", "hello", `"max_tokens":16`, `"stream":true`)))

@@ -214,11 +214,11 @@ func open(ctx context.Context, cfg Config, dir, only string) (*Host, error) {
 	}
 	if cfg.Poll > 0 {
 		h.pollerDone = make(chan struct{})
-		go h.poll(cfg.Poll)
+		go h.every(cfg.Poll, h.pollerDone, h.poll)
 	}
 	if cfg.IdleRelease > 0 {
 		h.janitorDone = make(chan struct{})
-		go h.janitor(janitorInterval(cfg.IdleRelease))
+		go h.every(janitorInterval(cfg.IdleRelease), h.janitorDone, h.parkIdle)
 	}
 	return h, nil
 }

@@ -127,21 +127,6 @@ func (h *Host) parkIdle(now time.Time) {
 	}
 }
 
-// janitor runs parkIdle every interval until the Host closes.
-func (h *Host) janitor(interval time.Duration) {
-	defer close(h.janitorDone)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-h.stop:
-			return
-		case now := <-t.C:
-			h.parkIdle(now)
-		}
-	}
-}
-
 // janitorInterval is how often versions are checked for idleness: a tenth
 // of the idle time, between 10 ms and 10 s.
 func janitorInterval(idle time.Duration) time.Duration {

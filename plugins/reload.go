@@ -395,18 +395,21 @@ func (h *Host) Reload(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// poll calls Reload every interval until the Host closes. Reload logs what it
-// does and what fails; its error needs no second report here.
-func (h *Host) poll(interval time.Duration) {
-	defer close(h.pollerDone)
+// poll calls Reload. Reload logs what it does and what fails; its error
+// needs no second report here.
+func (h *Host) poll(time.Time) { _ = h.Reload(context.Background()) }
+
+// every runs fn every interval until the Host closes, then closes done.
+func (h *Host) every(interval time.Duration, done chan struct{}, fn func(now time.Time)) {
+	defer close(done)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-h.stop:
 			return
-		case <-t.C:
-			_ = h.Reload(context.Background())
+		case now := <-t.C:
+			fn(now)
 		}
 	}
 }
