@@ -44,7 +44,7 @@ func overloadEnv(t *testing.T, queueWait time.Duration) (*env, string) {
 // anything is held or sent upstream; calls go through again once a place is
 // free.
 func TestOverloadedCallsAreRefused(t *testing.T) {
-	e, key := overloadEnv(t, 20 * time.Millisecond)
+	e, key := overloadEnv(t, 20*time.Millisecond)
 	e.sims["eco-a"].SetOptions(sim.Options{Latency: 400 * time.Millisecond})
 	body := chatBody("modelf-flash", "hello", `"max_tokens":16`)
 
@@ -105,7 +105,7 @@ func TestOverloadedCallsAreRefused(t *testing.T) {
 // A call over the limit waits for a place up to queue_wait rather than
 // failing at once.
 func TestOverloadQueueWaits(t *testing.T) {
-	e, key := overloadEnv(t, 5 * time.Second)
+	e, key := overloadEnv(t, 5*time.Second)
 	e.sims["eco-a"].SetOptions(sim.Options{Latency: 100 * time.Millisecond})
 	body := chatBody("modelf-flash", "hello", `"max_tokens":16`)
 	var wg sync.WaitGroup
@@ -122,7 +122,7 @@ func TestOverloadQueueWaits(t *testing.T) {
 // An open stream gives its place back once its answer starts: with one
 // place, a stream left open does not block the next call.
 func TestOpenStreamFreesItsPlace(t *testing.T) {
-	e, key := overloadEnv(t, 20 * time.Millisecond)
+	e, key := overloadEnv(t, 20*time.Millisecond)
 	e.sims["eco-a"].SetOptions(sim.Options{ChunkGap: 300 * time.Millisecond, Chunks: 4})
 	req, _ := http.NewRequest("POST", e.url+"/v1/chat/completions",
 		strings.NewReader(chatBody("modelf-flash", "hello", `"max_tokens":16`, `"stream":true`)))
