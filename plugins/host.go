@@ -208,6 +208,7 @@ func open(ctx context.Context, cfg Config, dir, only string) (*Host, error) {
 		counters: make(map[string]*counters),
 		stop:     make(chan struct{}),
 	}
+	h.opts.reload = h.Reload
 	if err := h.loadAll(ctx); err != nil {
 		eng.close(context.Background())
 		return nil, err
@@ -326,13 +327,11 @@ func (h *Host) selecting() (*version, error) {
 // most it can cost. A guest's refusal is returned as the *abi.Error it sent;
 // a failure is an *Error.
 func (h *Host) Admit(ctx context.Context, req abi.AdmitRequest) (abi.AdmitResult, error) {
-	v, err := h.serving(req.Model, "admit")
-	if err != nil {
-		return abi.AdmitResult{}, err
-	}
-	defer v.release()
 	var out admitOut
-	if err := v.do(ctx, abi.OpAdmit, "admit", &req, &out); err != nil {
+	err := h.call(func() (*version, error) { return h.serving(req.Model, "admit") }, func(v *version) error {
+		return v.do(ctx, abi.OpAdmit, "admit", &req, &out)
+	})
+	if err != nil {
 		return abi.AdmitResult{}, err
 	}
 	return out.r, nil
@@ -341,13 +340,11 @@ func (h *Host) Admit(ctx context.Context, req abi.AdmitRequest) (abi.AdmitResult
 // Settle asks the plugin serving req.Model for the exact charge of the real
 // usage. Errors as for Admit.
 func (h *Host) Settle(ctx context.Context, req abi.SettleRequest) (abi.SettleResult, error) {
-	v, err := h.serving(req.Model, "settle")
-	if err != nil {
-		return abi.SettleResult{}, err
-	}
-	defer v.release()
 	var out settleOut
-	if err := v.do(ctx, abi.OpSettle, "settle", &req, &out); err != nil {
+	err := h.call(func() (*version, error) { return h.serving(req.Model, "settle") }, func(v *version) error {
+		return v.do(ctx, abi.OpSettle, "settle", &req, &out)
+	})
+	if err != nil {
 		return abi.SettleResult{}, err
 	}
 	return out.r, nil
@@ -358,23 +355,43 @@ func (h *Host) Settle(ctx context.Context, req abi.SettleRequest) (abi.SettleRes
 // breaker states (not req.Now); a cached plan is returned without a call.
 // The returned plan is the caller's to reorder.
 func (h *Host) Select(ctx context.Context, req abi.SelectRequest) (abi.SelectResult, error) {
-	v, err := h.selecting()
-	if err != nil {
-		return abi.SelectResult{}, err
-	}
-	defer v.release()
 	kb := keyBuf.Get().(*[]byte)
 	key := planKey((*kb)[:0], &req)
 	defer func() { *kb = key; keyBuf.Put(kb) }()
-	if plan, ok := v.plans.get(key); ok {
-		return abi.SelectResult{Plan: plan}, nil
+	var res abi.SelectResult
+	err := h.call(h.selecting, func(v *version) error {
+		if plan, ok := v.plans.get(key); ok {
+			res = abi.SelectResult{Plan: plan}
+			return nil
+		}
+		out := selectOut{req: &req}
+		if err := v.do(ctx, abi.OpSelect, "select", &req, &out); err != nil {
+			return err
+		}
+		v.plans.put(key, out.r.Plan)
+		res = out.r
+		return nil
+	})
+	return res, err
+}
+
+// call runs fn on the version get returns, holding a reference. When that
+// version was parked and its file had changed on disk, unparking it
+// reloaded the directory, and fn runs once more on the version that now
+// serves: a replaced file never fails a call.
+func (h *Host) call(get func() (*version, error), fn func(*version) error) error {
+	for attempt := 0; ; attempt++ {
+		v, err := get()
+		if err != nil {
+			return err
+		}
+		err = fn(v)
+		v.release()
+		if attempt == 0 && errors.Is(err, errFileChanged) {
+			continue
+		}
+		return err
 	}
-	out := selectOut{req: &req}
-	if err := v.do(ctx, abi.OpSelect, "select", &req, &out); err != nil {
-		return abi.SelectResult{}, err
-	}
-	v.plans.put(key, out.r.Plan)
-	return out.r, nil
 }
 
 // admitOut decodes and checks an AdmitResult.

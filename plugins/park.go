@@ -29,10 +29,11 @@ import (
 // version instead, and park leaves alone a version with any reference
 // besides the catalogue's, so compiled is never closed under a creation.
 
-// errFileChanged is the error of a call to a parked version whose file has
-// changed on disk since it was loaded: the version cannot be rebuilt from
-// it, and the reload that picks up the new file serves the next call.
-var errFileChanged = errors.New("the plugin file changed since it was loaded; the new file is loaded on the next directory scan")
+// errFileChanged is what unparking a version whose file has changed on disk
+// since it was loaded returns: the version cannot be rebuilt from it. The
+// call reloads the directory at once and the Host retries it on the version
+// that now serves (see Host.call).
+var errFileChanged = errors.New("the plugin file changed since it was loaded")
 
 // enter takes v.life shared for a call, unparking v first if it is parked.
 func (v *version) enter(ctx context.Context) error {
@@ -44,6 +45,11 @@ func (v *version) enter(ctx context.Context) error {
 		}
 		v.life.RUnlock()
 		if err := v.unpark(ctx); err != nil {
+			if errors.Is(err, errFileChanged) && v.opts.reload != nil {
+				// Load the new file now rather than at the next scan; the
+				// caller retries on the catalogue that serves it.
+				_ = v.opts.reload(context.WithoutCancel(ctx))
+			}
 			return err
 		}
 	}
@@ -91,19 +97,31 @@ func (v *version) park(idle time.Duration, now time.Time) bool {
 	if now.Sub(time.Unix(0, v.lastUse.Load())) < idle {
 		return false
 	}
+	// Our own reference keeps the version from shutting down under us; the
+	// catalogue it came from may already have retired it (parkIdle walks a
+	// snapshot), in which case it is left to shut down.
+	if !v.acquire() {
+		return false
+	}
+	defer v.release() // after the unlock below: a shutdown it triggers takes life
 	if !v.life.TryLock() { // a call is running
 		return false
 	}
 	defer v.life.Unlock()
-	// Only the catalogue's reference: no instance is being created, and no
-	// call holds an instance (calls hold life, which we have).
-	if v.parked || v.refs.Load() != 1 || now.Sub(time.Unix(0, v.lastUse.Load())) < idle {
+	// Only the catalogue's reference besides ours: no instance is being
+	// created, and no call holds an instance (calls hold life, which we
+	// have).
+	if v.parked || v.gone.Load() || v.refs.Load() != 2 || now.Sub(time.Unix(0, v.lastUse.Load())) < idle {
 		return false
 	}
-	for len(v.slots) > 0 {
-		in := <-v.idle // every live instance is idle: see above
-		in.close()
-		<-v.slots
+	for drained := false; !drained; {
+		select {
+		case in := <-v.idle: // every live instance is idle: see above
+			in.close()
+			<-v.slots
+		default:
+			drained = true
+		}
 	}
 	_ = v.compiled.Close(context.Background())
 	v.compiled, v.parked = nil, true

@@ -81,6 +81,9 @@ type options struct {
 	recycleBytes uint64
 	memoryLimit  uint64        // bytes
 	idleRelease  time.Duration // park a version idle this long; ≤ 0 never
+	// reload rescans the directory (Host.Reload): unpark calls it when a
+	// parked version's file has changed.
+	reload func(context.Context) error
 }
 
 // requiredExports are the functions a guest must export, with their types.
@@ -340,17 +343,16 @@ func (v *version) retire() {
 // shutdown closes the instances and the compiled module. Nothing holds a
 // reference any more, so every live instance is idle.
 func (v *version) shutdown() {
-	for {
+	v.life.Lock() // a park in progress finishes first
+	for drained := false; !drained; {
 		select {
 		case in := <-v.idle:
 			in.close()
 			<-v.slots
-			continue
 		default:
+			drained = true
 		}
-		break
 	}
-	v.life.Lock()
 	if v.compiled != nil {
 		_ = v.compiled.Close(context.Background())
 		v.compiled = nil
