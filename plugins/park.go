@@ -103,7 +103,7 @@ func (v *version) park(idle time.Duration, now time.Time) bool {
 	if !v.acquire() {
 		return false
 	}
-	defer v.release() // after the unlock below: a shutdown it triggers takes life
+	defer v.release()      // after the unlock below: a shutdown it triggers takes life
 	if !v.life.TryLock() { // a call is running
 		return false
 	}
