@@ -101,18 +101,6 @@ type LimitsConfig struct {
 	// PricingRate is the token bucket per client address on /api/pricing.
 	// Default 5/s, burst 20.
 	PricingRate RateConfig `yaml:"pricing_rate"`
-	// MaxConcurrent bounds the relayed calls in progress before their answer
-	// starts: admission, the upstream call and, for a JSON answer, its relay
-	// (an open stream stops counting once its first byte is sent). Past it a
-	// call waits up to QueueWait for a place, then is answered 503
-	// "overloaded" with Retry-After: 1. Without a bound, an overload filled
-	// the heap with calls in flight and the garbage collector took half the
-	// CPU, so the gateway served a third of its capacity (BENCHMARKS.md).
-	// Default 256; negative: no bound.
-	MaxConcurrent int `yaml:"max_concurrent"`
-	// QueueWait is how long a call waits for a place under MaxConcurrent.
-	// Default 100ms.
-	QueueWait time.Duration `yaml:"queue_wait"`
 }
 
 // RateConfig is a token bucket: Rate tokens per second, up to Burst.
@@ -274,15 +262,6 @@ func (c *Config) Resolve() error {
 	}
 	if err := c.Limits.PricingRate.resolve("limits.pricing_rate", 5, 20); err != nil {
 		return err
-	}
-	if c.Limits.MaxConcurrent == 0 {
-		c.Limits.MaxConcurrent = 256
-	}
-	if c.Limits.QueueWait == 0 {
-		c.Limits.QueueWait = 100 * time.Millisecond
-	}
-	if c.Limits.QueueWait < 0 {
-		return errors.New("config: limits.queue_wait: must not be negative")
 	}
 	r := &c.Retry
 	if r.MaxTries == 0 {

@@ -53,7 +53,6 @@ type Gateway struct {
 
 	inflight sync.WaitGroup
 	closing  atomic.Bool
-	places   chan struct{} // limits.max_concurrent; nil: no bound (see takePlace)
 }
 
 // New builds a Gateway.
@@ -80,9 +79,6 @@ func New(o Options) (*Gateway, error) {
 	}
 	g.lines = newLineSet(o.Config, o.Transport, o.Logger)
 	g.limits = newLimiters(o.Config)
-	if n := g.cfg.Limits.MaxConcurrent; n > 0 {
-		g.places = make(chan struct{}, n)
-	}
 	g.met = newMetrics(g)
 	g.router = g.routes()
 	return g, nil
@@ -206,10 +202,7 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 			} else {
 				e := g.writeError(sw, info.rid, err)
 				status = e.Status
-				// A refusal for overload is not a failure to look into, and
-				// an overload would write thousands of them a second: the
-				// access log and relay_overloaded_total have it.
-				if e.Status >= 500 && e.Code != "overloaded" {
+				if e.Status >= 500 {
 					g.log.Error("request failed", "request_id", info.rid, "endpoint", name, "error", err.Error())
 				}
 			}

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"math"
 	"net/http"
 	"sync"
@@ -85,42 +84,4 @@ func rateLimited(msg string, after int) *Error {
 	e := errf(http.StatusTooManyRequests, "rate_limit_error", "rate_limited", "%s; retry in %d s", msg, max(after, 1))
 	e.RetryAfter = max(after, 1)
 	return e
-}
-
-// takePlace reserves one of limits.max_concurrent places for a relayed call,
-// waiting up to limits.queue_wait; past that the call is refused with 503
-// "overloaded". The place is given back by c.releasePlace: when the answer
-// starts streaming, or when the handler ends.
-func (g *Gateway) takePlace(ctx context.Context, c *call) error {
-	if g.places == nil {
-		return nil
-	}
-	select {
-	case g.places <- struct{}{}:
-		c.place = true
-		return nil
-	default:
-	}
-	t := time.NewTimer(g.cfg.Limits.QueueWait)
-	defer t.Stop()
-	select {
-	case g.places <- struct{}{}:
-		c.place = true
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-	}
-	g.met.overloaded.Inc()
-	e := unavailable("overloaded", "the gateway is at capacity (%d calls in progress); retry in a second", cap(g.places))
-	e.RetryAfter = 1
-	return e
-}
-
-// releasePlace gives back the call's place, once.
-func (g *Gateway) releasePlace(c *call) {
-	if c.place {
-		c.place = false
-		<-g.places
-	}
 }

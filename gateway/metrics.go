@@ -17,15 +17,14 @@ import (
 // metrics are the series an operator watches, on a registry of the
 // gateway's own (so several gateways in one process do not collide).
 type metrics struct {
-	reg        *prometheus.Registry
-	requests   *prometheus.CounterVec   // endpoint, model, route, status
-	latency    *prometheus.HistogramVec // endpoint, part (gateway|upstream)
-	ttfb       *prometheus.HistogramVec // endpoint
-	tokens     *prometheus.CounterVec   // model, route, kind
-	charged    *prometheus.CounterVec   // model, route: nano-USD
-	pluginDur  *prometheus.HistogramVec // plugin, op
-	overloaded prometheus.Counter
-	openHolds  atomic.Int64
+	reg       *prometheus.Registry
+	requests  *prometheus.CounterVec   // endpoint, model, route, status
+	latency   *prometheus.HistogramVec // endpoint, part (gateway|upstream)
+	ttfb      *prometheus.HistogramVec // endpoint
+	tokens    *prometheus.CounterVec   // model, route, kind
+	charged   *prometheus.CounterVec   // model, route: nano-USD
+	pluginDur *prometheus.HistogramVec // plugin, op
+	openHolds atomic.Int64
 }
 
 // latencyBuckets resolve the sub-millisecond overhead as well as long calls.
@@ -52,13 +51,7 @@ func newMetrics(g *Gateway) *metrics {
 		Name: "relay_plugin_call_duration_seconds", Help: "Plugin call durations as the gateway sees them (including waiting for an instance).",
 		Buckets: []float64{.000005, .00001, .000025, .00005, .0001, .00025, .0005, .001, .005, .025, .1, .5},
 	}, []string{"plugin", "op"})
-	m.overloaded = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "relay_overloaded_total", Help: "Relayed calls refused with 503 overloaded: limits.max_concurrent calls were in progress for limits.queue_wait.",
-	})
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "relay_calls_in_progress", Help: "Relayed calls holding one of limits.max_concurrent places (before their answer starts).",
-	}, func() float64 { return float64(len(g.places)) }))
-	m.reg.MustRegister(m.requests, m.latency, m.ttfb, m.tokens, m.charged, m.pluginDur, m.overloaded,
+	m.reg.MustRegister(m.requests, m.latency, m.ttfb, m.tokens, m.charged, m.pluginDur,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "relay_open_holds", Help: "Holds taken by this process and not yet settled or released.",

@@ -92,7 +92,8 @@ type call struct {
 	settled bool         // the charge is in the ledger's order (see settle)
 	written *store.Write // its write, which settleWritten waits for
 	charge  pricing.Nano
-	place   bool // holds one of limits.max_concurrent places (see takePlace)
+	usage   pricing.Usage
+	waited  bool // settleWritten has run
 }
 
 func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
@@ -111,11 +112,6 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		if err := g.limits.allowKey(key, g.now()); err != nil {
 			return err
 		}
-		c := &call{ep: ep, r: r, info: info, key: key}
-		if err := g.takePlace(ctx, c); err != nil {
-			return err
-		}
-		defer g.releasePlace(c)
 		limit := ep.maxBody
 		if limit == 0 {
 			limit = g.cfg.Limits.MaxBodyBytes
@@ -129,7 +125,7 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 			return err
 		}
 		info.model, info.stream = sum.model, sum.stream
-		c.sum, c.body = sum, body
+		c := &call{ep: ep, r: r, info: info, key: key, sum: sum, body: body}
 		if err := g.admitModel(c); err != nil {
 			return err
 		}
@@ -369,25 +365,27 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 		g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
 		return 0, err
 	}
-	c.settled, c.written, c.charge = true, w, charge
+	c.settled, c.written, c.charge, c.usage = true, w, charge, u
 	c.info.charge = charge.Fixed()
-	g.met.observeSettle(c.model.ID, c.route, u, charge)
 	return charge, nil
 }
 
-// settleWritten waits for the write of the charge settle ordered. A failed
-// write (logged by the store with the request id) leaves the hold open until
-// the next start-up releases it: the call goes uncharged.
+// settleWritten waits for the write of the charge settle ordered, once. A
+// failed write (logged by the store with the request id) wrote nothing: the
+// call is treated as unsettled, so releaseUnsettled releases its hold and it
+// goes uncharged (or, should that fail too, the next start-up does).
 func (g *Gateway) settleWritten(c *call) error {
-	if !c.settled {
+	if !c.settled || c.waited {
 		return nil
 	}
-	err := c.written.Wait()
-	c.written = nil
-	if err == nil {
-		g.met.openHolds.Add(-1)
+	c.waited = true
+	if err := c.written.Wait(); err != nil {
+		c.settled, c.info.charge = false, ""
+		return err
 	}
-	return err
+	g.met.openHolds.Add(-1)
+	g.met.observeSettle(c.model.ID, c.route, c.usage, c.charge)
+	return nil
 }
 
 func usageToABI(u pricing.Usage) abi.Usage {

@@ -30,8 +30,6 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *cal
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(up.resp.StatusCode)
-	// An open stream costs little; it stops counting against max_concurrent.
-	g.releasePlace(c)
 	res := g.relayEvents(w, c, up, meter, stripUsage)
 	textBytes, events, readErr, writeErr, complete := res.textBytes, res.events, res.readErr, res.writeErr, res.complete
 	u, ok := meter.Usage()
