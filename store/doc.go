@@ -106,9 +106,10 @@
 // It cannot conflict, for the reason Hold cannot: it runs under the
 // account's stripe and writes only the keys of its own open hold. Should the
 // write fail, nothing of the transaction is written: the hold stays open,
-// holding its credit, until RecoverHolds releases it at the next start-up;
-// the failure is logged at error level with the request id and returned by
-// Wait. A crash before the write is applied has the same result. That is
+// holding its credit, for the caller to Release (the gateway does) or for
+// RecoverHolds at the next start-up; the failure is logged at error level
+// with the request id and returned by Wait. A crash before the write is
+// applied leaves it to RecoverHolds. That is
 // the one difference from Settle, which returns only when the charge is
 // written (and fsynced, with SyncWrites): with SettleOrdered a call whose
 // answer went out during the write and whose process then died is released

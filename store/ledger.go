@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -234,18 +235,9 @@ func (b *Badger) noHold(requestID string, err error) error {
 // its books must close (a client that went away must not cancel its charge).
 func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 	ctx = context.WithoutCancel(ctx)
-	if err := checkID("request", s.RequestID); err != nil {
+	account, err := b.settleAccount(ctx, &s)
+	if err != nil {
 		return Entry{}, err
-	}
-	if s.Charge < 0 {
-		return Entry{}, fmt.Errorf("store: settle %q: charge %d nano-USD is negative", s.RequestID, s.Charge)
-	}
-	account := s.Account
-	var err error
-	if account == "" {
-		if account, err = b.holdAccount(ctx, s.RequestID); err != nil {
-			return Entry{}, b.noHold(s.RequestID, err)
-		}
 	}
 	defer b.lock(account)()
 	var out entryRec
@@ -271,23 +263,14 @@ func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 // ErrHoldNotWritten, …) come back here. The write's own outcome comes from
 // the returned Write's Wait; should it fail, the failure is also logged at
 // error level with the request id, and the hold stays open (the transaction
-// wrote nothing) until RecoverHolds releases it at the next start-up. A
+// wrote nothing) for the caller to Release, or for RecoverHolds at the next
+// start-up. A
 // conflict, which the account's stripe rules out (see Hold), is such a
 // failure too. Close waits for every write in flight.
 func (b *Badger) SettleOrdered(ctx context.Context, s Settlement) (Entry, *Write, error) {
-	ctx = context.WithoutCancel(ctx)
-	if err := checkID("request", s.RequestID); err != nil {
+	account, err := b.settleAccount(context.WithoutCancel(ctx), &s)
+	if err != nil {
 		return Entry{}, nil, err
-	}
-	if s.Charge < 0 {
-		return Entry{}, nil, fmt.Errorf("store: settle %q: charge %d nano-USD is negative", s.RequestID, s.Charge)
-	}
-	account := s.Account
-	if account == "" {
-		var err error
-		if account, err = b.holdAccount(ctx, s.RequestID); err != nil {
-			return Entry{}, nil, b.noHold(s.RequestID, err)
-		}
 	}
 	defer b.lock(account)()
 	if err := b.writes.beginSettle(); err != nil {
@@ -303,26 +286,46 @@ func (b *Badger) SettleOrdered(ctx context.Context, s Settlement) (Entry, *Write
 	if b.beforeSettleCommit != nil {
 		b.beforeSettleCommit(s.RequestID)
 	}
-	w := &Write{done: make(chan struct{})}
+	w := &Write{}
+	w.wg.Add(1)
 	id, charge := s.RequestID, s.Charge
 	txn.CommitWith(func(err error) {
 		if err != nil {
 			err = fmt.Errorf("store: settle %q: write of the charge failed: %w", id, err)
-			b.log.Error("store: a settled charge could not be written; its hold stays open until the next start-up releases it",
+			b.log.Error("store: a settled charge could not be written; its hold is still open",
 				"request_id", id, "account", account, "charge_nano", int64(charge), "error", err.Error())
 		}
 		w.err = err
-		close(w.done)
+		w.wg.Done()
 		b.writes.endSettle()
 	})
 	return out.api(), w, nil
 }
 
+// settleAccount checks s and returns the account whose stripe its
+// transaction runs under: s.Account, or the one its hold names.
+func (b *Badger) settleAccount(ctx context.Context, s *Settlement) (string, error) {
+	if err := checkID("request", s.RequestID); err != nil {
+		return "", err
+	}
+	if s.Charge < 0 {
+		return "", fmt.Errorf("store: settle %q: charge %d nano-USD is negative", s.RequestID, s.Charge)
+	}
+	if s.Account != "" {
+		return s.Account, nil
+	}
+	account, err := b.holdAccount(ctx, s.RequestID)
+	if err != nil {
+		return "", b.noHold(s.RequestID, err)
+	}
+	return account, nil
+}
+
 // A Write is a commit that has its place in the ledger's order but may still
 // be being written; see SettleOrdered.
 type Write struct {
-	done chan struct{}
-	err  error
+	wg  sync.WaitGroup // done when the write has ended
+	err error
 }
 
 // Wait waits for the write to end and returns its error. A nil *Write is a
@@ -331,7 +334,7 @@ func (w *Write) Wait() error {
 	if w == nil {
 		return nil
 	}
-	<-w.done
+	w.wg.Wait()
 	return w.err
 }
 
