@@ -130,6 +130,7 @@ func validAccountID(s string) bool {
 }
 
 func (g *Gateway) adminBalance(w http.ResponseWriter, r *http.Request, ps httprouter.Params, _ *reqInfo) error {
+	g.settling.wait(r.Context(), ps.ByName("account"))
 	a, err := g.store.Balance(r.Context(), ps.ByName("account"))
 	if err != nil {
 		return storeErr(err, "account "+strconv.Quote(ps.ByName("account")))
@@ -159,6 +160,7 @@ func (g *Gateway) adminCredit(w http.ResponseWriter, r *http.Request, ps httprou
 	if _, err := g.store.Credit(r.Context(), id, amt, req.Note); err != nil {
 		return storeErr(err, "account "+strconv.Quote(id))
 	}
+	g.settling.wait(r.Context(), id)
 	a, err := g.store.Balance(r.Context(), id)
 	if err != nil {
 		return err
@@ -183,6 +185,7 @@ func (g *Gateway) adminCharges(w http.ResponseWriter, r *http.Request, ps httpro
 		limit = n
 	}
 	id := ps.ByName("account")
+	g.settling.wait(r.Context(), id)
 	if _, err := g.store.Balance(r.Context(), id); err != nil {
 		return storeErr(err, "account "+strconv.Quote(id))
 	}

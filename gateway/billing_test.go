@@ -66,7 +66,7 @@ func TestChargeMatchesUsage(t *testing.T) {
 	if b.Balance != 5*pricing.NanoPerUSD-want || b.Held != 0 {
 		t.Fatalf("balance %s held %s, want %s charged", b.Balance.Fixed(), b.Held.Fixed(), want.Fixed())
 	}
-	es, _ := e.store.Charges(context.Background(), "acme", 10)
+	es, _ := e.charges("acme", 10)
 	if len(es) < 1 || es[0].Kind != store.KindCharge || es[0].Usage != u || es[0].Model != "modelf-flash" || es[0].Route != "economy" {
 		t.Fatalf("journal %+v", es)
 	}
@@ -200,7 +200,7 @@ func TestCutStreamSettledOnceFromEstimate(t *testing.T) {
 	}
 	waitFor(t, func() bool { return e.balance("acme").Held == 0 })
 	_, kinds := journalSum(t, e.store, "acme")
-	es, _ := e.store.Charges(context.Background(), "acme", 10)
+	es, _ := e.charges("acme", 10)
 	if kinds[store.KindCharge] != 1 || es[0].Amount >= 0 || !strings.Contains(es[0].Note, "estimated") {
 		t.Fatalf("want one estimated, non-zero charge: %+v", es[0])
 	}

@@ -23,7 +23,7 @@ import (
 // lastCharge is the newest journal entry of an account, which must be a charge.
 func lastCharge(t *testing.T, e *env, account string) store.Entry {
 	t.Helper()
-	es, err := e.store.Charges(context.Background(), account, 1)
+	es, err := e.charges(account, 1)
 	if err != nil || len(es) != 1 || es[0].Kind != store.KindCharge {
 		t.Fatalf("no charge: %+v %v", es, err)
 	}

@@ -238,11 +238,19 @@ func (e *env) key(account, route string, exclude ...string) string {
 
 func (e *env) balance(account string) store.Account {
 	e.t.Helper()
+	e.gw.settling.wait(context.Background(), account) // as the admin API does
 	a, err := e.store.Balance(context.Background(), account)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return a
+}
+
+// charges lists the account's journal, after its answered calls have
+// settled, as the admin API does.
+func (e *env) charges(account string, limit int) ([]store.Entry, error) {
+	e.gw.settling.wait(context.Background(), account)
+	return e.store.Charges(context.Background(), account, limit)
 }
 
 // do sends a request to the gateway and returns status, headers and body.

@@ -51,6 +51,7 @@ type Gateway struct {
 	router *httprouter.Router
 	met    *metrics
 
+	settling *settling // calls answered but not yet settled, per account
 	inflight sync.WaitGroup
 	closing  atomic.Bool
 }
@@ -76,6 +77,8 @@ func New(o Options) (*Gateway, error) {
 		log:   o.Logger,
 		now:   o.Now,
 		keys:  newKeyCache(),
+
+		settling: newSettling(),
 	}
 	g.lines = newLineSet(o.Config, o.Transport, o.Logger)
 	g.limits = newLimiters(o.Config)

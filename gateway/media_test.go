@@ -299,7 +299,7 @@ func TestVideoJobs(t *testing.T) {
 		e.do("GET", "/v1/videos/"+expired, key, nil)
 		e.do("GET", "/v1/videos/"+id, key, nil)
 	}
-	es, _ := e.store.Charges(context.Background(), "acme", 100)
+	es, _ := e.charges("acme", 100)
 	refunds := 0
 	for _, x := range es {
 		if x.Kind == store.KindRefund {

@@ -89,11 +89,8 @@ type call struct {
 	params  []abi.Param // as admitted, after the plugin's Set
 	set     []abi.Param // what the plugin's quote set
 	hold    pricing.Nano
-	settled bool         // the charge is in the ledger's order (see settle)
-	written *store.Write // its write, which settleWritten waits for
-	charge  pricing.Nano
-	usage   pricing.Usage
-	waited  bool // settleWritten has run
+	settled  bool     // the charge is written (see settle)
+	answered *pending // the answer went out before the settle (see relayJSON)
 }
 
 func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
@@ -135,6 +132,11 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		if err := g.admit(ctx, c); err != nil {
 			return err
 		}
+		defer func() {
+			if c.answered != nil { // after releaseUnsettled
+				g.settling.end(c.key.Account, c.answered)
+			}
+		}()
 		defer g.releaseUnsettled(c)
 
 		if ep.rewrite != nil && len(c.set) > 0 {
@@ -312,7 +314,8 @@ func mergeParams(ps, set []abi.Param) []abi.Param {
 }
 
 // releaseUnsettled releases the hold of a call that ended without settling
-// (a failure before any response reached the client): it is not charged.
+// (a failure before any response reached the client, or a settle that could
+// not be written): it is not charged.
 func (g *Gateway) releaseUnsettled(c *call) {
 	if c.settled {
 		return
@@ -328,13 +331,11 @@ func (g *Gateway) releaseUnsettled(c *call) {
 	}
 }
 
-// settle prices the usage with the model's plugin and settles the hold. It
-// returns once the charge has its place in the ledger's order, so that any
-// later read (the client's balance, its next call's hold) sees it, while the
-// write itself may still be under way: the caller sends its answer and then
-// calls settleWritten, which waits for the write. So the answer does not
-// wait for the disk, and the handler still ends only once the charge is
-// written (a shutdown waits for handlers).
+// settle prices the usage with the model's plugin and charges it, exactly
+// once. It returns once the charge is written; should the write fail, the
+// call stays unsettled and releaseUnsettled releases its hold, uncharged.
+// A JSON answer and a stream are settled after the client has them (see
+// relayJSON); a video job before its answer, which carries the fee.
 func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note string) (pricing.Nano, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -360,32 +361,15 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 		note = strings.TrimSpace(note + " plugin returned a negative charge; charged the hold")
 	}
 	charge := pricing.Nano(res.Charge)
-	_, w, err := g.store.SettleOrdered(ctx, store.Settlement{RequestID: c.info.rid, Account: c.key.Account, Charge: charge, Usage: u, Note: note})
-	if err != nil {
+	if _, err := g.store.Settle(ctx, store.Settlement{RequestID: c.info.rid, Account: c.key.Account, Charge: charge, Usage: u, Note: note}); err != nil {
 		g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
 		return 0, err
 	}
-	c.settled, c.written, c.charge, c.usage = true, w, charge, u
+	c.settled = true
 	c.info.charge = charge.Fixed()
-	return charge, nil
-}
-
-// settleWritten waits for the write of the charge settle ordered, once. A
-// failed write (logged by the store with the request id) wrote nothing: the
-// call is treated as unsettled, so releaseUnsettled releases its hold and it
-// goes uncharged (or, should that fail too, the next start-up does).
-func (g *Gateway) settleWritten(c *call) error {
-	if !c.settled || c.waited {
-		return nil
-	}
-	c.waited = true
-	if err := c.written.Wait(); err != nil {
-		c.settled, c.info.charge = false, ""
-		return err
-	}
 	g.met.openHolds.Add(-1)
-	g.met.observeSettle(c.model.ID, c.route, c.usage, c.charge)
-	return nil
+	g.met.observeSettle(c.model.ID, c.route, u, charge)
+	return charge, nil
 }
 
 func usageToABI(u pricing.Usage) abi.Usage {
@@ -669,7 +653,7 @@ func copyResponseHeaders(dst, src http.Header) {
 // maxUpstreamBody caps a JSON response read into memory.
 const maxUpstreamBody = 256 << 20
 
-// relayJSON returns a JSON answer unchanged and settles from its usage.
+// relayJSON returns a JSON answer unchanged, then settles from its usage.
 func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
 	var buf bytes.Buffer
 	if n := up.resp.ContentLength; n > 0 && n <= maxUpstreamBody {
@@ -681,6 +665,13 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 		up.line.recordFailure(g.now(), err)
 		return unavailable("upstream_error", "the provider's answer was cut before it was complete; you were not charged; retry")
 	}
+	c.answered = g.settling.begin(c.key.Account)
+	h := w.Header()
+	copyResponseHeaders(h, up.resp.Header)
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(up.resp.StatusCode)
+	_, _ = w.Write(data)
+	_ = http.NewResponseController(w).Flush()
 	u, ok, uerr := c.ep.usage(data)
 	note := ""
 	if uerr != nil || !ok {
@@ -691,17 +682,14 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 		}
 		note = "estimated: the provider's answer carried no usage"
 	}
-	if _, err := g.settle(ctx, c, u, note); err != nil {
-		return internal("ledger_error", "the call succeeded but could not be settled")
-	}
-	h := w.Header()
-	copyResponseHeaders(h, up.resp.Header)
-	h.Set("Content-Length", strconv.Itoa(len(data)))
-	w.WriteHeader(up.resp.StatusCode)
-	_, _ = w.Write(data)
-	// The answer goes out while the charge is being written (see settle).
-	_ = http.NewResponseController(w).Flush()
-	_ = g.settleWritten(c)
+	// The answer is out; the call is settled after it, as a stream is after
+	// its last event. Its hold covers it until then: a new hold in between
+	// sees it, and it reserves at least the charge unless the call overran
+	// its quote; an admin read of the account waits for the settle (see
+	// settling). A settle that fails leaves the call unsettled, so
+	// releaseUnsettled releases its hold: the failure goes the customer's
+	// way.
+	_, _ = g.settle(ctx, c, u, note) // a failure is logged; the hold is released
 	return nil
 }
 

@@ -48,7 +48,6 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *cal
 	if _, err := g.settle(ctx, c, u, note); err != nil {
 		g.log.Error("stream settled with error", "request_id", c.info.rid, "error", err.Error())
 	}
-	_ = g.settleWritten(c)
 	if readErr != nil {
 		up.line.recordFailure(g.now(), fmt.Errorf("stream cut: %w", readErr))
 	}

@@ -35,9 +35,6 @@ func acceptVideo(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call
 		u.Seconds = d
 	}
 	amount, err := g.settle(ctx, c, u, "video job "+acc.RequestID+" accepted")
-	if err == nil {
-		err = g.settleWritten(c)
-	}
 	if err != nil {
 		return internal("ledger_error", "the job was accepted but could not be settled")
 	}

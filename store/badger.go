@@ -62,8 +62,6 @@ type Badger struct {
 	// beforeHoldCommit, when set (by tests), runs in Hold between its reads
 	// and its commit.
 	beforeHoldCommit func(requestID string)
-	// beforeSettleCommit, the same in SettleOrdered.
-	beforeSettleCommit func(requestID string)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -149,9 +147,9 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 // Owner is this process's boot id, as written on the holds it takes.
 func (b *Badger) Owner() string { return b.owner }
 
-// Close waits for the holds and ordered settles in progress and for the
-// writes of those that have returned, then flushes and closes the database.
-// A Hold or SettleOrdered that starts after Close has begun fails. It is safe to call more than once.
+// Close waits for the holds in progress and for the writes of those that
+// have returned, then flushes and closes the database. A Hold that starts
+// after Close has begun fails. It is safe to call more than once.
 func (b *Badger) Close() error {
 	b.closeOnce.Do(func() {
 		b.writes.close()

@@ -96,26 +96,6 @@
 // a bounded set (the last 1024). Close refuses new holds and waits for the
 // writes of those that returned.
 //
-// # Settling without waiting for the disk
-//
-// SettleOrdered is Settle committed the same way, for a caller that has an
-// answer to send: it returns once the charge has its commit timestamp, so
-// every later transaction (the client's next call, a balance read) waits for
-// the write and sees the charge, while the caller answers during the write
-// and then waits for it (Write.Wait) before it counts the call as settled.
-// It cannot conflict, for the reason Hold cannot: it runs under the
-// account's stripe and writes only the keys of its own open hold. Should the
-// write fail, nothing of the transaction is written: the hold stays open,
-// holding its credit, for the caller to Release (the gateway does) or for
-// RecoverHolds at the next start-up; the failure is logged at error level
-// with the request id and returned by Wait. A crash before the write is
-// applied leaves it to RecoverHolds. That is
-// the one difference from Settle, which returns only when the charge is
-// written (and fsynced, with SyncWrites): with SettleOrdered a call whose
-// answer went out during the write and whose process then died is released
-// rather than charged, the rule every call in flight at a crash already
-// follows (see "Recovery after a crash").
-//
 // Settle, Release, Credit and the rest wait for their commit (and its
 // fsync when SyncWrites is on). Settle is one read-write transaction: it
 // reads the hold and the account and writes the journal entry, the account,

@@ -20,7 +20,7 @@ type holdWrites struct {
 	mu       sync.Mutex
 	changed  sync.Cond      // broadcast when a write ends
 	pending  map[string]int // request id → holds in progress or being written
-	inFlight int            // the sum of pending, plus the settles being written
+	inFlight int            // the sum of pending
 	closed   bool           // Close has begun: no new holds
 	lostErr  map[string]error
 	lostIDs  []string // the keys of lostErr, oldest first
@@ -43,28 +43,6 @@ func (w *holdWrites) begin(requestID string) error {
 	w.pending[requestID]++
 	w.inFlight++
 	return nil
-}
-
-// beginSettle registers a settle about to commit without waiting (see
-// SettleOrdered); every beginSettle is followed by one endSettle. It fails
-// once Close has begun.
-func (w *holdWrites) beginSettle() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return errClosed
-	}
-	w.inFlight++
-	return nil
-}
-
-// endSettle records that a settle's write has ended (or that it was refused
-// before committing).
-func (w *holdWrites) endSettle() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.inFlight--
-	w.changed.Broadcast()
 }
 
 // end records that a hold of requestID was refused (err nil, nothing was

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -251,57 +250,6 @@ func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 	return out.api(), nil
 }
 
-// SettleOrdered is Settle that returns once its transaction has passed
-// badger's conflict check and has its commit timestamp, without waiting for
-// the write, as Hold does (see doc.go, "Settling without waiting for the
-// disk"): every transaction that starts after it returns, of this account or
-// any other, waits until the write is applied and sees the charge. So a
-// caller can answer its client while the charge is being written, and a
-// balance read after that answer still shows the charge.
-//
-// The errors Settle returns before committing (ErrNoHold, ErrAlreadySettled,
-// ErrHoldNotWritten, …) come back here. The write's own outcome comes from
-// the returned Write's Wait; should it fail, the failure is also logged at
-// error level with the request id, and the hold stays open (the transaction
-// wrote nothing) for the caller to Release, or for RecoverHolds at the next
-// start-up. A
-// conflict, which the account's stripe rules out (see Hold), is such a
-// failure too. Close waits for every write in flight.
-func (b *Badger) SettleOrdered(ctx context.Context, s Settlement) (Entry, *Write, error) {
-	account, err := b.settleAccount(context.WithoutCancel(ctx), &s)
-	if err != nil {
-		return Entry{}, nil, err
-	}
-	defer b.lock(account)()
-	if err := b.writes.beginSettle(); err != nil {
-		return Entry{}, nil, err
-	}
-	txn := b.db.NewTransaction(true)
-	defer txn.Discard()
-	out, err := settleTxn(txn, &s, account)
-	if err != nil {
-		b.writes.endSettle()
-		return Entry{}, nil, b.noHold(s.RequestID, err)
-	}
-	if b.beforeSettleCommit != nil {
-		b.beforeSettleCommit(s.RequestID)
-	}
-	w := &Write{}
-	w.wg.Add(1)
-	id, charge := s.RequestID, s.Charge
-	txn.CommitWith(func(err error) {
-		if err != nil {
-			err = fmt.Errorf("store: settle %q: write of the charge failed: %w", id, err)
-			b.log.Error("store: a settled charge could not be written; its hold is still open",
-				"request_id", id, "account", account, "charge_nano", int64(charge), "error", err.Error())
-		}
-		w.err = err
-		w.wg.Done()
-		b.writes.endSettle()
-	})
-	return out.api(), w, nil
-}
-
 // settleAccount checks s and returns the account whose stripe its
 // transaction runs under: s.Account, or the one its hold names.
 func (b *Badger) settleAccount(ctx context.Context, s *Settlement) (string, error) {
@@ -319,23 +267,6 @@ func (b *Badger) settleAccount(ctx context.Context, s *Settlement) (string, erro
 		return "", b.noHold(s.RequestID, err)
 	}
 	return account, nil
-}
-
-// A Write is a commit that has its place in the ledger's order but may still
-// be being written; see SettleOrdered.
-type Write struct {
-	wg  sync.WaitGroup // done when the write has ended
-	err error
-}
-
-// Wait waits for the write to end and returns its error. A nil *Write is a
-// write that has already ended well.
-func (w *Write) Wait() error {
-	if w == nil {
-		return nil
-	}
-	w.wg.Wait()
-	return w.err
 }
 
 // settleTxn is the transaction of Settle: it closes the open hold of

@@ -123,11 +123,6 @@ type Ledger interface {
 	// per request id: a second Settle or a Settle after Release returns
 	// ErrAlreadySettled; no hold at all returns ErrNoHold.
 	Settle(ctx context.Context, s Settlement) (Entry, error)
-	// SettleOrdered is Settle that may return before the charge is on disk,
-	// once every later read and write is bound to see it; the Write's Wait
-	// reports how the write ended. An implementation whose commit is the
-	// write returns a nil *Write.
-	SettleOrdered(ctx context.Context, s Settlement) (Entry, *Write, error)
 	// Release drops a hold without charging (the call failed).
 	Release(ctx context.Context, requestID, reason string) error
 	// Balance returns the account.
