@@ -78,17 +78,17 @@ var endpoints = []*endpoint{
 
 // call is one relayed request in flight.
 type call struct {
-	ep      *endpoint
-	r       *http.Request
-	info    *reqInfo
-	key     store.Key
-	sum     *summary
-	body    []byte // what is forwarded
-	model   pricing.Model
-	route   string
-	params  []abi.Param // as admitted, after the plugin's Set
-	set     []abi.Param // what the plugin's quote set
-	hold    pricing.Nano
+	ep       *endpoint
+	r        *http.Request
+	info     *reqInfo
+	key      store.Key
+	sum      *summary
+	body     []byte // what is forwarded
+	model    pricing.Model
+	route    string
+	params   []abi.Param // as admitted, after the plugin's Set
+	set      []abi.Param // what the plugin's quote set
+	hold     pricing.Nano
 	settled  bool     // the charge is written (see settle)
 	answered *pending // the answer went out before the settle (see relayJSON)
 }
