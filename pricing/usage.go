@@ -24,6 +24,20 @@ type chatUsageWire struct {
 	} `json:"prompt_tokens_details"`
 }
 
+func (w *chatUsageWire) scan(obj []byte) bool {
+	var cached count
+	var details bool
+	if !scanTokens(obj, "prompt_tokens", "completion_tokens", "prompt_tokens_details", &w.PromptTokens, &w.CompletionTokens, &cached, &details) {
+		return false
+	}
+	if details {
+		w.PromptTokensDetails = &struct {
+			CachedTokens count `json:"cached_tokens"`
+		}{cached}
+	}
+	return true
+}
+
 func (w *chatUsageWire) usage() (Usage, error) {
 	var cached count
 	if w.PromptTokensDetails != nil {
@@ -88,6 +102,20 @@ type responsesUsageWire struct {
 	InputTokensDetails *struct {
 		CachedTokens count `json:"cached_tokens"`
 	} `json:"input_tokens_details"`
+}
+
+func (w *responsesUsageWire) scan(obj []byte) bool {
+	var cached count
+	var details bool
+	if !scanTokens(obj, "input_tokens", "output_tokens", "input_tokens_details", &w.InputTokens, &w.OutputTokens, &cached, &details) {
+		return false
+	}
+	if details {
+		w.InputTokensDetails = &struct {
+			CachedTokens count `json:"cached_tokens"`
+		}{cached}
+	}
+	return true
 }
 
 func (w *responsesUsageWire) usage() (Usage, error) {

@@ -15,6 +15,13 @@ func FuzzUsageFastPath(f *testing.F) {
 		`{"usage":{"input_tokens":10,"cache_read_input_tokens":2,"cache_creation_input_tokens":5,"cache_creation":{"ephemeral_1h_input_tokens":3},"output_tokens":4}}`,
 		`{"usage":null}`, `{"Usage":{"prompt_tokens":1}}`, `{"usage":{"prompt_tokens":-1}}`, `{"usage":[1]}`, `[1]`,
 		`{"usage":{"prompt_tokens":1},"usage":{"completion_tokens":2}}`, `{"a":{"usage":{}}}`, `{"usage":{"prompt_tokens":1.5}}`,
+		// The reflection-free scan of chat and responses usage (usageScanner).
+		`{"usage":{"prompt_tokens":null,"completion_tokens":-0}}`, `{"usage":{"prompt_tokens":"5"}}`, `{"usage":{"prompt_tokens":1e3}}`,
+		`{"usage":{"prompt_tokens":12345678901234567890}}`, `{"usage":{"prompt_tokens":123456789012345678}}`,
+		`{"usage":{"prompt_tokens_details":[1]}}`, `{"usage":{"prompt_tokens_details":null,"prompt_tokens":3}}`,
+		`{"usage":{"PROMPT_TOKENS":4,"completion_tokens":1}}`, `{"usage":{"prompt_tokens":4,"prompt_tokens":5}}`,
+		`{"usage":{"prompt_tokens":9,"prompt_tokens_details":{"cached_tokens":10}}}`, `{"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":null}}}`,
+		`{"usage":{"input_tokens":5,"input_tokens_details":{"Cached_Tokens":2}}}`, `{"usage":{"prompt_tokens":-3}}`,
 	} {
 		f.Add([]byte(s))
 	}
