@@ -219,30 +219,30 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 			// below: net/http would only flush it once the handler returns.
 			_ = http.NewResponseController(w).Flush()
 		}
-		attrs := []any{
-			"request_id", info.rid, "endpoint", name, "method", r.Method, "status", status,
-			"latency_ms", float64(g.now().Sub(info.start).Microseconds()) / 1000,
-		}
+		var buf [16]slog.Attr // one access-log line without growing or boxing
+		attrs := append(buf[:0],
+			slog.String("request_id", info.rid), slog.String("endpoint", name), slog.String("method", r.Method),
+			slog.Int("status", status), slog.Float64("latency_ms", float64(g.now().Sub(info.start).Microseconds())/1000))
 		if info.keyID != "" {
-			attrs = append(attrs, "key_id", info.keyID, "account", info.account)
+			attrs = append(attrs, slog.String("key_id", info.keyID), slog.String("account", info.account))
 		}
 		if info.model != "" {
-			attrs = append(attrs, "model", info.model, "route", info.route)
+			attrs = append(attrs, slog.String("model", info.model), slog.String("route", info.route))
 		}
 		if info.line != "" {
-			attrs = append(attrs, "line", info.line, "upstream_ms", float64(info.upstream.Microseconds())/1000)
+			attrs = append(attrs, slog.String("line", info.line), slog.Float64("upstream_ms", float64(info.upstream.Microseconds())/1000))
 		}
 		if info.charge != "" {
-			attrs = append(attrs, "charge_usd", info.charge)
+			attrs = append(attrs, slog.String("charge_usd", info.charge))
 		}
 		if info.stream {
-			attrs = append(attrs, "stream", true)
+			attrs = append(attrs, slog.Bool("stream", true))
 		}
 		if cut {
-			attrs = append(attrs, "cut", true)
+			attrs = append(attrs, slog.Bool("cut", true))
 		}
 		g.met.observeRequest(name, info, status, g.now().Sub(info.start))
-		g.log.Info("request", attrs...)
+		g.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
 		if cut {
 			// Pass the cut on: abort the connection instead of ending the
 			// response cleanly, so the client cannot mistake it for a whole answer.
