@@ -219,7 +219,7 @@ if [ "$PROFILE" = 1 ]; then
 	start gateway "$CPU_SUT" "$BIN/relayprof" -config "$WORK/relay.yaml" -log-level "$LOG_LEVEL" -pprof 127.0.0.1:6060
 	PROFILE_FLAG=(-profile http://127.0.0.1:6060 -profile-dir "$PROFDIR")
 else
-	start gateway "$CPU_SUT" "$ROOT/bin/relay" serve -config "$WORK/relay.yaml" -log-level "$LOG_LEVEL"
+	start gateway "$CPU_SUT" env ${GATEWAY_GOGC:+GOGC=$GATEWAY_GOGC} "$ROOT/bin/relay" serve -config "$WORK/relay.yaml" -log-level "$LOG_LEVEL"
 fi
 GATEWAY_PID=$STARTED_PID
 

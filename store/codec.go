@@ -146,6 +146,7 @@ const (
 	tagEntryV1   byte = 0x04
 	tagJobV1     byte = 0x05
 	tagOutcomeV1 byte = 0x06
+	tagSettledV2 byte = 0x07 // the outcome of a settled call (see outcomeRec)
 	tagJSON      byte = '{' // a record written by a build before the binary format
 )
 
@@ -164,6 +165,8 @@ func tagName(tag byte) string {
 		return "job v1"
 	case tagOutcomeV1:
 		return "outcome v1"
+	case tagSettledV2:
+		return "settled outcome v2"
 	case tagJSON:
 		return "JSON"
 	}

@@ -32,7 +32,11 @@
 // A record (every value but keyid/<key id>, which is the bare hash) is
 // binary: one format tag byte naming the record type and layout version
 // (0x01 account, 0x02 key, 0x03 hold, 0x04 journal entry, 0x05 job,
-// 0x06 outcome; all version 1), then its fields in a fixed order with no
+// 0x06 outcome; all version 1; and 0x07, version 2 of a settled call's
+// outcome, which keeps only account, charge, sequence number and time: the
+// request id is its key's, and its hold amount and note are its journal
+// entry's, where Outcome reads them; a settled outcome v1 is still read),
+// then its fields in a fixed order with no
 // names and nothing after the last. Strings are a uvarint length and the
 // bytes (as given: ids are valid UTF-8, notes are not checked); amounts and
 // usage counts are zigzag varints of int64 nano-USD or units; sequence

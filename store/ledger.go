@@ -36,7 +36,7 @@ type Outcome struct {
 	HoldAmount pricing.Nano // the amount the hold reserved
 	Charge     pricing.Nano // what Settle charged; 0 otherwise
 	Seq        uint64       // the journal entry's sequence number; 0 for a release
-	Owner      string       // the process that took the hold
+	Owner      string       // the process that took the hold; not kept for a settled call
 	Reason     string       // Release's reason, Settle's note, or the recovery note
 	Time       time.Time
 }
@@ -382,7 +382,18 @@ func (b *Badger) Outcome(ctx context.Context, requestID string) (Outcome, error)
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return fmt.Errorf("store: outcome of %q: %w", requestID, ErrNotFound)
 		}
-		return err
+		if err != nil || out.State != OutcomeSettled || out.HoldAmount != 0 || out.Seq == 0 {
+			return err
+		}
+		// A settled outcome v2: the hold amount and the note are the
+		// journal entry's.
+		key := journalKey(out.Account, out.Seq)
+		var e entryRec
+		if err := getValue(txn, key, func(val []byte) error { return e.decode(key, val) }); err != nil {
+			return fmt.Errorf("store: outcome of %q: its journal entry %d: %w", requestID, out.Seq, err)
+		}
+		out.HoldAmount, out.Reason = e.HoldAmount, e.Note
+		return nil
 	})
 	if err != nil {
 		return Outcome{}, err

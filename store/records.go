@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"fmt"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -421,7 +423,20 @@ func (r *jobRec) decode(key, val []byte) error {
 }
 
 // Outcome v1: request id, account, state, hold, charge, seq, owner, reason,
-// time.
+// time. Released and recovered holds are written so.
+//
+// Settled outcome v2: account, charge, seq, time. A settled call's journal
+// entry (account, seq) has the rest: its hold amount and note, which
+// Outcome reads from it; the request id is the key's. This is a third of
+// v1's size, and outcomes are kept for good, one per call. The owner of a
+// settled call's hold is not kept.
+
+func (r *outcomeRec) settledFields(e *enc) {
+	e.str(r.Account)
+	e.varint(r.Charge)
+	e.uvarint(r.Seq)
+	e.time("time", r.Time)
+}
 
 func (r *outcomeRec) fields(e *enc) {
 	e.str(r.RequestID)
@@ -437,6 +452,13 @@ func (r *outcomeRec) fields(e *enc) {
 
 func (r *outcomeRec) encode(key []byte) ([]byte, error) {
 	var e enc
+	if r.State == OutcomeSettled {
+		r.settledFields(&e)
+		if e.start(tagSettledV2) {
+			r.settledFields(&e)
+		}
+		return e.finish(key)
+	}
 	r.fields(&e)
 	if e.start(tagOutcomeV1) {
 		r.fields(&e)
@@ -445,6 +467,18 @@ func (r *outcomeRec) encode(key []byte) ([]byte, error) {
 }
 
 func (r *outcomeRec) decode(key, val []byte) error {
+	if len(val) > 0 && val[0] == tagSettledV2 {
+		if !bytes.HasPrefix(key, []byte(prefixDone)) {
+			return fmt.Errorf("store: decode %q: a settled outcome under a key that is not %s<request id>", key, prefixDone)
+		}
+		d := dec{s: string(val[1:])}
+		*r = outcomeRec{RequestID: string(key[len(prefixDone):]), State: OutcomeSettled}
+		r.Account = d.str("account")
+		r.Charge = d.varint("charge")
+		r.Seq = d.uvarint("seq")
+		r.Time = d.time("time")
+		return d.close(key)
+	}
 	d, isJSON, err := openRecord(key, val, tagOutcomeV1)
 	if err != nil || isJSON {
 		if isJSON {

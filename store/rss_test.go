@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -41,7 +43,8 @@ func BenchmarkLedgerRSS(b *testing.B) {
 		var heapBefore runtime.MemStats
 		runtime.ReadMemStats(&heapBefore)
 
-		s, err := OpenBadger(b.TempDir(), BadgerOptions{Logger: slog.New(slog.DiscardHandler)})
+		dir := b.TempDir()
+		s, err := OpenBadger(dir, BadgerOptions{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -76,7 +79,17 @@ func BenchmarkLedgerRSS(b *testing.B) {
 		if err := s.Close(); err != nil {
 			b.Fatal(err)
 		}
+		var disk int64 // the tables and logs a closed store keeps
+		_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if fi, err := d.Info(); err == nil {
+					disk += fi.Size()
+				}
+			}
+			return nil
+		})
 		const mb = 1 << 20
+		b.ReportMetric(float64(disk)/mb, "disk-MB")
 		b.ReportMetric(float64(opened.rss-before.rss)/mb, "open-RSS-MB")
 		b.ReportMetric(float64(after.rss-before.rss)/mb, "RSS-growth-MB")
 		b.ReportMetric(float64(after.hwm-before.rss)/mb, "peak-RSS-growth-MB")
