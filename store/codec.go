@@ -147,7 +147,7 @@ const (
 	tagJobV1     byte = 0x05
 	tagOutcomeV1 byte = 0x06
 	tagSettledV2 byte = 0x07 // the outcome of a settled call (see outcomeRec)
-	tagJSON      byte = '{' // a record written by a build before the binary format
+	tagJSON      byte = '{'  // a record written by a build before the binary format
 )
 
 // tagName names a format tag for error messages.
