@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -10,71 +11,103 @@ import (
 // to settle before it reads the ledger as it is.
 const settleWaitMax = 5 * time.Second
 
-// settling follows, per account, the calls whose answer the client already
-// has but whose settle has not ended (a JSON answer is sent before its call
-// is settled; see relayJSON). The admin reads of an account wait for them,
-// so that a balance or charges read made after a call's answer shows its
-// charge, as it did when the answer waited for the settle. A new call's hold
-// does not wait: it sees the open hold, which reserves at least as much as
-// the charge will take unless the call overran its quote.
+// settling follows, per account, the calls whose JSON answer the client
+// already has but whose settle has not ended (see relayJSON). The admin reads
+// of an account wait for them, so that a balance or charges read made after
+// a call's answer shows its charge, as it did when the answer waited for the
+// settle. A new call's hold does not wait: it sees the open hold.
+//
+// Calls join the account's open group; a wait seals that group (later calls
+// start a new one) and waits for it and for the groups earlier waits sealed
+// that are still settling. So a wait covers every call answered before it
+// began, concurrent waits each see all of them, and steady traffic cannot
+// prolong a wait.
 type settling struct {
 	mu sync.Mutex
-	m  map[string]*pending // the calls since the last wait, per account
+	m  map[string]*accountSettling
+}
+
+type accountSettling struct {
+	open   *pending   // the group new calls join; nil when there is none
+	sealed []*pending // groups sealed by waits, not yet settled
 }
 
 // pending is a group of calls of one account; done is closed when the last
-// of them has ended and the group is sealed (a wait took it out of the map)
-// or empty.
+// of them has ended.
 type pending struct {
 	n    int
 	done chan struct{}
 }
 
-func newSettling() *settling { return &settling{m: make(map[string]*pending)} }
+func newSettling() *settling { return &settling{m: make(map[string]*accountSettling)} }
 
 // begin registers a call of account about to answer before settling and
 // returns its group, which end takes.
 func (s *settling) begin(account string) *pending {
 	s.mu.Lock()
-	p := s.m[account]
-	if p == nil {
-		p = &pending{done: make(chan struct{})}
-		s.m[account] = p
+	defer s.mu.Unlock()
+	a := s.m[account]
+	if a == nil {
+		a = &accountSettling{}
+		s.m[account] = a
 	}
-	p.n++
-	s.mu.Unlock()
-	return p
+	if a.open == nil {
+		a.open = &pending{done: make(chan struct{})}
+	}
+	a.open.n++
+	return a.open
 }
 
-// end records that the settle of a call of p (or the release of its hold)
-// has ended.
+// end records that the settle of a call of group p (or the release of its
+// hold) has ended.
 func (s *settling) end(account string, p *pending) {
 	s.mu.Lock()
-	if p.n--; p.n == 0 {
-		close(p.done)
-		if s.m[account] == p {
-			delete(s.m, account)
-		}
+	defer s.mu.Unlock()
+	if p.n--; p.n > 0 {
+		return
 	}
-	s.mu.Unlock()
+	close(p.done)
+	a := s.m[account]
+	if a == nil {
+		return
+	}
+	if a.open == p {
+		a.open = nil
+	} else if i := slices.Index(a.sealed, p); i >= 0 {
+		a.sealed = slices.Delete(a.sealed, i, i+1)
+	}
+	if a.open == nil && len(a.sealed) == 0 {
+		delete(s.m, account)
+	}
 }
 
 // wait waits until the calls of account that answered before it was called
-// have settled, or until ctx ends or settleWaitMax has passed. Calls that
-// begin meanwhile join a new group and do not prolong it.
+// have settled, or until ctx ends or settleWaitMax has passed.
 func (s *settling) wait(ctx context.Context, account string) {
 	s.mu.Lock()
-	p := s.m[account]
-	delete(s.m, account)
-	s.mu.Unlock()
-	if p == nil {
+	a := s.m[account]
+	if a == nil {
+		s.mu.Unlock()
 		return
 	}
+	if a.open != nil {
+		a.sealed = append(a.sealed, a.open)
+		a.open = nil
+	}
+	done := make([]chan struct{}, len(a.sealed))
+	for i, p := range a.sealed {
+		done[i] = p.done
+	}
+	s.mu.Unlock()
 	t := time.NewTimer(settleWaitMax)
 	defer t.Stop()
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-	case <-t.C:
+	for _, d := range done {
+		select {
+		case <-d:
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			return
+		}
 	}
 }

@@ -19,32 +19,49 @@ func TestSettlingWait(t *testing.T) {
 	ctx := context.Background()
 	s.wait(ctx, "acme") // nothing pending: returns at once
 
+	waitIn := func() chan struct{} {
+		done := make(chan struct{})
+		go func() { s.wait(ctx, "acme"); close(done) }()
+		return done
+	}
+	sealed := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.m["acme"].open == nil
+	}
+	still := func(done chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-done:
+			t.Fatalf("%s returned with a call it covers still settling", what)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+
 	a := s.begin("acme")
 	b := s.begin("acme")
 	other := s.begin("zeta")
-	waited := make(chan struct{})
-	go func() { s.wait(ctx, "acme"); close(waited) }()
-	// A call that begins after the wait does not prolong it.
-	var late *pending
-	for late == nil || late == a {
-		s.mu.Lock()
-		sealed := s.m["acme"] == nil
-		s.mu.Unlock()
-		if sealed {
-			late = s.begin("acme")
-		} else {
-			time.Sleep(time.Millisecond)
-		}
+	first := waitIn()
+	for !sealed() {
+		time.Sleep(time.Millisecond)
+	}
+	// A call that begins after the first wait does not prolong it, but a
+	// second wait covers it and the first wait's calls too.
+	late := s.begin("acme")
+	if late == a {
+		t.Fatal("a call after a wait joined the sealed group")
+	}
+	second := waitIn()
+	for !sealed() {
+		time.Sleep(time.Millisecond)
 	}
 	s.end("acme", a)
-	select {
-	case <-waited:
-		t.Fatal("wait returned with a call of the account still settling")
-	case <-time.After(20 * time.Millisecond):
-	}
+	still(first, "the first wait")
 	s.end("acme", b)
-	<-waited // late and the other account's call are still open
+	<-first
+	still(second, "the second wait")
 	s.end("acme", late)
+	<-second
 	s.end("zeta", other)
 	if len(s.m) != 0 {
 		t.Fatalf("groups left after every call ended: %v", s.m)

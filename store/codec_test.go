@@ -55,8 +55,8 @@ var (
 		{"job", "job/vid_1", &jobRec{RequestID: "vid_1", Account: "acme", KeyID: "key_1", Model: "video", Route: "r", Line: "480p", Amount: 300_000_000, Refunded: true, Created: t0}},
 		{"job empty", "job/", &jobRec{}},
 		{"outcome", "done/req_1", &outcomeRec{RequestID: "req_1", Account: "acme", State: OutcomeReleased, HoldAmount: 2_000_000, Seq: 7, Owner: "boot-1", Reason: "note", Time: t0}},
-		{"outcome settled", "done/req_1", &outcomeRec{RequestID: "req_1", Account: "acme", State: OutcomeSettled, Charge: 1_234_567, Seq: 7, Time: t0}},
-		{"outcome settled empty", "done/", &outcomeRec{State: OutcomeSettled}},
+		{"outcome settled", "done/req_1", &outcomeRec{RequestID: "req_1", Account: "acme", State: OutcomeSettled, Charge: 1_234_567, Seq: 7, Time: t0, compact: true}},
+		{"outcome settled empty", "done/", &outcomeRec{State: OutcomeSettled, compact: true}},
 		{"outcome empty", "done/", &outcomeRec{}},
 	}
 )

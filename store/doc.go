@@ -35,7 +35,8 @@
 // 0x06 outcome; all version 1; and 0x07, version 2 of a settled call's
 // outcome, which keeps only account, charge, sequence number and time: the
 // request id is its key's, and its hold amount and note are its journal
-// entry's, where Outcome reads them; a settled outcome v1 is still read),
+// entry's, where Outcome reads them; a settled outcome v1 is still read,
+// but a build before tag 0x07 cannot read a ledger that has one),
 // then its fields in a fixed order with no
 // names and nothing after the last. Strings are a uvarint length and the
 // bytes (as given: ids are valid UTF-8, notes are not checked); amounts and

@@ -382,15 +382,22 @@ func (b *Badger) Outcome(ctx context.Context, requestID string) (Outcome, error)
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return fmt.Errorf("store: outcome of %q: %w", requestID, ErrNotFound)
 		}
-		if err != nil || out.State != OutcomeSettled || out.HoldAmount != 0 || out.Seq == 0 {
+		if err != nil || !out.compact {
 			return err
 		}
 		// A settled outcome v2: the hold amount and the note are the
 		// journal entry's.
 		key := journalKey(out.Account, out.Seq)
 		var e entryRec
-		if err := getValue(txn, key, func(val []byte) error { return e.decode(key, val) }); err != nil {
-			return fmt.Errorf("store: outcome of %q: its journal entry %d: %w", requestID, out.Seq, err)
+		err = getValue(txn, key, func(val []byte) error { return e.decode(key, val) })
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			err = ErrNotFound
+		}
+		if err == nil && (e.Kind != KindCharge || e.RequestID != requestID) {
+			err = fmt.Errorf("it is a %s entry of request %q", e.Kind, e.RequestID)
+		}
+		if err != nil {
+			return fmt.Errorf("store: outcome of %q: journal entry %d of account %q: %w", requestID, out.Seq, out.Account, err)
 		}
 		out.HoldAmount, out.Reason = e.HoldAmount, e.Note
 		return nil

@@ -159,6 +159,8 @@ type outcomeRec struct {
 	Owner      string    `json:"owner,omitempty"`
 	Reason     string    `json:"reason,omitempty"`
 	Time       time.Time `json:"time"`
+
+	compact bool // read from a settled outcome v2: the rest is in the journal
 }
 
 func (r outcomeRec) api() Outcome {
@@ -472,7 +474,7 @@ func (r *outcomeRec) decode(key, val []byte) error {
 			return fmt.Errorf("store: decode %q: a settled outcome under a key that is not %s<request id>", key, prefixDone)
 		}
 		d := dec{s: string(val[1:])}
-		*r = outcomeRec{RequestID: string(key[len(prefixDone):]), State: OutcomeSettled}
+		*r = outcomeRec{RequestID: string(key[len(prefixDone):]), State: OutcomeSettled, compact: true}
 		r.Account = d.str("account")
 		r.Charge = d.varint("charge")
 		r.Seq = d.uvarint("seq")
