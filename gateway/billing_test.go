@@ -20,10 +20,11 @@ import (
 	"github.com/modelrelay/modelrelay/store"
 )
 
-// journalSum is credits + Σ journal amounts of an account.
-func journalSum(t testing.TB, st *store.Badger, account string) (sum pricing.Nano, kinds map[string]int) {
+// journalSum is credits + Σ journal amounts of an account, once its
+// answered calls have settled (as e.charges reads it).
+func journalSum(t testing.TB, e *env, account string) (sum pricing.Nano, kinds map[string]int) {
 	t.Helper()
-	es, err := st.Charges(context.Background(), account, 100000)
+	es, err := e.charges(account, 100000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestConcurrentStreamsCannotOverdraw(t *testing.T) {
 		t.Fatalf("admitted %d, denied %d, other %d %q; want %d admitted", ok.Load(), denied.Load(), other.Load(), others, admittable)
 	}
 	b := e.balance("acme")
-	sum, kinds := journalSum(t, e.store, "acme")
+	sum, kinds := journalSum(t, e, "acme")
 	if b.Balance != sum || b.Held != 0 {
 		t.Fatalf("balance %s, journal sum %s, held %s", b.Balance.Fixed(), sum.Fixed(), b.Held.Fixed())
 	}
@@ -199,7 +200,7 @@ func TestCutStreamSettledOnceFromEstimate(t *testing.T) {
 		t.Error("the client should see the cut as a read error, not a clean end")
 	}
 	waitFor(t, func() bool { return e.balance("acme").Held == 0 })
-	_, kinds := journalSum(t, e.store, "acme")
+	_, kinds := journalSum(t, e, "acme")
 	es, _ := e.charges("acme", 10)
 	if kinds[store.KindCharge] != 1 || es[0].Amount >= 0 || !strings.Contains(es[0].Note, "estimated") {
 		t.Fatalf("want one estimated, non-zero charge: %+v", es[0])

@@ -40,7 +40,7 @@ func TestFailoverChargesOnce(t *testing.T) {
 	if e.sims["b"].Requests() == 0 {
 		t.Fatal("the failing line was never tried: the test proves nothing")
 	}
-	sum, kinds := journalSum(t, e.store, "acme")
+	sum, kinds := journalSum(t, e, "acme")
 	b := e.balance("acme")
 	if kinds[store.KindCharge] != calls || b.Balance != sum || b.Held != 0 {
 		t.Fatalf("charges %d (want %d), balance %s, journal %s, held %s", kinds[store.KindCharge], calls, b.Balance.Fixed(), sum.Fixed(), b.Held.Fixed())

@@ -312,7 +312,7 @@ func TestVideoJobs(t *testing.T) {
 	if refunds != 1 {
 		t.Fatalf("%d refunds, want exactly 1 (failed job only; none for done or expired)", refunds)
 	}
-	sum, _ := journalSum(t, e.store, "acme")
+	sum, _ := journalSum(t, e, "acme")
 	if b := e.balance("acme"); b.Balance != sum || b.Held != 0 {
 		t.Fatalf("books: balance %s journal %s", b.Balance.Fixed(), sum.Fixed())
 	}
