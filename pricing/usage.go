@@ -15,27 +15,20 @@ import (
 // count is a token count in a usage object; absent and null read as 0.
 type count = int64
 
+// tokenDetails is the details object of chat and responses usage.
+type tokenDetails struct {
+	CachedTokens count `json:"cached_tokens"`
+}
+
 // chatUsageWire is a chat-completions usage object.
 type chatUsageWire struct {
-	PromptTokens        count `json:"prompt_tokens"`
-	CompletionTokens    count `json:"completion_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens count `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
+	PromptTokens        count         `json:"prompt_tokens"`
+	CompletionTokens    count         `json:"completion_tokens"`
+	PromptTokensDetails *tokenDetails `json:"prompt_tokens_details"`
 }
 
 func (w *chatUsageWire) scan(obj []byte) bool {
-	var cached count
-	var details bool
-	if !scanTokens(obj, "prompt_tokens", "completion_tokens", "prompt_tokens_details", &w.PromptTokens, &w.CompletionTokens, &cached, &details) {
-		return false
-	}
-	if details {
-		w.PromptTokensDetails = &struct {
-			CachedTokens count `json:"cached_tokens"`
-		}{cached}
-	}
-	return true
+	return scanTokens(obj, "prompt_tokens", "completion_tokens", "prompt_tokens_details", &w.PromptTokens, &w.CompletionTokens, &w.PromptTokensDetails)
 }
 
 func (w *chatUsageWire) usage() (Usage, error) {
@@ -97,25 +90,13 @@ func chatUsageFull(body []byte) (u Usage, ok bool, err error) {
 
 // responsesUsageWire is a Responses API usage object.
 type responsesUsageWire struct {
-	InputTokens        count `json:"input_tokens"`
-	OutputTokens       count `json:"output_tokens"`
-	InputTokensDetails *struct {
-		CachedTokens count `json:"cached_tokens"`
-	} `json:"input_tokens_details"`
+	InputTokens        count         `json:"input_tokens"`
+	OutputTokens       count         `json:"output_tokens"`
+	InputTokensDetails *tokenDetails `json:"input_tokens_details"`
 }
 
 func (w *responsesUsageWire) scan(obj []byte) bool {
-	var cached count
-	var details bool
-	if !scanTokens(obj, "input_tokens", "output_tokens", "input_tokens_details", &w.InputTokens, &w.OutputTokens, &cached, &details) {
-		return false
-	}
-	if details {
-		w.InputTokensDetails = &struct {
-			CachedTokens count `json:"cached_tokens"`
-		}{cached}
-	}
-	return true
+	return scanTokens(obj, "input_tokens", "output_tokens", "input_tokens_details", &w.InputTokens, &w.OutputTokens, &w.InputTokensDetails)
 }
 
 func (w *responsesUsageWire) usage() (Usage, error) {

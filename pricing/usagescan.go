@@ -46,8 +46,8 @@ func fastUsage(body []byte, w any) (present, done bool) {
 type usageScanner interface{ scan(obj []byte) bool }
 
 // scanTokens reads the shape chat and responses usage share: two counts and
-// a details object with a cached count.
-func scanTokens(obj []byte, in, out, details string, inV, outV, cached *count, hasDetails *bool) bool {
+// a details object with a cached count (nil when absent or null).
+func scanTokens(obj []byte, in, out, details string, inV, outV *count, det **tokenDetails) bool {
 	var ok bool
 	if *inV, ok = intMember(obj, in); !ok {
 		return false
@@ -60,14 +60,14 @@ func scanTokens(obj []byte, in, out, details string, inV, outV, cached *count, h
 		return false
 	}
 	if !found || string(val) == "null" {
-		*hasDetails, *cached = false, 0
+		*det = nil
 		return true
 	}
 	if val[0] != '{' {
 		return false
 	}
-	*hasDetails = true
-	*cached, ok = intMember(val, "cached_tokens")
+	cached, ok := intMember(val, "cached_tokens")
+	*det = &tokenDetails{CachedTokens: cached}
 	return ok
 }
 
