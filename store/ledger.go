@@ -234,63 +234,46 @@ func (b *Badger) noHold(requestID string, err error) error {
 // its books must close (a client that went away must not cancel its charge).
 func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 	ctx = context.WithoutCancel(ctx)
-	account, err := b.settleAccount(ctx, &s)
-	if err != nil {
+	if err := checkID("request", s.RequestID); err != nil {
 		return Entry{}, err
+	}
+	if s.Charge < 0 {
+		return Entry{}, fmt.Errorf("store: settle %q: charge %d nano-USD is negative", s.RequestID, s.Charge)
+	}
+	account := s.Account
+	var err error
+	if account == "" {
+		if account, err = b.holdAccount(ctx, s.RequestID); err != nil {
+			return Entry{}, b.noHold(s.RequestID, err)
+		}
 	}
 	defer b.lock(account)()
 	var out entryRec
 	err = b.update(ctx, func(txn *badger.Txn) error {
-		out, err = settleTxn(txn, &s, account)
-		return err
+		hr, acct, err := openHold(txn, s.RequestID, account)
+		if err != nil {
+			return err
+		}
+		acct.Held -= hr.Amount
+		bal, err := addBalance(acct.ID, pricing.Nano(acct.Balance), -s.Charge)
+		if err != nil {
+			return err
+		}
+		acct.Balance = int64(bal)
+		out, err = journal(txn, &acct, entryRec{
+			Kind: KindCharge, RequestID: hr.RequestID, KeyID: hr.KeyID, Model: hr.Model,
+			Route: hr.Route, Endpoint: hr.Endpoint, Usage: usageRecOf(s.Usage),
+			HoldAmount: hr.Amount, Amount: -int64(s.Charge), Note: clip(s.Note),
+		})
+		if err != nil {
+			return err
+		}
+		return closeHold(txn, hr, outcomeRec{State: OutcomeSettled, Charge: int64(s.Charge), Seq: out.Seq, Reason: clip(s.Note)})
 	})
 	if err != nil {
 		return Entry{}, b.noHold(s.RequestID, err)
 	}
 	return out.api(), nil
-}
-
-// settleAccount checks s and returns the account whose stripe its
-// transaction runs under: s.Account, or the one its hold names.
-func (b *Badger) settleAccount(ctx context.Context, s *Settlement) (string, error) {
-	if err := checkID("request", s.RequestID); err != nil {
-		return "", err
-	}
-	if s.Charge < 0 {
-		return "", fmt.Errorf("store: settle %q: charge %d nano-USD is negative", s.RequestID, s.Charge)
-	}
-	if s.Account != "" {
-		return s.Account, nil
-	}
-	account, err := b.holdAccount(ctx, s.RequestID)
-	if err != nil {
-		return "", b.noHold(s.RequestID, err)
-	}
-	return account, nil
-}
-
-// settleTxn is the transaction of Settle: it closes the open hold of
-// s.RequestID on account, charging s.Charge, and journals the charge.
-func settleTxn(txn *badger.Txn, s *Settlement, account string) (entryRec, error) {
-	hr, acct, err := openHold(txn, s.RequestID, account)
-	if err != nil {
-		return entryRec{}, err
-	}
-	acct.Held -= hr.Amount
-	bal, err := addBalance(acct.ID, pricing.Nano(acct.Balance), -s.Charge)
-	if err != nil {
-		return entryRec{}, err
-	}
-	acct.Balance = int64(bal)
-	out, err := journal(txn, &acct, entryRec{
-		Kind: KindCharge, RequestID: hr.RequestID, KeyID: hr.KeyID, Model: hr.Model,
-		Route: hr.Route, Endpoint: hr.Endpoint, Usage: usageRecOf(s.Usage),
-		HoldAmount: hr.Amount, Amount: -int64(s.Charge), Note: clip(s.Note),
-	})
-	if err != nil {
-		return entryRec{}, err
-	}
-	return out, closeHold(txn, hr, outcomeRec{State: OutcomeSettled, Charge: int64(s.Charge), Seq: out.Seq, Reason: clip(s.Note)})
 }
 
 // Release drops a hold without charging (the call failed). It writes no

@@ -473,7 +473,7 @@ func (r *outcomeRec) decode(key, val []byte) error {
 		if !bytes.HasPrefix(key, []byte(prefixDone)) {
 			return fmt.Errorf("store: decode %q: a settled outcome under a key that is not %s<request id>", key, prefixDone)
 		}
-		d := dec{s: string(val[1:])}
+		d, _, _ := openRecord(key, val, tagSettledV2) // the tag is checked above
 		*r = outcomeRec{RequestID: string(key[len(prefixDone):]), State: OutcomeSettled, compact: true}
 		r.Account = d.str("account")
 		r.Charge = d.varint("charge")
