@@ -32,8 +32,9 @@ type accountSettling struct {
 	sealed []*pending // groups sealed by waits, not yet settled
 }
 
-// pending is a group of calls of one account; done is closed when the last
-// of them has ended.
+// pending is a group of calls of one account. done, made by the first wait
+// that needs it (most groups never meet one), is closed when the last of
+// them has ended.
 type pending struct {
 	n    int
 	done chan struct{}
@@ -52,7 +53,7 @@ func (s *settling) begin(account string) *pending {
 		s.m[account] = a
 	}
 	if a.open == nil {
-		a.open = &pending{done: make(chan struct{})}
+		a.open = &pending{}
 	}
 	a.open.n++
 	return a.open
@@ -66,7 +67,9 @@ func (s *settling) end(account string, p *pending) {
 	if p.n--; p.n > 0 {
 		return
 	}
-	close(p.done)
+	if p.done != nil {
+		close(p.done)
+	}
 	a := s.m[account]
 	if a == nil {
 		return
@@ -96,6 +99,9 @@ func (s *settling) wait(ctx context.Context, account string) {
 	}
 	done := make([]chan struct{}, len(a.sealed))
 	for i, p := range a.sealed {
+		if p.done == nil {
+			p.done = make(chan struct{})
+		}
 		done[i] = p.done
 	}
 	s.mu.Unlock()
