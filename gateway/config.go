@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/url"
 	"os"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/modelrelay/modelrelay/plugins"
 )
 
 // Config is the gateway's configuration, read from relay.yaml. The zero value
@@ -489,4 +493,33 @@ func parseSize(text string) (int64, error) {
 		return 0, fmt.Errorf("%q is too large", text)
 	}
 	return n * mult, nil
+}
+
+// HostConfig is the plugins.Config for this configuration's plugins, with
+// log as the host's logger: what relay serve opens the plugin host with.
+func (p PluginsConfig) HostConfig(log *slog.Logger) plugins.Config {
+	return plugins.Config{
+		Dir:         p.Dir,
+		CacheDir:    p.CacheDir,
+		PoolSize:    p.PoolSize,
+		CallTimeout: p.CallTimeout,
+		Poll:        p.Poll,
+		IdleRelease: p.IdleRelease,
+		Logger:      log,
+	}
+}
+
+// ApplyMemoryLimit sets the runtime's soft memory limit from MemoryLimit,
+// unless GOMEMLIMIT is set in the environment (the runtime has applied it),
+// and logs which one holds.
+func (c Config) ApplyMemoryLimit(log *slog.Logger) {
+	if env := os.Getenv("GOMEMLIMIT"); env != "" {
+		log.Info("memory limit from GOMEMLIMIT", "GOMEMLIMIT", env)
+		return
+	}
+	if c.MemoryLimitBytes == 0 {
+		return
+	}
+	debug.SetMemoryLimit(c.MemoryLimitBytes)
+	log.Info("memory limit set", "bytes", c.MemoryLimitBytes)
 }

@@ -182,9 +182,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	e.store = st
-	host, err := plugins.Open(context.Background(), plugins.Config{
-		Dir: cfg.Plugins.Dir, CacheDir: cfg.Plugins.CacheDir, CallTimeout: cfg.Plugins.CallTimeout, Poll: -1, Logger: log,
-	})
+	host, err := plugins.Open(context.Background(), cfg.Plugins.HostConfig(log)) // Poll -1: no reloading
 	if err != nil {
 		st.Close()
 		t.Fatal(err)

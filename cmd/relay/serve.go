@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -73,7 +72,7 @@ type server struct {
 // startServer opens the store (resolving holds left by a crash), loads the
 // plugins and starts serving. ln may be nil (listen on cfg.Listen).
 func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln net.Listener) (*server, error) {
-	applyMemoryLimit(cfg.MemoryLimitBytes, log)
+	cfg.ApplyMemoryLimit(log)
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -89,15 +88,7 @@ func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln n
 	if n > 0 {
 		log.Warn("released holds left by a previous process", "holds", n)
 	}
-	host, err := plugins.Open(ctx, plugins.Config{
-		Dir:         cfg.Plugins.Dir,
-		CacheDir:    cfg.Plugins.CacheDir,
-		PoolSize:    cfg.Plugins.PoolSize,
-		CallTimeout: cfg.Plugins.CallTimeout,
-		Poll:        cfg.Plugins.Poll,
-		IdleRelease: cfg.Plugins.IdleRelease,
-		Logger:      log,
-	})
+	host, err := plugins.Open(ctx, cfg.Plugins.HostConfig(log))
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("plugins: %w", err)
@@ -167,18 +158,4 @@ func (s *server) shutdown(grace time.Duration) error {
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-// applyMemoryLimit sets the runtime's soft memory limit from the config,
-// unless GOMEMLIMIT is set in the environment (the runtime has applied it).
-func applyMemoryLimit(limit int64, log *slog.Logger) {
-	if env := os.Getenv("GOMEMLIMIT"); env != "" {
-		log.Info("memory limit from GOMEMLIMIT", "GOMEMLIMIT", env)
-		return
-	}
-	if limit == 0 {
-		return
-	}
-	debug.SetMemoryLimit(limit)
-	log.Info("memory limit set", "bytes", limit)
 }

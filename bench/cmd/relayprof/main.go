@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -47,9 +46,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if os.Getenv("GOMEMLIMIT") == "" && cfg.MemoryLimitBytes > 0 {
-		debug.SetMemoryLimit(cfg.MemoryLimitBytes) // as relay serve does
-	}
+	cfg.ApplyMemoryLimit(log) // as relay serve does
 	runtime.SetMutexProfileFraction(*mutex)
 	runtime.SetBlockProfileRate(*block)
 
@@ -66,11 +63,7 @@ func run(args []string) error {
 	if _, err := st.RecoverHolds(ctx); err != nil {
 		return fmt.Errorf("recover holds: %w", err)
 	}
-	host, err := plugins.Open(ctx, plugins.Config{
-		Dir: cfg.Plugins.Dir, CacheDir: cfg.Plugins.CacheDir, PoolSize: cfg.Plugins.PoolSize,
-		CallTimeout: cfg.Plugins.CallTimeout, Poll: cfg.Plugins.Poll, IdleRelease: cfg.Plugins.IdleRelease,
-		Logger: log,
-	})
+	host, err := plugins.Open(ctx, cfg.Plugins.HostConfig(log))
 	if err != nil {
 		return fmt.Errorf("plugins: %w", err)
 	}
