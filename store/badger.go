@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -28,9 +30,8 @@ type BadgerOptions struct {
 	// Logger receives badger's own messages: errors at error level, the rest
 	// at debug level. Nil means slog.Default().
 	Logger *slog.Logger
-	// Owner is this process's boot id, written on every hold it takes and
-	// used by RecoverHolds to tell its own holds from those of a process that
-	// ended. "" means a random id.
+	// Owner is this process's boot id, written on every hold it takes, so
+	// that the recovery of a hold it leaves names it. "" means a random id.
 	Owner string
 }
 
@@ -52,17 +53,14 @@ const stripeCount = 256
 // database. It is safe for concurrent use. One directory belongs to one
 // process at a time (badger locks it).
 type Badger struct {
-	db       *badger.DB
-	owner    string
-	log      *slog.Logger
-	stripes  [stripeCount]sync.Mutex // by account: see lock
-	requests [stripeCount]sync.Mutex // by request id, taken by Hold inside the account's stripe
-	writes   holdWrites              // holds whose write Hold did not wait for
+	db      *badger.DB
+	owner   string
+	log     *slog.Logger
+	stripes [stripeCount]sync.Mutex // by account: see lock
+	mem     memory                  // accounts as Hold sees them, and the open holds
+	holdLog *holdLog                // the open holds, for the next process should this one crash
 
-	// beforeHoldCommit, when set (by tests), runs in Hold between its reads
-	// and its commit.
-	beforeHoldCommit func(requestID string)
-
+	closed    atomic.Bool // Close has begun: Hold refuses
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -139,20 +137,31 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open badger in %q: %w", dir, err)
 	}
-	b := &Badger{db: db, owner: owner, log: logger}
-	b.writes.init()
+	logDir := ""
+	if !opts.InMemory {
+		logDir = filepath.Join(dir, holdLogDir)
+	}
+	hl, err := openHoldLog(logDir, opts.SyncWrites)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	b := &Badger{db: db, owner: owner, log: logger, holdLog: hl}
+	b.mem.init()
 	return b, nil
 }
 
 // Owner is this process's boot id, as written on the holds it takes.
 func (b *Badger) Owner() string { return b.owner }
 
-// Close waits for the holds in progress and for the writes of those that
-// have returned, then flushes and closes the database. A Hold that starts
-// after Close has begun fails. It is safe to call more than once.
+// Close refuses new holds (waiting for one being written to the hold log),
+// then flushes and closes the database. The holds still open stay in the
+// hold log, for the next process's RecoverHolds. It is safe to call more
+// than once.
 func (b *Badger) Close() error {
 	b.closeOnce.Do(func() {
-		b.writes.close()
+		b.closed.Store(true)
+		b.holdLog.close()
 		if err := b.db.Close(); err != nil {
 			b.closeErr = fmt.Errorf("store: close badger: %w", err)
 		}
@@ -163,16 +172,21 @@ func (b *Badger) Close() error {
 // lock takes the stripe of account and returns its unlock.
 func (b *Badger) lock(account string) func() { return lockStripe(&b.stripes, account) }
 
-// lockStripe takes the stripe of s (FNV-1a) and returns its unlock.
+// lockStripe takes the stripe of s and returns its unlock.
 func lockStripe(stripes *[stripeCount]sync.Mutex, s string) func() {
+	m := &stripes[fnv(s)%stripeCount]
+	m.Lock()
+	return m.Unlock
+}
+
+// fnv is the FNV-1a hash of s, which picks its stripe.
+func fnv(s string) uint32 {
 	h := uint32(2166136261)
 	for i := 0; i < len(s); i++ {
 		h ^= uint32(s[i])
 		h *= 16777619
 	}
-	m := &stripes[h%stripeCount]
-	m.Lock()
-	return m.Unlock
+	return h
 }
 
 // update runs fn in a read-write transaction, retrying on ErrConflict. fn

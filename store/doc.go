@@ -15,10 +15,12 @@
 //	acct/<account>             account record: balance, held, journal counter, created
 //	key/<sha256 hex>           key record (id, account, route, exclusions, revoked)
 //	keyid/<key id>             the hash of that key, for RevokeKey
-//	hold/<request id>          an open hold
+//	hold/<request id>          an open hold, as older builds kept them (this one keeps them in memory)
 //	done/<request id>          how a hold ended (Outcome): settled, released or recovered
 //	jrnl/<account>/<seq>       journal entry; seq is 8 bytes big-endian, so byte order is journal order
 //	job/<request id>           video job
+//
+// Next to badger's files, holds/ has the hold log (see "Holds").
 //
 // Values are small records private to this package (records.go), kept
 // inline in the LSM tree, so the value log needs no garbage collection.
@@ -58,55 +60,58 @@
 //
 // # Transactions
 //
-// Every balance change, its journal entry, the counter and the hold or
-// outcome it concerns commit in one badger transaction, or not at all.
-// Badger transactions are optimistic (serialisable snapshot isolation): a
-// commit whose reads were changed by another commit fails with ErrConflict.
-// To keep that from failing calls under load, operations on one account are
-// serialised inside the process by one of 256 striped mutexes (FNV-1a of the
-// account id), and a transaction that still conflicts — on a key shared by
-// two accounts, such as a request id reused across them — is retried, at most
-// 64 times (Hold cannot conflict and is never retried; see below). Two
-// hundred concurrent holds on one account therefore run one
-// after another against the real balance: none overdraws and none fails
-// spuriously. Settle, Release and RefundJob ignore cancellation of their
-// context: the call has happened and its books must close.
+// Every balance change, its journal entry, the counter and the outcome of
+// the hold it ends commit in one badger transaction, or not at all. Badger
+// transactions are optimistic (serialisable snapshot isolation): a commit
+// whose reads were changed by another commit fails with ErrConflict. To
+// keep that from failing calls under load, the writers of an account
+// (Credit, Settle, Release, RefundJob, recovery) are serialised inside the
+// process by one of 256 striped mutexes (FNV-1a of the account id), and a
+// transaction that still conflicts — on a key shared by two accounts, such
+// as a request id reused across them — is retried, at most 64 times. Two
+// hundred concurrent settles on one account therefore run one after another
+// against the real balance, and none fails spuriously. Settle, Release and
+// RefundJob ignore cancellation of their context: the call has happened and
+// its books must close. They wait for their commit (and its fsync when
+// SyncWrites is on). Settle reads the account and the request id's outcome
+// key and writes three keys: the journal entry, the account and the
+// outcome; Release writes the outcome alone.
 //
-// # Holds without waiting for the disk
+// # Holds
 //
-// Hold is the one transaction a relayed call waits for before it goes
-// upstream, so Hold commits with txn.CommitWith and returns as soon as the
-// transaction has passed badger's conflict check and been given its commit
-// timestamp; the write to the log and the memtable finishes behind it.
-// This is safe because badger's oracle makes every later transaction wait
-// for it: a new transaction's read timestamp is the last commit timestamp
-// handed out, and before it reads anything it waits
-// (txnMark.WaitForMark) until every commit up to that timestamp has been
-// applied. So the next Hold, Settle, Release or Balance, of this account or
-// any other, sees the hold, and no two holds can spend the same credit. A
-// Settle straight after its Hold in one goroutine finds the hold.
+// A hold lives from admission to the end of its call, and every hold is
+// released when its process ends: that process's calls can no longer
+// settle. So holds are kept in memory, not in badger, and Hold, the one
+// operation a relayed call waits for before it goes upstream, never waits
+// for badger. Per account the store keeps, in memory, the account record as
+// last committed and the sum of its open holds; Balance and Hold read them,
+// and Account.Held is that sum. Each writer of an account record holds the
+// account's stripe from its transaction until it has put the record it
+// committed in memory, so memory never shows an uncommitted balance. Hold
+// takes only the account's in-memory lock, not the stripe, so it does not
+// wait for a Settle in progress; it decides on the balance before that
+// settle, as though it had run just before it, which is a serial order.
+// Holds of one account are serialised by that lock, so none overdraws:
+// Hold admits only what Available (balance − open holds) covers.
 //
-// CommitWith reports even a conflict only to its callback, after Hold has
-// returned, so Hold must not be able to conflict: it runs under its
-// account's stripe, which every writer of the account record takes, and
-// under a second stripe of its request id, which serialises holds of one id
-// on different accounts; Settle, Release and recovery write a hold's keys
-// only when the hold exists, and then Hold refuses the id before it
-// commits. (The checks are by 64-bit fingerprints of keys, so a collision
-// could still make badger refuse the commit; it is handled as a failed
-// write.) Should the write fail (an I/O error), the callback logs it at
-// error level with the request id, and the request's Settle or Release
-// returns ErrHoldNotWritten with the cause rather than ErrNoHold: the call
-// was admitted but nothing can be charged for it. The failed ids are kept in
-// a bounded set (the last 1024). Close refuses new holds and waits for the
-// writes of those that returned.
+// So that a hold still survives a crash of its process, Hold appends it to
+// the hold log before it returns: holds/<16 hex digits>.holds, segments of
+// at most 4 MB, each frame a uvarint length, the hold record (tag 0x03, as
+// hold/<id>) and its CRC-32C. That is one write(2) of about 100 bytes, and
+// an fsync when SyncWrites is on. A write that returned is in the kernel, so
+// a crash of the process loses no hold; a crash of the machine may lose the
+// last ones, as it may lose badger's last commits. A hold ends in the ledger
+// (its outcome), never in the log: a segment is deleted when it is no longer
+// appended to and every hold in it has ended. A failed append refuses the
+// hold. A badger key per hold would cost a write and a delete per call, in
+// the tree, its log, and its compactions; this costs a sequential append.
 //
-// Settle, Release, Credit and the rest wait for their commit (and its
-// fsync when SyncWrites is on). Settle is one read-write transaction: it
-// reads the hold and the account and writes the journal entry, the account,
-// the outcome, and the hold's deletion; nothing more can go without giving
-// up the exactly-once outcome or the journal. Passing Settlement.Account
-// saves the read transaction that otherwise looks the account up.
+// Hold does not read the ledger, so it cannot see that a request id has
+// already ended; the transaction that ends the hold reads the outcome key
+// and refuses such a hold with ErrExists, dropping it uncharged, and the
+// ended call's records are untouched. The gateway's request ids are unique
+// by construction, so no call of the gateway takes that path. A second Hold
+// of an id that is open is refused with ErrExists at once.
 //
 // # Memory
 //
@@ -122,11 +127,13 @@
 // the resident set as file pages, which the kernel can reclaim.
 // BenchmarkLedgerRSS measures a run of 200,000 calls.
 //
-// Exactly once: a request id is held once (a second Hold of the same id, open
-// or ended, returns ErrExists); Settle and Release delete the hold and write
-// done/<request id> in the same transaction, so a second Settle or Release
-// finds the outcome and returns ErrAlreadySettled. RefundJob sets the job's
-// Refunded flag in the transaction that credits the refund.
+// Exactly once: Settle and Release end a hold under its account's stripe,
+// write done/<request id> in the transaction that charges it (checking it
+// is not there), and only then remove the hold from memory, so a second
+// Settle or Release finds the outcome and returns ErrAlreadySettled; a
+// hold taken again on an ended id is refused when it ends (see "Holds").
+// RefundJob sets the job's Refunded flag in the transaction that credits
+// the refund.
 //
 // # The overrun bound
 //
@@ -145,14 +152,20 @@
 //
 // Every hold records the Owner (boot id) of the process that took it. A hold
 // whose process ended cannot settle: the client's connection and the usage
-// went with it. At start-up RecoverHolds releases every open hold whose
-// owner is not the current process, writing a KindRecovery journal entry
-// (Amount 0, HoldAmount the hold, Note "hold released at start-up: owner <x>
-// ended without settling") and an Outcome in state "recovered". We release
-// rather than charge: the usage is unknown, and the customer must not pay for
-// a call whose answer they may never have received. The rule is safe because
-// badger lets one process open a directory at a time, so every hold of
-// another owner belongs to a process that has ended. A PostgreSQL
-// implementation shared by several replicas needs a liveness check per owner
-// before applying it.
+// went with it. At start-up RecoverHolds reads the hold log segments that
+// earlier processes left and releases every hold in them whose request id
+// has no outcome, writing a KindRecovery journal entry (Amount 0,
+// HoldAmount the hold, Note "hold released at start-up: owner <x> ended
+// without settling") and an Outcome in state "recovered"; then it deletes
+// the segments. It does the same for the hold/<id> keys an older build left
+// in the ledger, which that build also counted in the account record's
+// Held, and takes them out of it. We release rather than charge: the usage
+// is unknown, and the customer must not pay for a call whose answer they
+// may never have received. Until then such a hold reserves nothing: its
+// credit was in the memory of the process that ended. The rule is safe
+// because badger lets one process open a directory at a time, so every
+// segment found at start-up belongs to a process that has ended. A
+// PostgreSQL implementation shared by several replicas keeps holds in the
+// database instead, and needs a liveness check per owner before applying
+// it.
 package store

@@ -75,6 +75,7 @@ func (b *Badger) RefundJob(ctx context.Context, requestID, reason string) (refun
 		return false, nil
 	}
 	defer b.lock(j.Account)()
+	var acct accountRec
 	err = b.update(ctx, func(txn *badger.Txn) error {
 		refunded = false
 		rec, err := loadJob(txn, requestID)
@@ -84,7 +85,7 @@ func (b *Badger) RefundJob(ctx context.Context, requestID, reason string) (refun
 		if rec.Refunded {
 			return nil
 		}
-		acct, err := loadAccount(txn, rec.Account)
+		acct, err = loadAccount(txn, rec.Account)
 		if err != nil {
 			return err
 		}
@@ -107,7 +108,11 @@ func (b *Badger) RefundJob(ctx context.Context, requestID, reason string) (refun
 		return nil
 	})
 	if err != nil {
+		b.forget(j.Account)
 		return false, err
+	}
+	if refunded {
+		b.publish(acct)
 	}
 	return refunded, nil
 }

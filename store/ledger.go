@@ -12,12 +12,6 @@ import (
 	"github.com/modelrelay/modelrelay/pricing"
 )
 
-// ErrHoldNotWritten is what Settle and Release return for a request whose
-// Hold succeeded but whose write then failed (an I/O error after Hold had
-// returned; see Hold): the call was admitted, but there is no hold to settle
-// or release and nothing can be charged for it. The error wraps the cause.
-var ErrHoldNotWritten = errors.New("hold was admitted but its write failed")
-
 // Outcome states: how a hold ended.
 const (
 	OutcomeSettled   = "settled"   // Settle charged the call
@@ -60,8 +54,10 @@ func (b *Badger) CreateAccount(ctx context.Context, id string) (Account, error) 
 		return putAccount(txn, &out)
 	})
 	if err != nil {
+		b.forget(id)
 		return Account{}, err
 	}
+	b.publish(out)
 	return out.api(), nil
 }
 
@@ -75,9 +71,13 @@ func (b *Badger) Credit(ctx context.Context, account string, amount pricing.Nano
 		return Entry{}, fmt.Errorf("store: credit to account %q: amount %d nano-USD is not positive", account, amount)
 	}
 	defer b.lock(account)()
-	var out entryRec
+	var (
+		out  entryRec
+		acct accountRec
+	)
 	err := b.update(ctx, func(txn *badger.Txn) error {
-		acct, err := loadAccount(txn, account)
+		var err error
+		acct, err = loadAccount(txn, account)
 		if errors.Is(err, ErrNotFound) {
 			acct, err = accountRec{ID: account, Created: now()}, nil
 		}
@@ -93,24 +93,26 @@ func (b *Badger) Credit(ctx context.Context, account string, amount pricing.Nano
 		return err
 	})
 	if err != nil {
+		b.forget(account)
 		return Entry{}, err
 	}
+	b.publish(acct)
 	return out.api(), nil
 }
 
 // Hold reserves h.Amount (≥ 0) of the account's available credit under
-// h.RequestID. The account must exist (ErrNotFound); a request id that is
-// held or has ended returns ErrExists. A balance at or below zero is always
+// h.RequestID. The account must exist (ErrNotFound); a request id with an
+// open hold returns ErrExists. A balance at or below zero is always
 // insufficient, even for a zero hold; otherwise Available() below h.Amount
 // is. Both return *InsufficientError with the numbers. h.Owner is always
-// set to this process's owner (see RecoverHolds); a zero h.Created to now.
+// set to this process's owner; a zero h.Created to now.
 //
-// Hold returns once its transaction has passed badger's conflict check and
-// has its commit timestamp, without waiting for the write (see doc.go,
-// "Holds without waiting for the disk"): every later transaction, of this
-// account or any other, starts only after the write has been applied, so it
-// sees the hold. Should the write fail, the error is logged with the request
-// id and the request's Settle or Release returns ErrHoldNotWritten.
+// Hold works in memory and does not touch badger (see doc.go, "Holds"): it
+// decides on the account's last committed balance, appends the hold to the
+// hold log, so that it survives a crash, and counts it in the account's
+// Held. It does not read the ledger, so it cannot see that a request id
+// has already ended; the hold's Settle or Release does, and refuses it with
+// ErrExists.
 func (b *Badger) Hold(ctx context.Context, h Hold) error {
 	if err := checkID("request", h.RequestID); err != nil {
 		return err
@@ -127,108 +129,50 @@ func (b *Badger) Hold(ctx context.Context, h Hold) error {
 	}
 	h.Created = h.Created.UTC()
 	rec := holdRecOf(h)
-	// The account's stripe keeps every other writer of its record out; the
-	// request id's stripe keeps a second Hold of the same id (on another
-	// account) out, so that nothing this transaction reads can change before
-	// it commits and the commit cannot conflict.
-	defer b.lock(h.Account)()
-	defer lockStripe(&b.requests, h.RequestID)()
+	val, err := rec.encode(holdKey(rec.RequestID))
+	if err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := b.writes.begin(rec.RequestID); err != nil {
+	if b.closed.Load() {
+		return errClosed
+	}
+	a, err := b.loaded(ctx, rec.Account)
+	if err != nil {
 		return err
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			b.writes.end(rec.RequestID, nil)
-		}
-	}()
-	txn := b.db.NewTransaction(true)
-	defer txn.Discard()
-	if err := holdTxn(txn, &rec); err != nil {
-		return err
+	defer a.mu.Unlock()
+	s := b.mem.stripe(rec.RequestID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.holds[rec.RequestID]; ok {
+		return fmt.Errorf("store: hold %q: request id: %w", rec.RequestID, ErrExists)
 	}
-	if b.beforeHoldCommit != nil {
-		b.beforeHoldCommit(rec.RequestID)
+	balance := pricing.Nano(a.rec.Balance)
+	available := balance - pricing.Nano(a.rec.Held+a.held)
+	if balance <= 0 || available < h.Amount {
+		return &InsufficientError{Needed: h.Amount, Available: available}
 	}
-	id, account, amount := rec.RequestID, rec.Account, rec.Amount
-	committed = true
-	txn.CommitWith(func(err error) { b.holdWritten(id, account, amount, err) })
+	seg, err := b.holdLog.append(val)
+	if err != nil {
+		return fmt.Errorf("store: hold %q: %w", rec.RequestID, err)
+	}
+	s.holds[rec.RequestID] = &openHold{rec: rec, seg: seg}
+	a.held += rec.Amount // cannot overflow: held ≤ balance
 	return nil
-}
-
-// holdTxn checks and writes the hold r in txn: the account exists, the
-// request id is new, the credit is there.
-func holdTxn(txn *badger.Txn, r *holdRec) error {
-	akey := accountKey(r.Account)
-	acct, err := getAccount(txn, akey)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return fmt.Errorf("store: account %q: %w", r.Account, ErrNotFound)
-	}
-	if err != nil {
-		return err
-	}
-	hkey := holdKey(r.RequestID)
-	for _, k := range [...][]byte{hkey, doneKey(r.RequestID)} {
-		ok, err := exists(txn, k)
-		if err != nil {
-			return err
-		}
-		if ok {
-			return fmt.Errorf("store: hold %q: request id: %w", r.RequestID, ErrExists)
-		}
-	}
-	a := acct.api()
-	if a.Balance <= 0 || a.Available() < pricing.Nano(r.Amount) {
-		return &InsufficientError{Needed: pricing.Nano(r.Amount), Available: a.Available()}
-	}
-	acct.Held += r.Amount // cannot overflow: Held+Amount ≤ Balance
-	val, err := r.encode(hkey)
-	if err != nil {
-		return err
-	}
-	if err := txn.Set(hkey, val); err != nil {
-		return err
-	}
-	if val, err = acct.encode(akey); err != nil {
-		return err
-	}
-	return txn.Set(akey, val)
-}
-
-// holdWritten runs when the write of a hold's commit has ended, in a
-// goroutine of badger's. A failed write is logged, with the request id, and
-// remembered for the request's Settle or Release.
-func (b *Badger) holdWritten(requestID, account string, amount int64, err error) {
-	if err != nil {
-		b.log.Error("store: a hold was admitted but its write failed; its call cannot be settled",
-			"request_id", requestID, "account", account, "hold_nano", amount, "error", err.Error())
-	}
-	b.writes.end(requestID, err)
-}
-
-// noHold turns the ErrNoHold of requestID into ErrHoldNotWritten when the
-// write of its hold failed after Hold had returned, waiting for that write
-// to end if it has not yet. Any other error is returned as it is.
-func (b *Badger) noHold(requestID string, err error) error {
-	if !errors.Is(err, ErrNoHold) {
-		return err
-	}
-	if cause := b.writes.lost(requestID); cause != nil {
-		return fmt.Errorf("store: request %q: %w: %w", requestID, ErrHoldNotWritten, cause)
-	}
-	return err
 }
 
 // Settle charges the call and releases its hold, exactly once per request
 // id. The charge is taken in full even when it is above the hold: this is
 // the only way a balance goes below zero, and each call takes at most its
 // own overrun (Charge − hold) beyond what admission allowed, because a new
-// hold is refused while the balance is at or below zero (see doc.go). A second Settle, or a
-// Settle after Release, returns ErrAlreadySettled; an unknown request id
-// ErrNoHold; a negative charge an error.
+// hold is refused while the balance is at or below zero (see doc.go). A
+// second Settle, or a Settle after Release, returns ErrAlreadySettled; an
+// unknown request id ErrNoHold; a negative charge an error; a hold taken
+// on a request id that had already ended ErrExists, and that hold is
+// dropped uncharged.
 //
 // Settle does not give up when ctx is cancelled: the call has happened and
 // its books must close (a client that went away must not cancel its charge).
@@ -240,21 +184,24 @@ func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 	if s.Charge < 0 {
 		return Entry{}, fmt.Errorf("store: settle %q: charge %d nano-USD is negative", s.RequestID, s.Charge)
 	}
-	account := s.Account
-	var err error
-	if account == "" {
-		if account, err = b.holdAccount(ctx, s.RequestID); err != nil {
-			return Entry{}, b.noHold(s.RequestID, err)
-		}
+	h, unlock, err := b.takeHold(ctx, s.RequestID, s.Account)
+	if err != nil {
+		return Entry{}, err
 	}
-	defer b.lock(account)()
-	var out entryRec
+	defer unlock()
+	hr := &h.rec
+	var (
+		out  entryRec
+		acct accountRec
+	)
 	err = b.update(ctx, func(txn *badger.Txn) error {
-		hr, acct, err := openHold(txn, s.RequestID, account)
-		if err != nil {
+		if err := notEnded(txn, hr.RequestID); err != nil {
 			return err
 		}
-		acct.Held -= hr.Amount
+		var err error
+		if acct, err = loadAccount(txn, hr.Account); err != nil {
+			return err
+		}
 		bal, err := addBalance(acct.ID, pricing.Nano(acct.Balance), -s.Charge)
 		if err != nil {
 			return err
@@ -268,11 +215,12 @@ func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 		if err != nil {
 			return err
 		}
-		return closeHold(txn, hr, outcomeRec{State: OutcomeSettled, Charge: int64(s.Charge), Seq: out.Seq, Reason: clip(s.Note)})
+		return putEnded(txn, hr, outcomeRec{State: OutcomeSettled, Charge: int64(s.Charge), Seq: out.Seq, Reason: clip(s.Note)})
 	})
 	if err != nil {
-		return Entry{}, b.noHold(s.RequestID, err)
+		return Entry{}, b.failedEnd(h, err)
 	}
+	b.endHold(h, &acct)
 	return out.api(), nil
 }
 
@@ -286,37 +234,94 @@ func (b *Badger) Release(ctx context.Context, requestID, reason string) error {
 	if err := checkID("request", requestID); err != nil {
 		return err
 	}
-	account, err := b.holdAccount(ctx, requestID)
+	h, unlock, err := b.takeHold(ctx, requestID, "")
 	if err != nil {
-		return b.noHold(requestID, err)
+		return err
 	}
-	defer b.lock(account)()
+	defer unlock()
 	err = b.update(ctx, func(txn *badger.Txn) error {
-		hr, acct, err := openHold(txn, requestID, account)
-		if err != nil {
+		if err := notEnded(txn, requestID); err != nil {
 			return err
 		}
-		acct.Held -= hr.Amount
-		if err := putAccount(txn, &acct); err != nil {
-			return err
-		}
-		return closeHold(txn, hr, outcomeRec{State: OutcomeReleased, Reason: clip(reason)})
+		return putEnded(txn, &h.rec, outcomeRec{State: OutcomeReleased, Reason: clip(reason)})
 	})
-	return b.noHold(requestID, err)
+	if err != nil {
+		return b.failedEnd(h, err)
+	}
+	b.endHold(h, nil)
+	return nil
 }
 
-// Balance returns the account; ErrNotFound if it does not exist.
+// takeHold finds the open hold of requestID and takes its account's stripe,
+// which every end of the hold takes, so the hold stays open until the caller
+// ends it and unlocks. account, when set, must be the hold's. A request id
+// with no open hold returns ErrAlreadySettled if it has ended, else
+// ErrNoHold.
+func (b *Badger) takeHold(ctx context.Context, requestID, account string) (*openHold, func(), error) {
+	if account == "" {
+		h, ok := b.mem.hold(requestID)
+		if !ok {
+			return nil, nil, b.endedErr(ctx, requestID)
+		}
+		account = h.rec.Account
+	}
+	unlock := b.lock(account)
+	h, ok := b.mem.hold(requestID)
+	switch {
+	case !ok:
+		unlock()
+		return nil, nil, b.endedErr(ctx, requestID)
+	case h.rec.Account != account:
+		unlock()
+		return nil, nil, fmt.Errorf("store: hold %q belongs to account %q, not %q", requestID, h.rec.Account, account)
+	}
+	return h, unlock, nil
+}
+
+// errEndedBefore is what notEnded returns inside a transaction: the hold was
+// taken on a request id that had already ended.
+var errEndedBefore = errors.New("request id has already ended")
+
+// notEnded checks, in the transaction that ends a hold, that its request id
+// has not ended before: Hold does not read the ledger, so it cannot refuse
+// an id that has.
+func notEnded(txn *badger.Txn, requestID string) error {
+	ok, err := exists(txn, doneKey(requestID))
+	if err == nil && ok {
+		err = errEndedBefore
+	}
+	return err
+}
+
+// failedEnd handles the error of a transaction that was to end h: a hold on
+// a request id that had already ended is dropped (ErrExists); after any
+// other error the hold stays open, to be released, and the account is read
+// afresh from the ledger by the next Hold.
+func (b *Badger) failedEnd(h *openHold, err error) error {
+	if errors.Is(err, errEndedBefore) {
+		b.endHold(h, nil)
+		return fmt.Errorf("store: hold %q: request id had already ended when it was held; dropped uncharged: %w", h.rec.RequestID, ErrExists)
+	}
+	b.forget(h.rec.Account)
+	return err
+}
+
+// putEnded writes the outcome of the hold hr (state and the state-specific
+// fields of o set by the caller).
+func putEnded(txn *badger.Txn, hr *holdRec, o outcomeRec) error {
+	o.RequestID, o.Account, o.HoldAmount, o.Owner, o.Time = hr.RequestID, hr.Account, hr.Amount, hr.Owner, now()
+	return putOutcome(txn, &o)
+}
+
+// Balance returns the account; ErrNotFound if it does not exist. Held is
+// the sum of the open holds.
 func (b *Badger) Balance(ctx context.Context, account string) (Account, error) {
-	var out accountRec
-	err := b.view(ctx, func(txn *badger.Txn) error {
-		var err error
-		out, err = loadAccount(txn, account)
-		return err
-	})
+	a, err := b.loaded(ctx, account)
 	if err != nil {
 		return Account{}, err
 	}
-	return out.api(), nil
+	defer a.mu.Unlock()
+	return a.api(), nil
 }
 
 // Charges lists the account's journal entries (credits, charges, refunds,
@@ -391,61 +396,19 @@ func (b *Badger) Outcome(ctx context.Context, requestID string) (Outcome, error)
 	return out.api(), nil
 }
 
-// holdAccount finds the account of the hold of requestID, so that the caller
-// can take the account's stripe before the transaction that ends the hold.
-// A hold that has ended returns ErrAlreadySettled, one that never existed
-// ErrNoHold.
-func (b *Badger) holdAccount(ctx context.Context, requestID string) (string, error) {
-	var account string
+// endedErr explains why requestID has no open hold: ErrAlreadySettled if
+// it has ended, ErrNoHold if it was never held.
+func (b *Badger) endedErr(ctx context.Context, requestID string) error {
+	var ended bool
 	err := b.view(ctx, func(txn *badger.Txn) error {
-		hr, err := getHold(txn, holdKey(requestID))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return endedErr(txn, requestID)
-		}
-		account = hr.Account
+		var err error
+		ended, err = exists(txn, doneKey(requestID))
 		return err
 	})
-	return account, err
-}
-
-// openHold loads the open hold of requestID and its account inside a
-// read-write transaction, under the stripe of account.
-func openHold(txn *badger.Txn, requestID, account string) (holdRec, accountRec, error) {
-	hr, err := getHold(txn, holdKey(requestID))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return hr, accountRec{}, endedErr(txn, requestID)
-	}
-	if err != nil {
-		return hr, accountRec{}, err
-	}
-	if hr.Account != account {
-		// A request id is never reused once held, so this is damage.
-		return hr, accountRec{}, fmt.Errorf("store: hold %q belongs to account %q, expected %q", requestID, hr.Account, account)
-	}
-	acct, err := loadAccount(txn, account)
-	if err != nil {
-		return hr, acct, err
-	}
-	return hr, acct, nil
-}
-
-// closeHold deletes the hold and writes its outcome (state and the
-// state-specific fields of o set by the caller).
-func closeHold(txn *badger.Txn, hr holdRec, o outcomeRec) error {
-	o.RequestID, o.Account, o.HoldAmount, o.Owner, o.Time = hr.RequestID, hr.Account, hr.Amount, hr.Owner, now()
-	if err := txn.Delete(holdKey(hr.RequestID)); err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	return putOutcome(txn, &o)
-}
-
-// endedErr explains why requestID has no open hold.
-func endedErr(txn *badger.Txn, requestID string) error {
-	ok, err := exists(txn, doneKey(requestID))
-	if err != nil {
-		return err
-	}
-	if ok {
+	case ended:
 		return fmt.Errorf("store: request %q: %w", requestID, ErrAlreadySettled)
 	}
 	return fmt.Errorf("store: request %q: %w", requestID, ErrNoHold)

@@ -128,9 +128,15 @@ func TestSettleExactlyOnce(t *testing.T) {
 			func(b *Badger) error { return b.Release(ctx, "r", "failed") },
 			func(b *Badger) error { return b.Release(ctx, "r", "failed") },
 			ErrAlreadySettled},
-		{"hold again after settle",
+		{"hold again after settle", // Hold cannot see it; the settle can (TestHoldOnEndedRequestID)
 			func(b *Badger) error { _, err := b.Settle(ctx, Settlement{RequestID: "r", Charge: 1}); return err },
-			func(b *Badger) error { return b.Hold(ctx, Hold{RequestID: "r", Account: "acme", Amount: 1}) },
+			func(b *Badger) error {
+				if err := b.Hold(ctx, Hold{RequestID: "r", Account: "acme", Amount: 1}); err != nil {
+					return err
+				}
+				_, err := b.Settle(ctx, Settlement{RequestID: "r", Charge: 1})
+				return err
+			},
 			ErrExists},
 		{"hold again while open",
 			func(b *Badger) error { return nil },

@@ -11,34 +11,41 @@ import (
 	"github.com/modelrelay/modelrelay/pricing"
 )
 
-// RecoverHolds resolves the holds a process that ended left open: every open
-// hold whose Owner is not this process's owner is released, with a
-// KindRecovery journal entry (Amount 0, HoldAmount set) and an Outcome in
-// state OutcomeRecovered. The call behind such a hold can no longer settle
-// (the connection to the client died with that process), and its usage is
-// unknown, so the customer is not charged for an answer they may never have
-// received. Call it once after OpenBadger and before serving; holds this
+// RecoverHolds resolves the holds that processes which have ended left
+// open: those in their hold log segments whose request id has no outcome
+// (the call neither settled nor was released before the process ended), and
+// those an older build kept in the ledger (hold/<id>; this build never
+// writes one). Each is released with a KindRecovery journal entry (Amount
+// 0, HoldAmount set) and an Outcome in state OutcomeRecovered. The call
+// behind such a hold can no longer settle (the connection to the client
+// died with that process), and its usage is unknown, so the customer is not
+// charged for an answer they may never have received. The segments are then
+// deleted. Call it once after OpenBadger and before serving; holds this
 // process takes meanwhile are never touched.
 func (b *Badger) RecoverHolds(ctx context.Context) (released int, err error) {
-	holds, err := b.OpenHolds(ctx)
+	legacy, err := b.ledgerHolds(ctx)
 	if err != nil {
 		return 0, err
 	}
-	for _, h := range holds {
-		if h.Owner == b.owner {
-			continue
-		}
-		ok, err := b.recoverHold(ctx, h)
+	logged, torn, err := b.holdLog.readOrphans()
+	if err != nil {
+		return 0, err
+	}
+	for _, problem := range torn {
+		b.log.Warn("store: hold log: a damaged frame ends a segment; no hold after it can be recovered", "problem", problem)
+	}
+	for i, hr := range append(legacy, logged...) {
+		ok, err := b.recoverHold(ctx, hr, i < len(legacy))
 		if err != nil {
 			return released, err
 		}
 		if ok {
 			released++
 			b.log.Info("store: released a hold left by an ended process",
-				"request_id", h.RequestID, "account", h.Account, "hold_nano", int64(h.Amount), "owner", h.Owner)
+				"request_id", hr.RequestID, "account", hr.Account, "hold_nano", hr.Amount, "owner", hr.Owner)
 		}
 	}
-	return released, nil
+	return released, b.holdLog.removeOrphans()
 }
 
 // RecoveryNote is the note of the KindRecovery entry of a hold owned by
@@ -47,23 +54,40 @@ func RecoveryNote(owner string) string {
 	return "hold released at start-up: owner " + owner + " ended without settling"
 }
 
-func (b *Badger) recoverHold(ctx context.Context, h Hold) (bool, error) {
-	defer b.lock(h.Account)()
-	var done bool
+// recoverHold releases hr, read from a hold log segment or, when inLedger,
+// from the ledger, where an older build also counted it in the account's
+// Held. It reports false when the hold had ended meanwhile (a logged hold
+// that settled or was released before its process ended).
+func (b *Badger) recoverHold(ctx context.Context, hr holdRec, inLedger bool) (bool, error) {
+	defer b.lock(hr.Account)()
+	var (
+		done bool
+		acct accountRec
+	)
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		done = false
-		hr, acct, err := openHold(txn, h.RequestID, h.Account)
-		if errors.Is(err, ErrAlreadySettled) || errors.Is(err, ErrNoHold) {
-			return nil // ended since OpenHolds read it
+		var err error
+		if inLedger {
+			hr, err = getHold(txn, holdKey(hr.RequestID))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				return nil // ended since ledgerHolds read it
+			}
+			if err == nil {
+				err = txn.Delete(holdKey(hr.RequestID))
+			}
+		} else if err = notEnded(txn, hr.RequestID); errors.Is(err, errEndedBefore) {
+			return nil // it ended before its process did
 		}
 		if err != nil {
 			return err
 		}
-		if hr.Owner == b.owner {
-			return nil
+		if acct, err = loadAccount(txn, hr.Account); err != nil {
+			return err
+		}
+		if inLedger {
+			acct.Held -= hr.Amount
 		}
 		note := clip(RecoveryNote(hr.Owner))
-		acct.Held -= hr.Amount
 		e, err := journal(txn, &acct, entryRec{
 			Kind: KindRecovery, RequestID: hr.RequestID, KeyID: hr.KeyID, Model: hr.Model,
 			Route: hr.Route, Endpoint: hr.Endpoint, HoldAmount: hr.Amount, Amount: 0, Note: note,
@@ -72,20 +96,32 @@ func (b *Badger) recoverHold(ctx context.Context, h Hold) (bool, error) {
 			return err
 		}
 		done = true
-		return closeHold(txn, hr, outcomeRec{State: OutcomeRecovered, Seq: e.Seq, Reason: note})
+		return putEnded(txn, &hr, outcomeRec{State: OutcomeRecovered, Seq: e.Seq, Reason: note})
 	})
-	return done, err
+	if err != nil {
+		b.forget(hr.Account)
+		return false, err
+	}
+	if done {
+		b.publish(acct)
+	}
+	return done, nil
 }
 
-// OpenHolds lists every open hold, oldest first.
+// OpenHolds lists every open hold, oldest first: this process's, and those
+// an older build left in the ledger that RecoverHolds has not yet released.
+// (The holds in the hold log segments of ended processes hold no credit:
+// they are read only by RecoverHolds.)
 func (b *Badger) OpenHolds(ctx context.Context) ([]Hold, error) {
-	var out []Hold
-	err := b.view(ctx, func(txn *badger.Txn) error {
-		return eachHold(txn, func(hr holdRec) { out = append(out, hr.api()) })
-	})
+	legacy, err := b.ledgerHolds(ctx)
 	if err != nil {
 		return nil, err
 	}
+	out := make([]Hold, 0, len(legacy))
+	for _, hr := range legacy {
+		out = append(out, hr.api())
+	}
+	b.mem.holdsOf("", func(h *openHold) { out = append(out, h.rec.api()) })
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Created.Equal(out[j].Created) {
 			return out[i].Created.Before(out[j].Created)
@@ -98,15 +134,27 @@ func (b *Badger) OpenHolds(ctx context.Context) ([]Hold, error) {
 // HeldTotal sums the open holds of account ("" sums every account's), read
 // from the holds themselves; it equals Account.Held in a consistent store.
 func (b *Badger) HeldTotal(ctx context.Context, account string) (pricing.Nano, error) {
+	holds, err := b.OpenHolds(ctx)
+	if err != nil {
+		return 0, err
+	}
 	var sum pricing.Nano
+	for _, h := range holds {
+		if account == "" || h.Account == account {
+			sum += h.Amount
+		}
+	}
+	return sum, nil
+}
+
+// ledgerHolds reads the holds an older build kept in the ledger.
+func (b *Badger) ledgerHolds(ctx context.Context) ([]holdRec, error) {
+	var out []holdRec
 	err := b.view(ctx, func(txn *badger.Txn) error {
-		return eachHold(txn, func(hr holdRec) {
-			if account == "" || hr.Account == account {
-				sum += pricing.Nano(hr.Amount)
-			}
-		})
+		out = out[:0]
+		return eachHold(txn, func(hr holdRec) { out = append(out, hr) })
 	})
-	return sum, err
+	return out, err
 }
 
 func eachHold(txn *badger.Txn, fn func(holdRec)) error {
@@ -154,9 +202,17 @@ func (r AuditReport) Err() error {
 // Audit reads the account's journal and holds and checks the invariants:
 // the balance equals the sum of the journal's amounts; every entry's
 // BalanceAfter equals the running sum; sequence numbers run 1, 2, 3 … up to
-// the account's counter; Held equals the sum of the open holds. Problems are
+// the account's counter; Held equals the sum of the open holds, in the
+// ledger (an older build's) and in memory; the account Hold sees in memory
+// is the ledger's. Problems are
 // reported in the result, not as the error, which is for failing to read.
 func (b *Badger) Audit(ctx context.Context, account string) (AuditReport, error) {
+	// The stripe keeps writers out, and the account's mu Hold, so that the
+	// ledger, the account as Hold sees it and the open holds are one view.
+	defer b.lock(account)()
+	a := b.mem.account(account)
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	var r AuditReport
 	err := b.view(ctx, func(txn *badger.Txn) error {
 		r = AuditReport{}
@@ -210,17 +266,31 @@ func (b *Badger) Audit(ctx context.Context, account string) (AuditReport, error)
 		if r.Journal != r.Account.Balance {
 			r.Problems = append(r.Problems, fmt.Sprintf("balance %d, journal sum %d", r.Account.Balance, r.Journal))
 		}
+		var ledgerHeld, memHeld pricing.Nano
 		if err := eachHold(txn, func(hr holdRec) {
 			if hr.Account == account {
 				r.OpenHolds++
-				r.HeldByHolds += pricing.Nano(hr.Amount)
+				ledgerHeld += pricing.Nano(hr.Amount)
 			}
 		}); err != nil {
 			return err
 		}
-		if r.HeldByHolds != r.Account.Held {
-			r.Problems = append(r.Problems, fmt.Sprintf("held %d, open holds sum %d", r.Account.Held, r.HeldByHolds))
+		if ledgerHeld != pricing.Nano(acct.Held) {
+			r.Problems = append(r.Problems, fmt.Sprintf("held in the ledger %d, its holds sum %d", acct.Held, ledgerHeld))
 		}
+		b.mem.holdsOf(account, func(h *openHold) {
+			r.OpenHolds++
+			memHeld += pricing.Nano(h.rec.Amount)
+		})
+		if memHeld != pricing.Nano(a.held) {
+			r.Problems = append(r.Problems, fmt.Sprintf("held in memory %d, open holds sum %d", a.held, memHeld))
+		}
+		if a.loaded && (a.rec.Balance != acct.Balance || a.rec.Held != acct.Held || a.rec.Seq != acct.Seq) {
+			r.Problems = append(r.Problems, fmt.Sprintf("Hold sees balance %d, held %d, seq %d; the ledger has %d, %d, %d",
+				a.rec.Balance, a.rec.Held, a.rec.Seq, acct.Balance, acct.Held, acct.Seq))
+		}
+		r.Account.Held += pricing.Nano(a.held)
+		r.HeldByHolds = ledgerHeld + memHeld
 		return nil
 	})
 	return r, err

@@ -1,0 +1,261 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// holdLogDir is the directory, inside the badger directory, of the hold log.
+const holdLogDir = "holds"
+
+// holdSegmentMax is the size past which the hold log starts a new segment.
+// A hold is about 100 bytes, so a segment has some 40,000; it is deleted once
+// every hold in it has ended (see holdLog.end).
+const holdSegmentMax = 4 << 20
+
+// holdSegmentExt ends the name of a segment: 16 hex digits of its number.
+const holdSegmentExt = ".holds"
+
+// errClosed is what a Hold that starts after Close returns.
+var errClosed = errors.New("store: closed")
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// holdLog is the write-ahead record of the holds this process has taken,
+// so that a hold survives a crash of the process: the next process finds
+// it and RecoverHolds resolves it (doc.go, "Holds"). A hold is appended
+// before Hold returns, one write(2) of one frame; nothing else is ever
+// written to the log. A hold ends in the ledger (its outcome, done/<id>, is
+// written with its charge or release), not in the log: a segment is deleted
+// once every hold in it has ended, and the recovery of an earlier process's
+// segments skips the holds whose outcome exists.
+//
+// A frame is a uvarint length, a hold record (tag 0x03, the layout of
+// hold/<id>) of that length, and the CRC-32C of the record, 4 bytes little
+// endian. A frame torn by a crash of the machine (never of the process: the
+// kernel has every write(2) that returned) fails its length or its CRC, and
+// the reader stops there.
+type holdLog struct {
+	dir        string // "" for a store in memory: nothing is written
+	sync       bool   // fsync after every append (BadgerOptions.SyncWrites)
+	segmentMax int64  // holdSegmentMax; tests lower it
+
+	mu      sync.Mutex
+	f       *os.File // the segment being appended to; nil before the first hold
+	seg     uint64   // its number; new segments count up from the highest found
+	size    int64    // its size
+	open    map[uint64]int
+	closed  bool
+	buf     []byte
+	orphans []string // the segments of earlier processes, for RecoverHolds
+}
+
+// openHoldLog opens the hold log in dir (creating it) and lists the
+// segments earlier processes left; it reads none of them.
+func openHoldLog(dir string, sync bool) (*holdLog, error) {
+	l := &holdLog{dir: dir, sync: sync, segmentMax: holdSegmentMax, open: make(map[uint64]int)}
+	if dir == "" {
+		return l, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: hold log: %w", err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: hold log: %w", err)
+	}
+	for _, e := range ents {
+		n, ok := segmentNumber(e.Name())
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		l.orphans = append(l.orphans, filepath.Join(dir, e.Name()))
+		l.seg = max(l.seg, n)
+	}
+	slices.Sort(l.orphans) // fixed-width hex names: name order is number order
+	return l, nil
+}
+
+func segmentName(n uint64) string { return fmt.Sprintf("%016x%s", n, holdSegmentExt) }
+
+func segmentNumber(name string) (uint64, bool) {
+	hex, ok := strings.CutSuffix(name, holdSegmentExt)
+	if !ok || len(hex) != 16 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(hex, 16, 64)
+	return n, err == nil
+}
+
+// append writes the hold record rec and returns the number of the segment
+// it went to, for end. It fails once the log is closed.
+func (l *holdLog) append(rec []byte) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, errClosed
+	}
+	if l.dir == "" {
+		l.open[0]++
+		return 0, nil
+	}
+	if l.f == nil || l.size >= l.segmentMax {
+		if err := l.rotate(); err != nil {
+			return 0, err
+		}
+	}
+	b := binary.AppendUvarint(l.buf[:0], uint64(len(rec)))
+	b = append(b, rec...)
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(rec, castagnoli))
+	l.buf = b
+	n, err := l.f.Write(b)
+	l.size += int64(n)
+	if err == nil && l.sync {
+		err = l.f.Sync()
+	}
+	if err != nil {
+		// The segment may now end in a partial frame, which would hide the
+		// frames after it: the next hold starts a new segment.
+		l.retire()
+		return 0, fmt.Errorf("store: hold log: %w", err)
+	}
+	l.open[l.seg]++
+	return l.seg, nil
+}
+
+// rotate closes the current segment and starts the next.
+func (l *holdLog) rotate() error {
+	l.retire()
+	seg := l.seg + 1
+	f, err := os.OpenFile(filepath.Join(l.dir, segmentName(seg)), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("store: hold log: %w", err)
+	}
+	if l.sync {
+		if err := syncDir(l.dir); err != nil {
+			f.Close()
+			return fmt.Errorf("store: hold log: %w", err)
+		}
+	}
+	l.f, l.seg, l.size = f, seg, 0
+	return nil
+}
+
+// retire closes the current segment, deleting it if none of its holds is
+// open; the holds still open in it delete it when the last ends.
+func (l *holdLog) retire() {
+	if l.f == nil {
+		return
+	}
+	l.f.Close()
+	l.f = nil
+	if l.open[l.seg] == 0 {
+		delete(l.open, l.seg)
+		os.Remove(filepath.Join(l.dir, segmentName(l.seg)))
+	}
+}
+
+// end records that a hold appended to segment seg has ended (settled,
+// released, or refused at its settle). A segment that is no longer appended
+// to is deleted with its last open hold.
+func (l *holdLog) end(seg uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.open[seg] - 1
+	if n > 0 {
+		l.open[seg] = n
+		return
+	}
+	delete(l.open, seg)
+	if l.dir != "" && (l.f == nil || seg != l.seg) {
+		os.Remove(filepath.Join(l.dir, segmentName(seg)))
+	}
+}
+
+// close refuses new holds, waiting for an append in progress, and closes
+// the current segment. The segments of holds still open stay for the next
+// process to recover.
+func (l *holdLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	l.retire()
+}
+
+// readOrphans reads the holds in the segments earlier processes left.
+// Damaged frames are reported in torn (one message per segment) and end
+// that segment's reading; the holds before them are returned.
+func (l *holdLog) readOrphans() (holds []holdRec, torn []string, err error) {
+	for _, path := range l.orphans {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: hold log: %w", err)
+		}
+		hs, problem := readSegment(path, data)
+		holds = append(holds, hs...)
+		if problem != "" {
+			torn = append(torn, problem)
+		}
+	}
+	return holds, torn, nil
+}
+
+// readSegment decodes the frames of one segment, stopping at the first
+// damaged one, which problem describes.
+func readSegment(path string, data []byte) (holds []holdRec, problem string) {
+	for off := 0; off < len(data); {
+		n, w := binary.Uvarint(data[off:])
+		if w <= 0 || n > uint64(len(data)-off-w) || uint64(len(data)-off-w)-n < 4 {
+			return holds, fmt.Sprintf("%s: frame at byte %d is cut short (%d bytes left)", path, off, len(data)-off)
+		}
+		rec := data[off+w : off+w+int(n)]
+		sum := binary.LittleEndian.Uint32(data[off+w+int(n):])
+		if crc32.Checksum(rec, castagnoli) != sum {
+			return holds, fmt.Sprintf("%s: frame at byte %d fails its checksum", path, off)
+		}
+		var hr holdRec
+		if err := hr.decode([]byte(path), rec); err != nil {
+			return holds, fmt.Sprintf("%s: frame at byte %d: %v", path, off, err)
+		}
+		holds = append(holds, hr)
+		off += w + int(n) + 4
+	}
+	return holds, ""
+}
+
+// removeOrphans deletes the segments earlier processes left, once
+// RecoverHolds has resolved their holds.
+func (l *holdLog) removeOrphans() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, path := range l.orphans {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("store: hold log: %w", err)
+		}
+	}
+	l.orphans = nil
+	return nil
+}
+
+// syncDir fsyncs a directory, so that a file created in it survives a
+// machine crash.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,173 @@
+package store
+
+import (
+	"context"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/modelrelay/modelrelay/pricing"
+)
+
+// acctMem is what Hold needs of an account, in memory: the account record as
+// last committed, and the sum of the open holds this process has taken on
+// it. Every writer of an account record holds the account's stripe from its
+// transaction until it has published what it wrote here (publish), so rec is
+// the committed record whenever loaded is true. Hold takes only mu, never
+// the stripe (except to load rec the first time), so it never waits for a
+// commit in progress: it decides on the last committed balance, as though it
+// had run just before that commit.
+type acctMem struct {
+	mu     sync.Mutex
+	loaded bool
+	rec    accountRec
+	held   int64 // Σ the open holds in holdStripes of this account (not rec.Held)
+}
+
+// openHold is a hold this process has taken and not yet ended.
+type openHold struct {
+	rec holdRec
+	seg uint64 // the hold log segment it is written in
+}
+
+// holdStripe is one of the stripes of the open holds by request id. A hold
+// is added and removed with its account's acctMem.mu held, so that held and
+// the holds always agree.
+type holdStripe struct {
+	mu    sync.Mutex
+	holds map[string]*openHold
+}
+
+// memory is the in-memory half of the ledger: accounts as Hold sees them and
+// the open holds.
+type memory struct {
+	mu       sync.RWMutex
+	accounts map[string]*acctMem
+	holds    [stripeCount]holdStripe
+}
+
+func (m *memory) init() {
+	m.accounts = make(map[string]*acctMem)
+	for i := range m.holds {
+		m.holds[i].holds = make(map[string]*openHold)
+	}
+}
+
+// account returns the acctMem of id, adding an empty one.
+func (m *memory) account(id string) *acctMem {
+	m.mu.RLock()
+	a := m.accounts[id]
+	m.mu.RUnlock()
+	if a != nil {
+		return a
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a = m.accounts[id]; a == nil {
+		a = &acctMem{}
+		m.accounts[id] = a
+	}
+	return a
+}
+
+func (m *memory) stripe(requestID string) *holdStripe {
+	return &m.holds[fnv(requestID)%stripeCount]
+}
+
+// hold returns the open hold of requestID.
+func (m *memory) hold(requestID string) (*openHold, bool) {
+	s := m.stripe(requestID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.holds[requestID]
+	return h, ok
+}
+
+// holdsOf calls fn with every open hold of account ("" for every account).
+// With account set, call it with that account's acctMem.mu held for a view
+// that agrees with its held.
+func (m *memory) holdsOf(account string, fn func(*openHold)) {
+	for i := range m.holds {
+		s := &m.holds[i]
+		s.mu.Lock()
+		for _, h := range s.holds {
+			if account == "" || h.rec.Account == account {
+				fn(h)
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// loaded returns the acctMem of id with rec loaded and its mu held; the
+// caller unlocks it. Loading reads the record under the account's stripe,
+// which keeps every writer out. An unknown account is ErrNotFound.
+func (b *Badger) loaded(ctx context.Context, id string) (*acctMem, error) {
+	a := b.mem.account(id)
+	a.mu.Lock()
+	if a.loaded {
+		return a, nil
+	}
+	a.mu.Unlock()
+	unlock := b.lock(id)
+	defer unlock()
+	a.mu.Lock()
+	if a.loaded {
+		return a, nil
+	}
+	var rec accountRec
+	err := b.view(ctx, func(txn *badger.Txn) error {
+		var err error
+		rec, err = loadAccount(txn, id)
+		return err
+	})
+	if err != nil {
+		a.mu.Unlock()
+		return nil, err
+	}
+	a.rec, a.loaded = rec, true
+	return a, nil
+}
+
+// publish makes rec, just committed by a writer holding the account's
+// stripe, the record Hold sees.
+func (b *Badger) publish(rec accountRec) {
+	a := b.mem.account(rec.ID)
+	a.mu.Lock()
+	a.rec, a.loaded = rec, true
+	a.mu.Unlock()
+}
+
+// forget makes the next Hold read the account from the ledger: after a
+// failed transaction a writer cannot be sure what was committed.
+func (b *Badger) forget(id string) {
+	a := b.mem.account(id)
+	a.mu.Lock()
+	a.loaded = false
+	a.mu.Unlock()
+}
+
+// endHold removes h, ended by a transaction that committed acct (nil when
+// it wrote no account), from memory and from its hold log segment.
+func (b *Badger) endHold(h *openHold, acct *accountRec) {
+	a := b.mem.account(h.rec.Account)
+	a.mu.Lock()
+	s := b.mem.stripe(h.rec.RequestID)
+	s.mu.Lock()
+	delete(s.holds, h.rec.RequestID)
+	s.mu.Unlock()
+	a.held -= h.rec.Amount
+	if acct != nil {
+		a.rec, a.loaded = *acct, true
+	}
+	a.mu.Unlock()
+	b.holdLog.end(h.seg)
+}
+
+// api is the account as the API shows it: Held counts the open holds of
+// this process and those an older build left in the ledger (rec.Held).
+func (a *acctMem) api() Account {
+	acct := a.rec.api()
+	acct.Held += pricing.Nano(a.held)
+	return acct
+}
