@@ -96,11 +96,14 @@
 //
 // So that a hold still survives a crash of its process, Hold appends it to
 // the hold log before it returns: holds/<16 hex digits>.holds, segments of
-// at most 4 MB, each frame a uvarint length, the hold record (tag 0x03, as
-// hold/<id>) and its CRC-32C. That is one write(2) of about 100 bytes, and
-// an fsync when SyncWrites is on. A write that returned is in the kernel, so
-// a crash of the process loses no hold; a crash of the machine may lose the
-// last ones, as it may lose badger's last commits. A hold ends in the ledger
+// 1 MB, each frame a uvarint length, the hold record (tag 0x03, as
+// hold/<id>) and its CRC-32C. On unix a segment is created at its full size
+// and mapped shared, and an append is a copy of about 100 bytes into the
+// mapping, with no system call (elsewhere it is a write(2)); an fsync
+// follows when SyncWrites is on. Bytes stored into a shared mapping are in
+// the kernel's page cache at once, so a crash of the process loses no hold;
+// a crash of the machine may lose the last ones, as it may lose badger's
+// last commits. A hold ends in the ledger
 // (its outcome), never in the log: a segment is deleted when it is no longer
 // appended to and every hold in it has ended. A failed append refuses the
 // hold. A badger key per hold would cost a write and a delete per call, in

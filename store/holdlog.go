@@ -17,10 +17,10 @@ import (
 // holdLogDir is the directory, inside the badger directory, of the hold log.
 const holdLogDir = "holds"
 
-// holdSegmentMax is the size past which the hold log starts a new segment.
-// A hold is about 100 bytes, so a segment has some 40,000; it is deleted once
-// every hold in it has ended (see holdLog.end).
-const holdSegmentMax = 4 << 20
+// holdSegmentMax is the size of a hold log segment. A hold is about 100
+// bytes, so a segment has some 10,000; it is deleted once every hold in it
+// has ended (see holdLog.end).
+const holdSegmentMax = 1 << 20
 
 // holdSegmentExt ends the name of a segment: 16 hex digits of its number.
 const holdSegmentExt = ".holds"
@@ -33,8 +33,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // holdLog is the write-ahead record of the holds this process has taken,
 // so that a hold survives a crash of the process: the next process finds
 // it and RecoverHolds resolves it (doc.go, "Holds"). A hold is appended
-// before Hold returns, one write(2) of one frame; nothing else is ever
-// written to the log. A hold ends in the ledger (its outcome, done/<id>, is
+// before Hold returns, one frame copied into the segment's shared mapping
+// (segment_unix.go); nothing else is ever written to the log. A hold ends in the ledger (its outcome, done/<id>, is
 // written with its charge or release), not in the log: a segment is deleted
 // once every hold in it has ended, and the recovery of an earlier process's
 // segments skips the holds whose outcome exists.
@@ -42,17 +42,17 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // A frame is a uvarint length, a hold record (tag 0x03, the layout of
 // hold/<id>) of that length, and the CRC-32C of the record, 4 bytes little
 // endian. A frame torn by a crash of the machine (never of the process: the
-// kernel has every write(2) that returned) fails its length or its CRC, and
-// the reader stops there.
+// kernel has every byte stored into the mapping) fails its length or its CRC, and
+// the reader stops there. A zero where a frame's length would be is the
+// unwritten rest of the segment.
 type holdLog struct {
 	dir        string // "" for a store in memory: nothing is written
 	sync       bool   // fsync after every append (BadgerOptions.SyncWrites)
-	segmentMax int64  // holdSegmentMax; tests lower it
+	segmentMax int    // holdSegmentMax; tests lower it
 
 	mu      sync.Mutex
-	f       *os.File // the segment being appended to; nil before the first hold
-	seg     uint64   // its number; new segments count up from the highest found
-	size    int64    // its size
+	cur     *segmentFile // the segment being appended to; nil before the first hold
+	seg     uint64       // its number; new segments count up from the highest found
 	open    map[uint64]int
 	closed  bool
 	buf     []byte
@@ -108,19 +108,18 @@ func (l *holdLog) append(rec []byte) (uint64, error) {
 		l.open[0]++
 		return 0, nil
 	}
-	if l.f == nil || l.size >= l.segmentMax {
-		if err := l.rotate(); err != nil {
-			return 0, err
-		}
-	}
 	b := binary.AppendUvarint(l.buf[:0], uint64(len(rec)))
 	b = append(b, rec...)
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(rec, castagnoli))
 	l.buf = b
-	n, err := l.f.Write(b)
-	l.size += int64(n)
+	if l.cur == nil || !l.cur.fits(len(b)) {
+		if err := l.rotate(len(b)); err != nil {
+			return 0, err
+		}
+	}
+	err := l.cur.write(b)
 	if err == nil && l.sync {
-		err = l.f.Sync()
+		err = l.cur.sync()
 	}
 	if err != nil {
 		// The segment may now end in a partial frame, which would hide the
@@ -132,32 +131,33 @@ func (l *holdLog) append(rec []byte) (uint64, error) {
 	return l.seg, nil
 }
 
-// rotate closes the current segment and starts the next.
-func (l *holdLog) rotate() error {
+// rotate closes the current segment and starts the next, with room for at
+// least n bytes.
+func (l *holdLog) rotate(n int) error {
 	l.retire()
 	seg := l.seg + 1
-	f, err := os.OpenFile(filepath.Join(l.dir, segmentName(seg)), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	cur, err := createSegment(filepath.Join(l.dir, segmentName(seg)), max(int(l.segmentMax), n+1))
 	if err != nil {
 		return fmt.Errorf("store: hold log: %w", err)
 	}
 	if l.sync {
 		if err := syncDir(l.dir); err != nil {
-			f.Close()
+			cur.close()
 			return fmt.Errorf("store: hold log: %w", err)
 		}
 	}
-	l.f, l.seg, l.size = f, seg, 0
+	l.cur, l.seg = cur, seg
 	return nil
 }
 
 // retire closes the current segment, deleting it if none of its holds is
 // open; the holds still open in it delete it when the last ends.
 func (l *holdLog) retire() {
-	if l.f == nil {
+	if l.cur == nil {
 		return
 	}
-	l.f.Close()
-	l.f = nil
+	l.cur.close()
+	l.cur = nil
 	if l.open[l.seg] == 0 {
 		delete(l.open, l.seg)
 		os.Remove(filepath.Join(l.dir, segmentName(l.seg)))
@@ -176,7 +176,7 @@ func (l *holdLog) end(seg uint64) {
 		return
 	}
 	delete(l.open, seg)
-	if l.dir != "" && (l.f == nil || seg != l.seg) {
+	if l.dir != "" && (l.cur == nil || seg != l.seg) {
 		os.Remove(filepath.Join(l.dir, segmentName(seg)))
 	}
 }
@@ -215,7 +215,7 @@ func (l *holdLog) readOrphans() (holds []holdRec, torn []string, err error) {
 // readSegment decodes the frames of one segment, stopping at the first
 // damaged one, which problem describes.
 func readSegment(path string, data []byte) (holds []holdRec, problem string) {
-	for off := 0; off < len(data); {
+	for off := 0; off < len(data) && data[off] != 0; {
 		n, w := binary.Uvarint(data[off:])
 		if w <= 0 || n > uint64(len(data)-off-w) || uint64(len(data)-off-w)-n < 4 {
 			return holds, fmt.Sprintf("%s: frame at byte %d is cut short (%d bytes left)", path, off, len(data)-off)

@@ -3,8 +3,10 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -163,17 +165,21 @@ func segments(t *testing.T, dir string) []string {
 }
 
 // A hold that cannot be written to the hold log is refused, naming the
-// request and the cause, and holds nothing; the next hold starts a new
-// segment and works.
+// request and the cause, and holds nothing; the holds before it stay open,
+// and the log works again once the cause is gone.
 func TestHoldLogWriteFails(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	b := openAt(t, dir, "", false)
+	b.holdLog.segmentMax = 1 // every hold starts a segment
 	credit(t, b, "acme", usd)
 	hold(t, b, "acme", "req_1", 1000)
-	b.holdLog.f.Close() // the disk goes away under the open segment
+	logDir := filepath.Join(dir, holdLogDir)
+	if err := os.Rename(logDir, logDir+".away"); err != nil { // the disk goes away
+		t.Fatal(err)
+	}
 	err := b.Hold(ctx, Hold{RequestID: "req_lost", Account: "acme", Amount: 1000})
-	if err == nil || !strings.Contains(err.Error(), `"req_lost"`) || !strings.Contains(err.Error(), "hold log") || !errors.Is(err, os.ErrClosed) {
+	if err == nil || !strings.Contains(err.Error(), `"req_lost"`) || !strings.Contains(err.Error(), "hold log") || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Hold with a failing log: %v, want an error naming the request and wrapping the cause", err)
 	}
 	if a := balance(t, b, "acme"); a.Held != 1000 {
@@ -182,9 +188,12 @@ func TestHoldLogWriteFails(t *testing.T) {
 	if _, err := b.Settle(ctx, Settlement{RequestID: "req_lost", Account: "acme", Charge: 1}); !errors.Is(err, ErrNoHold) {
 		t.Errorf("Settle of the refused hold: %v, want ErrNoHold", err)
 	}
+	if err := os.Rename(logDir+".away", logDir); err != nil {
+		t.Fatal(err)
+	}
 	hold(t, b, "acme", "req_2", 1000)
 	if got := segments(t, dir); len(got) != 2 {
-		t.Errorf("segments %v: want the damaged one (req_1 is open in it) and a new one", got)
+		t.Errorf("segments %v: want req_1's and req_2's", got)
 	}
 	for _, id := range []string{"req_1", "req_2"} {
 		if _, err := b.Settle(ctx, Settlement{RequestID: id, Account: "acme", Charge: 10}); err != nil {
@@ -340,9 +349,9 @@ func TestHoldLogSegments(t *testing.T) {
 	}
 }
 
-// A segment whose last frame was torn (by a crash of the machine) yields the
-// holds before the tear, and the tear is logged; a frame that fails its
-// checksum ends the segment the same way.
+// A segment whose last frame was torn (by a crash of the machine: its last
+// bytes are still zeros) yields the holds before the tear, and the tear is
+// logged; a frame that fails its checksum ends the segment the same way.
 func TestHoldLogDamage(t *testing.T) {
 	for _, damage := range []string{"cut", "checksum"} {
 		t.Run(damage, func(t *testing.T) {
@@ -360,10 +369,16 @@ func TestHoldLogDamage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if damage == "cut" {
-				data = data[:len(data)-3]
+			// The second frame: after the first one's length, record and
+			// checksum.
+			n, w := binary.Uvarint(data)
+			second := w + int(n) + 4
+			n2, w2 := binary.Uvarint(data[second:])
+			end := second + w2 + int(n2) + 4
+			if damage == "cut" { // its last bytes never reached the disk
+				clear(data[end-3 : end])
 			} else {
-				data[len(data)-10] ^= 0xff
+				data[second+w2+5] ^= 0xff
 			}
 			if err := os.WriteFile(seg, data, 0o600); err != nil {
 				t.Fatal(err)

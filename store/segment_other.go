@@ -1,0 +1,32 @@
+//go:build !unix
+
+package store
+
+import "os"
+
+// segmentFile is a hold log segment being appended to: elsewhere than unix,
+// one write(2) per frame (segment_unix.go maps the file instead).
+type segmentFile struct {
+	f        *os.File
+	off, max int
+}
+
+func createSegment(path string, size int) (*segmentFile, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return &segmentFile{f: f, max: size}, nil
+}
+
+func (s *segmentFile) fits(n int) bool { return s.off+n <= s.max }
+
+func (s *segmentFile) write(frame []byte) error {
+	n, err := s.f.Write(frame)
+	s.off += n
+	return err
+}
+
+func (s *segmentFile) sync() error { return s.f.Sync() }
+
+func (s *segmentFile) close() { s.f.Close() }
