@@ -108,9 +108,7 @@ func (l *holdLog) append(rec []byte) (uint64, error) {
 		l.open[0]++
 		return 0, nil
 	}
-	b := binary.AppendUvarint(l.buf[:0], uint64(len(rec)))
-	b = append(b, rec...)
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(rec, castagnoli))
+	b := appendFrame(l.buf[:0], rec)
 	l.buf = b
 	if l.cur == nil || !l.cur.fits(len(b)) {
 		if err := l.rotate(len(b)); err != nil {
@@ -129,6 +127,13 @@ func (l *holdLog) append(rec []byte) (uint64, error) {
 	}
 	l.open[l.seg]++
 	return l.seg, nil
+}
+
+// appendFrame appends the frame of the record rec to b.
+func appendFrame(b, rec []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(rec)))
+	b = append(b, rec...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(rec, castagnoli))
 }
 
 // rotate closes the current segment and starts the next, with room for at
@@ -215,7 +220,16 @@ func (l *holdLog) readOrphans() (holds []holdRec, torn []string, err error) {
 // readSegment decodes the frames of one segment, stopping at the first
 // damaged one, which problem describes.
 func readSegment(path string, data []byte) (holds []holdRec, problem string) {
-	for off := 0; off < len(data) && data[off] != 0; {
+	for off := 0; off < len(data); {
+		if data[off] == 0 {
+			// The unwritten rest of the segment, which must be all zeros:
+			// after a crash of the machine, a later page of the mapping
+			// may have reached the disk and an earlier one not.
+			if i := slices.IndexFunc(data[off:], func(c byte) bool { return c != 0 }); i >= 0 {
+				return holds, fmt.Sprintf("%s: the frames end at byte %d, but byte %d is not zero", path, off, off+i)
+			}
+			break
+		}
 		n, w := binary.Uvarint(data[off:])
 		if w <= 0 || n > uint64(len(data)-off-w) || uint64(len(data)-off-w)-n < 4 {
 			return holds, fmt.Sprintf("%s: frame at byte %d is cut short (%d bytes left)", path, off, len(data)-off)
