@@ -326,6 +326,11 @@ func (g *Gateway) releaseUnsettled(c *call) {
 	switch {
 	case err == nil:
 		g.met.openHolds.Add(-1)
+	case errors.Is(err, store.ErrExists):
+		// The request id already had an outcome (a settle whose write
+		// reported an error yet landed): the store dropped the hold.
+		g.met.openHolds.Add(-1)
+		g.log.Error("release hold", "request_id", c.info.rid, "error", err.Error())
 	case !errors.Is(err, store.ErrAlreadySettled):
 		g.log.Error("release hold", "request_id", c.info.rid, "error", err.Error())
 	}

@@ -65,8 +65,9 @@
 // transactions are optimistic (serialisable snapshot isolation): a commit
 // whose reads were changed by another commit fails with ErrConflict. To
 // keep that from failing calls under load, the writers of an account
-// (Credit, Settle, Release, RefundJob, recovery) are serialised inside the
-// process by one of 256 striped mutexes (FNV-1a of the account id), and a
+// (CreateAccount, Credit, Settle, Release, RefundJob, recovery) are
+// serialised inside the process by one of 256 striped mutexes (FNV-1a of
+// the account id), and a
 // transaction that still conflicts — on a key shared by two accounts, such
 // as a request id reused across them — is retried, at most 64 times. Two
 // hundred concurrent settles on one account therefore run one after another
@@ -82,8 +83,10 @@
 // A hold lives from admission to the end of its call, and every hold is
 // released when its process ends: that process's calls can no longer
 // settle. So holds are kept in memory, not in badger, and Hold, the one
-// operation a relayed call waits for before it goes upstream, never waits
-// for badger. Per account the store keeps, in memory, the account record as
+// operation a relayed call waits for before it goes upstream, does not wait
+// for badger: only the first Hold on an account in a process (and the first
+// after a write of the account failed) reads the account, under its stripe.
+// Per account the store keeps, in memory, the account record as
 // last committed and the sum of its open holds; Balance and Hold read them,
 // and Account.Held is that sum. Each writer of an account record holds the
 // account's stripe from its transaction until it has put the record it
@@ -97,10 +100,12 @@
 // So that a hold still survives a crash of its process, Hold appends it to
 // the hold log before it returns: holds/<16 hex digits>.holds, segments of
 // 1 MB, each frame a uvarint length, the hold record (tag 0x03, as
-// hold/<id>) and its CRC-32C. On unix a segment is created at its full size
-// and mapped shared, and an append is a copy of about 100 bytes into the
-// mapping, with no system call (elsewhere it is a write(2)); an fsync
-// follows when SyncWrites is on. Bytes stored into a shared mapping are in
+// hold/<id>) and its CRC-32C. On Linux a segment's blocks are allocated
+// when it is created (a store into a sparse page on a full disk would be a
+// SIGBUS) and it is mapped shared, and an append is a copy of about 100
+// bytes into the mapping, with no system call (elsewhere it is a write(2));
+// with SyncWrites an fsync follows, under the log's lock, so holds then
+// take their turn for the disk as commits do. Bytes stored into a shared mapping are in
 // the kernel's page cache at once, so a crash of the process loses no hold;
 // a crash of the machine may lose the last ones, as it may lose badger's
 // last commits. A hold ends in the ledger

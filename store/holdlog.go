@@ -75,11 +75,13 @@ func openHoldLog(dir string, sync bool) (*holdLog, error) {
 	}
 	for _, e := range ents {
 		n, ok := segmentNumber(e.Name())
-		if !ok || !e.Type().IsRegular() {
+		if !ok {
 			continue
 		}
-		l.orphans = append(l.orphans, filepath.Join(dir, e.Name()))
-		l.seg = max(l.seg, n)
+		l.seg = max(l.seg, n) // new segments take new names
+		if e.Type().IsRegular() {
+			l.orphans = append(l.orphans, filepath.Join(dir, e.Name()))
+		}
 	}
 	slices.Sort(l.orphans) // fixed-width hex names: name order is number order
 	return l, nil
@@ -115,13 +117,16 @@ func (l *holdLog) append(rec []byte) (uint64, error) {
 			return 0, err
 		}
 	}
+	start := l.cur.off
 	err := l.cur.write(b)
 	if err == nil && l.sync {
 		err = l.cur.sync()
 	}
 	if err != nil {
-		// The segment may now end in a partial frame, which would hide the
-		// frames after it: the next hold starts a new segment.
+		// The hold is refused, so its frame must not be recovered: take it
+		// back (a partial frame would also hide the frames after it), and
+		// start the next hold in a new segment.
+		l.cur.unwrite(start)
 		l.retire()
 		return 0, fmt.Errorf("store: hold log: %w", err)
 	}
@@ -140,18 +145,22 @@ func appendFrame(b, rec []byte) []byte {
 // least n bytes.
 func (l *holdLog) rotate(n int) error {
 	l.retire()
-	seg := l.seg + 1
-	cur, err := createSegment(filepath.Join(l.dir, segmentName(seg)), max(int(l.segmentMax), n+1))
+	// The number is used up even if the segment cannot be made, so a file
+	// left behind by a failure never blocks the next.
+	l.seg++
+	path := filepath.Join(l.dir, segmentName(l.seg))
+	cur, err := createSegment(path, max(l.segmentMax, n+1))
 	if err != nil {
 		return fmt.Errorf("store: hold log: %w", err)
 	}
 	if l.sync {
 		if err := syncDir(l.dir); err != nil {
 			cur.close()
+			os.Remove(path)
 			return fmt.Errorf("store: hold log: %w", err)
 		}
 	}
-	l.cur, l.seg = cur, seg
+	l.cur = cur
 	return nil
 }
 
@@ -200,7 +209,10 @@ func (l *holdLog) close() {
 // Damaged frames are reported in torn (one message per segment) and end
 // that segment's reading; the holds before them are returned.
 func (l *holdLog) readOrphans() (holds []holdRec, torn []string, err error) {
-	for _, path := range l.orphans {
+	l.mu.Lock()
+	orphans := slices.Clone(l.orphans)
+	l.mu.Unlock()
+	for _, path := range orphans {
 		data, err := os.ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -231,13 +243,16 @@ func readSegment(path string, data []byte) (holds []holdRec, problem string) {
 			break
 		}
 		n, w := binary.Uvarint(data[off:])
-		if w <= 0 || n > uint64(len(data)-off-w) || uint64(len(data)-off-w)-n < 4 {
+		if w <= 0 || n == 0 || n > uint64(len(data)-off-w) || uint64(len(data)-off-w)-n < 4 {
 			return holds, fmt.Sprintf("%s: frame at byte %d is cut short (%d bytes left)", path, off, len(data)-off)
 		}
 		rec := data[off+w : off+w+int(n)]
 		sum := binary.LittleEndian.Uint32(data[off+w+int(n):])
 		if crc32.Checksum(rec, castagnoli) != sum {
 			return holds, fmt.Sprintf("%s: frame at byte %d fails its checksum", path, off)
+		}
+		if rec[0] != tagHoldV1 { // the log has only binary hold records
+			return holds, fmt.Sprintf("%s: frame at byte %d: record is %s, want %s", path, off, tagName(rec[0]), tagName(tagHoldV1))
 		}
 		var hr holdRec
 		if err := hr.decode([]byte(path), rec); err != nil {

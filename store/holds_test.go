@@ -191,6 +191,15 @@ func TestHoldLogWriteFails(t *testing.T) {
 	if err := os.Rename(logDir+".away", logDir); err != nil {
 		t.Fatal(err)
 	}
+	// A file left where the next segment goes fails one hold, not all.
+	next := filepath.Join(logDir, segmentName(b.holdLog.seg+1))
+	if err := os.WriteFile(next, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Hold(ctx, Hold{RequestID: "req_blocked", Account: "acme", Amount: 1000}); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("Hold onto a leftover segment file: %v, want ErrExist", err)
+	}
+	os.Remove(next)
 	hold(t, b, "acme", "req_2", 1000)
 	if got := segments(t, dir); len(got) != 2 {
 		t.Errorf("segments %v: want req_1's and req_2's", got)
@@ -314,14 +323,14 @@ func TestHoldLogSegments(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	b := openAt(t, dir, "", false)
-	b.holdLog.segmentMax = 100 // two holds a segment
+	b.holdLog.segmentMax = 200 // two holds (90 bytes a frame) a segment
 	credit(t, b, "acme", usd)
 	for i := range 20 {
 		hold(t, b, "acme", fmt.Sprintf("req_%02d", i), 1)
 	}
 	all := segments(t, dir)
-	if len(all) < 6 {
-		t.Fatalf("20 holds in %d segments %v, want several", len(all), all)
+	if len(all) != 10 {
+		t.Fatalf("20 holds in %d segments %v, want 10", len(all), all)
 	}
 	// End every hold but one in the first segment and one in the last.
 	for i := 1; i < 19; i++ {
@@ -353,7 +362,11 @@ func TestHoldLogSegments(t *testing.T) {
 // bytes are still zeros) yields the holds before the tear, and the tear is
 // logged; a frame that fails its checksum ends the segment the same way.
 func TestHoldLogDamage(t *testing.T) {
-	for _, damage := range []string{"cut", "checksum"} {
+	for damage, want := range map[string]string{
+		"zeroed":   "fails its checksum", // its last bytes never reached the disk (a mapped segment)
+		"cut":      "is cut short",       // the file ends inside it (a segment written with write(2))
+		"checksum": "fails its checksum",
+	} {
 		t.Run(damage, func(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
@@ -375,9 +388,12 @@ func TestHoldLogDamage(t *testing.T) {
 			second := w + int(n) + 4
 			n2, w2 := binary.Uvarint(data[second:])
 			end := second + w2 + int(n2) + 4
-			if damage == "cut" { // its last bytes never reached the disk
+			switch damage {
+			case "zeroed":
 				clear(data[end-3 : end])
-			} else {
+			case "cut":
+				data = data[:end-3]
+			default:
 				data[second+w2+5] ^= 0xff
 			}
 			if err := os.WriteFile(seg, data, 0o600); err != nil {
@@ -395,7 +411,7 @@ func TestHoldLogDamage(t *testing.T) {
 			if o, err := b.Outcome(ctx, "req_kept"); err != nil || o.State != OutcomeRecovered || o.HoldAmount != 7 {
 				t.Errorf("req_kept: %+v, %v", o, err)
 			}
-			if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "frame at byte") {
+			if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "frame at byte") || !strings.Contains(logs.String(), want) {
 				t.Errorf("the damage was not logged:\n%s", logs.String())
 			}
 			audit(t, b, "acme")
@@ -432,5 +448,77 @@ func TestHoldOnEndedRequestID(t *testing.T) {
 	r := audit(t, b, "acme")
 	if r.Account.Balance != usd-40 || r.Account.Held != 0 || r.Entries != 2 {
 		t.Errorf("after the refused holds: %+v", r)
+	}
+}
+
+// A frame whose hold was refused after it was written (its fsync failed) is
+// taken back: nothing of it is read, and the next frame follows the one
+// before it.
+func TestSegmentUnwrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), segmentName(1))
+	seg, err := createSegment(path, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := func(id string) []byte {
+		rec, err := (&holdRec{RequestID: id, Account: "acme", Amount: 5}).encode(holdKey(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return appendFrame(nil, rec)
+	}
+	for _, id := range []string{"req_1", "req_refused", "req_2"} {
+		start := seg.off
+		if err := seg.write(frame(id)); err != nil {
+			t.Fatal(err)
+		}
+		if id == "req_refused" {
+			seg.unwrite(start)
+		}
+	}
+	seg.close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holds, problem := readSegment(path, data)
+	if problem != "" || len(holds) != 2 || holds[0].RequestID != "req_1" || holds[1].RequestID != "req_2" {
+		t.Errorf("read back %+v (%q), want req_1 and req_2", holds, problem)
+	}
+}
+
+// A logged hold whose account does not exist (a crash of the machine kept
+// the log and lost the account's commit) is logged and skipped: it must not
+// stop the start.
+func TestRecoverHoldOfUnknownAccount(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	first := openAt(t, dir, "first", false)
+	credit(t, first, "acme", usd)
+	hold(t, first, "acme", "req_ok", 3)
+	rec, err := (&holdRec{RequestID: "req_orphan", Account: "gone", Amount: 9, Owner: "first"}).encode(holdKey("req_orphan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.holdLog.append(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	b, err := OpenBadger(dir, BadgerOptions{Owner: "second", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if n, err := b.RecoverHolds(ctx); err != nil || n != 1 {
+		t.Fatalf("RecoverHolds = %d, %v; want req_ok, and no error", n, err)
+	}
+	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "request_id=req_orphan") {
+		t.Errorf("the skipped hold was not logged:\n%s", logs.String())
+	}
+	if got := segments(t, dir); len(got) != 0 {
+		t.Errorf("segments after recovery: %v", got)
 	}
 }

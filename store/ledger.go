@@ -300,7 +300,7 @@ func notEnded(txn *badger.Txn, requestID string) error {
 func (b *Badger) failedEnd(h *openHold, err error) error {
 	if errors.Is(err, errEndedBefore) {
 		b.endHold(h, nil)
-		return fmt.Errorf("store: hold %q: request id had already ended when it was held; dropped uncharged: %w", h.rec.RequestID, ErrExists)
+		return fmt.Errorf("store: hold %q: the request id already has an outcome; this hold is dropped: %w", h.rec.RequestID, ErrExists)
 	}
 	b.forget(h.rec.Account)
 	return err

@@ -1,11 +1,11 @@
-//go:build !unix
+//go:build !linux
 
 package store
 
 import "os"
 
-// segmentFile is a hold log segment being appended to: elsewhere than unix,
-// one write(2) per frame (segment_unix.go maps the file instead).
+// segmentFile is a hold log segment being appended to: elsewhere than
+// Linux, one write(2) per frame (segment_linux.go maps the file instead).
 type segmentFile struct {
 	f        *os.File
 	off, max int
@@ -25,6 +25,14 @@ func (s *segmentFile) write(frame []byte) error {
 	n, err := s.f.Write(frame)
 	s.off += n
 	return err
+}
+
+// unwrite takes back the bytes from start on, of a frame whose hold was
+// refused after it was written.
+func (s *segmentFile) unwrite(start int) {
+	if s.f.Truncate(int64(start)) == nil {
+		s.off = start
+	}
 }
 
 func (s *segmentFile) sync() error { return s.f.Sync() }
