@@ -126,7 +126,7 @@ func (l *holdLog) append(rec []byte) (uint64, error) {
 		// The hold is refused, so its frame must not be recovered: take it
 		// back (a partial frame would also hide the frames after it), and
 		// start the next hold in a new segment.
-		l.cur.unwrite(start)
+		l.cur.unwrite(start, len(b))
 		l.retire()
 		return 0, fmt.Errorf("store: hold log: %w", err)
 	}

@@ -35,8 +35,9 @@ func (b *Badger) RecoverHolds(ctx context.Context) (released int, err error) {
 		b.log.Warn("store: hold log: a damaged frame ends a segment; no hold after it can be recovered", "problem", problem)
 	}
 	for i, hr := range append(legacy, logged...) {
-		ok, err := b.recoverHold(ctx, hr, i < len(legacy))
-		if errors.Is(err, ErrNotFound) {
+		inLedger := i < len(legacy)
+		ok, err := b.recoverHold(ctx, hr, inLedger)
+		if !inLedger && errors.Is(err, ErrNotFound) {
 			// Its account is gone (a machine crash can keep the log's page
 			// and lose the commit that made the account): nothing is held
 			// for it, and it must not stop the start.

@@ -32,8 +32,12 @@ func createSegment(path string, size int) (*segmentFile, error) {
 	}
 	// Allocate the blocks now: a store into a page of a sparse file on a
 	// full disk would be a SIGBUS, not an error.
-	if err := syscall.Fallocate(int(f.Fd()), 0, 0, int64(size)); err != nil {
-		if !errors.Is(err, syscall.EOPNOTSUPP) {
+	err = syscall.Fallocate(int(f.Fd()), 0, 0, int64(size))
+	for err == syscall.EINTR {
+		err = syscall.Fallocate(int(f.Fd()), 0, 0, int64(size))
+	}
+	if err != nil {
+		if !errors.Is(err, syscall.EOPNOTSUPP) && !errors.Is(err, syscall.ENOSYS) {
 			return fail(fmt.Errorf("allocate %s: %w", path, err))
 		}
 		if _, err := f.WriteAt(make([]byte, size), 0); err != nil {
@@ -53,22 +57,32 @@ func (s *segmentFile) fits(n int) bool { return s.off+n <= len(s.m) }
 // write appends frame, which fits. The blocks are allocated, so the copy
 // cannot fault; should it anyway (the file cut short under us), the fault
 // is an error, not the end of the process.
-func (s *segmentFile) write(frame []byte) (err error) {
+func (s *segmentFile) write(frame []byte) error {
+	if err := s.guard(func() { copy(s.m[s.off:], frame) }); err != nil {
+		return err
+	}
+	s.off += len(frame)
+	return nil
+}
+
+// unwrite takes back the n bytes from start on, of a frame whose hold was
+// refused after (part of) it was written.
+func (s *segmentFile) unwrite(start, n int) {
+	_ = s.guard(func() { clear(s.m[start:min(start+n, len(s.m))]) })
+	s.off = start
+}
+
+// guard runs fn, which touches the mapping, turning a memory fault into an
+// error.
+func (s *segmentFile) guard(fn func()) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("write to the mapped segment %s: %v", s.f.Name(), r)
 		}
 	}()
-	s.off += copy(s.m[s.off:], frame)
+	fn()
 	return nil
-}
-
-// unwrite takes back the bytes from start on, of a frame whose hold was
-// refused after it was written.
-func (s *segmentFile) unwrite(start int) {
-	clear(s.m[start:s.off])
-	s.off = start
 }
 
 // sync writes the segment through to the disk: on Linux, fsync writes the

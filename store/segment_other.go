@@ -12,7 +12,9 @@ type segmentFile struct {
 }
 
 func createSegment(path string, size int) (*segmentFile, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	// Not O_APPEND: Windows then withholds the right to truncate, which
+	// unwrite needs.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -22,14 +24,15 @@ func createSegment(path string, size int) (*segmentFile, error) {
 func (s *segmentFile) fits(n int) bool { return s.off+n <= s.max }
 
 func (s *segmentFile) write(frame []byte) error {
-	n, err := s.f.Write(frame)
+	n, err := s.f.WriteAt(frame, int64(s.off))
 	s.off += n
 	return err
 }
 
 // unwrite takes back the bytes from start on, of a frame whose hold was
-// refused after it was written.
-func (s *segmentFile) unwrite(start int) {
+// refused after (part of) it was written. Should the file not shrink, the
+// frame stays; the caller retires the segment either way.
+func (s *segmentFile) unwrite(start, _ int) {
 	if s.f.Truncate(int64(start)) == nil {
 		s.off = start
 	}
