@@ -132,6 +132,19 @@ func TestHoldThenSettleAtOnce(t *testing.T) {
 	}
 }
 
+// openLogged opens a store in dir whose log the test reads; it is closed
+// when the test ends.
+func openLogged(t *testing.T, dir, owner string) (*Badger, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	b, err := OpenBadger(dir, BadgerOptions{Owner: owner, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, logs
+}
+
 // syncBuffer is a log destination for concurrent writers.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -399,12 +412,7 @@ func TestHoldLogDamage(t *testing.T) {
 			if err := os.WriteFile(seg, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			var logs syncBuffer
-			b, err := OpenBadger(dir, BadgerOptions{Owner: "second", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.Close() })
+			b, logs := openLogged(t, dir, "second")
 			if n, err := b.RecoverHolds(ctx); err != nil || n != 1 {
 				t.Fatalf("RecoverHolds = %d, %v; want req_kept", n, err)
 			}
@@ -506,12 +514,7 @@ func TestRecoverHoldOfUnknownAccount(t *testing.T) {
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
-	b, err := OpenBadger(dir, BadgerOptions{Owner: "second", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b, logs := openLogged(t, dir, "second")
 	if n, err := b.RecoverHolds(ctx); err != nil || n != 1 {
 		t.Fatalf("RecoverHolds = %d, %v; want req_ok, and no error", n, err)
 	}

@@ -107,12 +107,12 @@ func (b *Badger) RefundJob(ctx context.Context, requestID, reason string) (refun
 		refunded = true
 		return nil
 	})
-	if err != nil {
-		b.forget(j.Account)
-		return false, err
-	}
+	var wrote *accountRec
 	if refunded {
-		b.publish(acct)
+		wrote = &acct
+	}
+	if err := b.afterWrite(j.Account, wrote, err); err != nil {
+		return false, err
 	}
 	return refunded, nil
 }

@@ -53,11 +53,9 @@ func (b *Badger) CreateAccount(ctx context.Context, id string) (Account, error) 
 		out = accountRec{ID: id, Created: now()}
 		return putAccount(txn, &out)
 	})
-	if err != nil {
-		b.forget(id)
+	if err := b.afterWrite(id, &out, err); err != nil {
 		return Account{}, err
 	}
-	b.publish(out)
 	return out.api(), nil
 }
 
@@ -92,11 +90,9 @@ func (b *Badger) Credit(ctx context.Context, account string, amount pricing.Nano
 		out, err = journal(txn, &acct, entryRec{Kind: KindCredit, Amount: int64(amount), Note: clip(note)})
 		return err
 	})
-	if err != nil {
-		b.forget(account)
+	if err := b.afterWrite(account, &acct, err); err != nil {
 		return Entry{}, err
 	}
-	b.publish(acct)
 	return out.api(), nil
 }
 

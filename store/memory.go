@@ -12,7 +12,7 @@ import (
 // acctMem is what Hold needs of an account, in memory: the account record as
 // last committed, and the sum of the open holds this process has taken on
 // it. Every writer of an account record holds the account's stripe from its
-// transaction until it has published what it wrote here (publish), so rec is
+// transaction until it has published what it wrote here (afterWrite), so rec is
 // the committed record whenever loaded is true. Hold takes only mu, never
 // the stripe (except to load rec the first time), so it never waits for a
 // commit in progress: it decides on the last committed balance, as though it
@@ -129,13 +129,23 @@ func (b *Badger) loaded(ctx context.Context, id string) (*acctMem, error) {
 	return a, nil
 }
 
-// publish makes rec, just committed by a writer holding the account's
-// stripe, the record Hold sees.
-func (b *Badger) publish(rec accountRec) {
-	a := b.mem.account(rec.ID)
-	a.mu.Lock()
-	a.rec, a.loaded = rec, true
-	a.mu.Unlock()
+// afterWrite ends a write of account, made under its stripe: it makes rec,
+// the record the write committed (nil when it wrote none), the one Hold
+// sees, or, after err, makes the next Hold read the account afresh. It
+// returns err. Every writer of an account record but Settle (endHold) goes
+// through it.
+func (b *Badger) afterWrite(account string, rec *accountRec, err error) error {
+	if err != nil {
+		b.forget(account)
+		return err
+	}
+	if rec != nil {
+		a := b.mem.account(account)
+		a.mu.Lock()
+		a.rec, a.loaded = *rec, true
+		a.mu.Unlock()
+	}
+	return nil
 }
 
 // forget makes the next Hold read the account from the ledger: after a

@@ -107,14 +107,11 @@ func (b *Badger) recoverHold(ctx context.Context, hr holdRec, inLedger bool) (bo
 		done = true
 		return putEnded(txn, &hr, outcomeRec{State: OutcomeRecovered, Seq: e.Seq, Reason: note})
 	})
-	if err != nil {
-		b.forget(hr.Account)
-		return false, err
-	}
+	var wrote *accountRec
 	if done {
-		b.publish(acct)
+		wrote = &acct
 	}
-	return done, nil
+	return done, b.afterWrite(hr.Account, wrote, err)
 }
 
 // OpenHolds lists every open hold, oldest first: this process's, and those
