@@ -8,14 +8,15 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/modelrelay/modelrelay/internal/wasmmeter"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
 
-// benchConfig is the production configuration, guard included: every call
-// runs under a context deadline with WithCloseOnContextDone, as in
-// production. The deadline is 1s instead of 50ms only so that a benchmark on
-// a loaded machine does not fail on a scheduling hiccup; its length does not
-// change what a call costs.
+// benchConfig is the production configuration, guard included: every
+// module is metered and every call runs under a deadline, as in production.
+// The deadline is 1s instead of 50ms only so that a benchmark on a loaded
+// machine does not fail on a scheduling hiccup; its length does not change
+// what a call costs.
 func benchConfig(dir string) Config {
 	return Config{Dir: dir, CacheDir: wasmCache, Poll: -1, CallTimeout: time.Second, Logger: (&testLogger{}).logger()}
 }
@@ -137,36 +138,54 @@ func BenchmarkCallMinimal(b *testing.B) {
 	}
 }
 
-// BenchmarkGuardCost measures what WithCloseOnContextDone costs on the same
-// tokens.wasm, outside the pool: an empty export and a whole Admit, without
-// and with the guard (RATIONALE-plugins.md quotes it). The host always runs
-// with the guard.
+// BenchmarkGuardCost measures what stopping a guest costs on the same
+// tokens.wasm, outside the pool: an empty export and a whole Admit, with no
+// guard at all, with wazero's WithCloseOnContextDone (which the host used
+// before the meter) and with the meter the host uses (wasmmeter, tick).
+// RATIONALE-plugins.md quotes it.
 func BenchmarkGuardCost(b *testing.B) {
-	for _, guard := range []bool{false, true} {
-		name := "without"
-		if guard {
-			name = "with"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, kind := range []string{"none", "wazero", "meter"} {
+		b.Run(kind, func(b *testing.B) {
 			ctx := context.Background()
 			cache, err := wazero.NewCompilationCacheWithDir(wasmCache)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer cache.Close(ctx)
-			rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(guard).WithCompilationCache(cache))
+			rc := wazero.NewRuntimeConfigCompiler().WithCompilationCache(cache)
+			if kind == "wazero" {
+				rc = rc.WithCloseOnContextDone(true)
+			}
+			rt := wazero.NewRuntimeWithConfig(ctx, rc)
 			defer rt.Close(ctx)
 			wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-			compiled, err := rt.CompileModule(ctx, wasmBytes(b, "tokens"))
+			wasm := wasmBytes(b, "tokens")
+			callCtx := ctx
+			if kind == "meter" {
+				if err := instantiateMeter(ctx, rt); err != nil {
+					b.Fatal(err)
+				}
+				if wasm, _, err = wasmmeter.Instrument(wasm, meterFuel); err != nil {
+					b.Fatal(err)
+				}
+				g := &guard{}
+				g.arm(time.Now(), time.Hour)
+				callCtx = guarded(ctx, g)
+			} else if kind == "wazero" {
+				var cancel context.CancelFunc
+				callCtx, cancel = context.WithTimeout(ctx, time.Hour)
+				defer cancel()
+			}
+			compiled, err := rt.CompileModule(ctx, wasm)
 			if err != nil {
 				b.Fatal(err)
 			}
-			mod, err := rt.InstantiateModule(ctx, compiled, moduleConfig(newStderrLog((&testLogger{}).logger(), "tokens")))
+			mod, err := rt.InstantiateModule(callCtx, compiled, moduleConfig(newStderrLog((&testLogger{}).logger(), "tokens")))
 			if err != nil {
 				b.Fatal(err)
 			}
 			in := &instance{mod: mod, alloc: mod.ExportedFunction(abi.ExportAlloc), call: mod.ExportedFunction(abi.ExportCall), mem: mod.ExportedMemory("memory")}
-			if _, err := in.invoke(ctx, abi.OpConfigure, configBytes(b, "tokens"), maxResult); err != nil {
+			if _, err := in.invoke(callCtx, abi.OpConfigure, configBytes(b, "tokens"), maxResult); err != nil {
 				b.Fatal(err)
 			}
 			version := mod.ExportedFunction(abi.ExportVersion)
@@ -174,14 +193,14 @@ func BenchmarkGuardCost(b *testing.B) {
 			input := req.AppendTo(nil)
 			b.Run("empty", func(b *testing.B) {
 				for b.Loop() {
-					if err := version.CallWithStack(ctx, in.stack[:1]); err != nil {
+					if err := version.CallWithStack(callCtx, in.stack[:1]); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
 			b.Run("admit", func(b *testing.B) {
 				for b.Loop() {
-					if _, err := in.invoke(ctx, abi.OpAdmit, input, maxResult); err != nil {
+					if _, err := in.invoke(callCtx, abi.OpAdmit, input, maxResult); err != nil {
 						b.Fatal(err)
 					}
 				}

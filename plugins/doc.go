@@ -30,9 +30,12 @@
 // environment or arguments, no network, no stdin or stdout; wazero's fake
 // clocks (the plugin's clock is the Now field of its requests), its
 // deterministic random source and a sleep that returns at once. Standard
-// error goes to the debug log, bounded per instance. The runtime is built
-// with WithCloseOnContextDone: without it a looping guest can never be
-// stopped and freezes the host's garbage collector. Memory is capped by
+// error goes to the debug log, bounded per instance. Every module is
+// metered before it is compiled (internal/wasmmeter): each function entry
+// and loop header spends fuel, and a guest that has spent its fuel calls
+// the host, which ends the call once its deadline has passed (guard.go).
+// Without that a looping guest could never be stopped, and it would freeze
+// the host's garbage collector. Memory is capped by
 // Config.MemoryLimitPages.
 //
 // # Pool

@@ -195,7 +195,6 @@ func open(ctx context.Context, cfg Config, dir, only string) (*Host, error) {
 			logger:       cfg.Logger,
 			poolSize:     cfg.PoolSize,
 			callTimeout:  cfg.CallTimeout,
-			deadlines:    newDeadlines(cfg.CallTimeout),
 			recycleCalls: cfg.RecycleCalls,
 			recycleBytes: cfg.RecycleBytes,
 			memoryLimit:  uint64(cfg.MemoryLimitPages) << 16,

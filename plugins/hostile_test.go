@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -156,6 +157,36 @@ func TestHostilePlugins(t *testing.T) {
 	})
 }
 
+// TestLoopingGuestLetsGCRun: a guest in an endless loop must not stop the
+// gateway. Compiled wasm cannot be preempted by the Go scheduler, so a
+// garbage collection waits for the goroutine running the guest to come back
+// into Go; the meter's calls into the host are those returns. Without them
+// runtime.GC would wait for the whole call (its deadline, 3s here) and the
+// call would end first.
+func TestLoopingGuestLetsGCRun(t *testing.T) {
+	dir := t.TempDir()
+	stage(t, dir, "loop")
+	h, _ := openDir(t, dir, Config{PoolSize: 1, CallTimeout: 3 * time.Second})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.Admit(context.Background(), hostileAdmit("loop-model", "loop"))
+		done <- err
+	}()
+	for stats(t, h, "loop").Idle != 0 { // the instance is taken: the call is on its way in
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	runtime.GC()
+	select {
+	case err := <-done:
+		t.Fatalf("the call ended (%v) before the garbage collection", err)
+	default:
+	}
+	if err := <-done; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the deadline", err)
+	}
+}
+
 func TestOutOfMemory(t *testing.T) {
 	dir := t.TempDir()
 	stage(t, dir, "hog")
@@ -196,6 +227,11 @@ func TestLoadRefused(t *testing.T) {
 			stage(t, dir, "tokens")
 			writeFile(t, filepath.Join(dir, "junk.wasm"), []byte("#!/bin/sh\necho hi\n"))
 		}, want: []string{"plugin junk: compile"}, who: "junk"},
+		{name: "a 15-byte module declaring 2³¹ types", setup: func(t *testing.T, dir string) {
+			// wazero's decoder would allocate them all (tens of GB) and the
+			// process would die; the meter reads lengths before it does.
+			writeFile(t, filepath.Join(dir, "huge.wasm"), []byte("\x00asm\x01\x00\x00\x00\x01\x05\x80\x80\x80\x80\x08"))
+		}, want: []string{"plugin huge: compile: wasmmeter: section 1", "vector of 2147483648 elements"}, who: "huge"},
 		{name: "hand-written module answering nothing", setup: func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "mute.wasm"), wasmModule([]wasmFunc{goodVersion, goodAlloc, goodCall}, true))
 		}, want: []string{"plugin mute: instantiate: configure: malformed result"}, who: "mute"},

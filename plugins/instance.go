@@ -24,11 +24,13 @@ type instance struct {
 	call   api.Function
 	mem    api.Memory
 	stderr *stderrLog
-	stack  [3]uint64 // CallWithStack scratch: max(params, results) of mr_call
-	buf    []byte    // encoding scratch for requests
-	calls  int       // calls served, for recycling
-	inPtr  uint32    // the input buffer mr_alloc last returned ...
-	inSize uint32    // ... and its size; 0 = none yet
+	guard  *guard          // the deadline of what the instance runs
+	ctx    context.Context // carries guard: the context of every call
+	stack  [3]uint64       // CallWithStack scratch: max(params, results) of mr_call
+	buf    []byte          // encoding scratch for requests
+	calls  int             // calls served, for recycling
+	inPtr  uint32          // the input buffer mr_alloc last returned ...
+	inSize uint32          // ... and its size; 0 = none yet
 }
 
 // minInputBuffer is the smallest input buffer asked of a guest, so that

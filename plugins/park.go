@@ -79,7 +79,7 @@ func (v *version) unpark(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), instantiateBudget)
 	defer cancel()
-	compiled, err := v.opts.engine.rt.CompileModule(cctx, wasm)
+	compiled, err := v.opts.engine.compile(cctx, wasm)
 	if err != nil {
 		v.counters.failures.Add(1)
 		return fmt.Errorf("unpark: compile: %w", err)

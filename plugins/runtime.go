@@ -9,6 +9,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/modelrelay/modelrelay/internal/wasmmeter"
 )
 
 // engine is the one wazero Runtime of a Host, with its compilation cache.
@@ -30,9 +32,11 @@ func compilerSupported() bool {
 }
 
 // newEngine builds the Runtime: the compiler (the interpreter only where the
-// compiler is unsupported), termination on context done (the only defence
-// against a guest that never returns), the memory ceiling, the file-backed
-// compilation cache, and WASI with nothing granted (see moduleConfig).
+// compiler is unsupported), the memory ceiling, the file-backed compilation
+// cache, WASI with nothing granted (see moduleConfig), and the meter's host
+// function (see guard.go), which is what stops a guest that never returns.
+// wazero's own WithCloseOnContextDone stays off: the meter does its job at a
+// small part of its cost.
 func newEngine(ctx context.Context, cfg *Config) (*engine, error) {
 	e := &engine{kind: "compiler"}
 	var rc wazero.RuntimeConfig
@@ -42,7 +46,7 @@ func newEngine(ctx context.Context, cfg *Config) (*engine, error) {
 		e.kind = "interpreter"
 		rc = wazero.NewRuntimeConfigInterpreter()
 	}
-	rc = rc.WithCloseOnContextDone(true).WithMemoryLimitPages(cfg.MemoryLimitPages)
+	rc = rc.WithMemoryLimitPages(cfg.MemoryLimitPages)
 	if cfg.CacheDir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {
@@ -56,7 +60,20 @@ func newEngine(ctx context.Context, cfg *Config) (*engine, error) {
 		e.close(ctx)
 		return nil, fmt.Errorf("plugins: WASI: %w", err)
 	}
+	if err := instantiateMeter(ctx, e.rt); err != nil {
+		e.close(ctx)
+		return nil, fmt.Errorf("plugins: meter: %w", err)
+	}
 	return e, nil
+}
+
+// compile meters wasm (wasmmeter.Instrument) and compiles the result.
+func (e *engine) compile(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
+	metered, _, err := wasmmeter.Instrument(wasm, meterFuel)
+	if err != nil {
+		return nil, err
+	}
+	return e.rt.CompileModule(ctx, metered)
 }
 
 func (e *engine) close(ctx context.Context) {

@@ -76,7 +76,6 @@ type options struct {
 	logger       *slog.Logger
 	poolSize     int
 	callTimeout  time.Duration
-	deadlines    *deadlines // contexts with the callTimeout deadline
 	recycleCalls int
 	recycleBytes uint64
 	memoryLimit  uint64        // bytes
@@ -120,7 +119,7 @@ func loadVersion(ctx context.Context, o *options, name, path string, wasm, confi
 	}
 	v.refs.Store(1)
 
-	compiled, err := o.engine.rt.CompileModule(ctx, wasm)
+	compiled, err := o.engine.compile(ctx, wasm)
 	if err != nil {
 		return nil, &Error{Plugin: name, Op: "compile", Err: err}
 	}
@@ -217,7 +216,9 @@ func signature(params, results []api.ValueType) string {
 // version and configures the instance with NAME.json, within
 // instantiateBudget. The caller holds a slot for it.
 func (v *version) newInstance(ctx context.Context) (*instance, error) {
-	ctx, cancel := context.WithTimeout(ctx, instantiateBudget)
+	g := &guard{}
+	g.arm(time.Now(), instantiateBudget)
+	ctx, cancel := context.WithTimeout(guarded(ctx, g), instantiateBudget)
 	defer cancel()
 	stderr := newStderrLog(v.opts.logger, v.name)
 	mod, err := v.opts.engine.rt.InstantiateModule(ctx, v.compiled, moduleConfig(stderr))
@@ -230,6 +231,8 @@ func (v *version) newInstance(ctx context.Context) (*instance, error) {
 		call:   mod.ExportedFunction(abi.ExportCall),
 		mem:    mod.ExportedMemory("memory"),
 		stderr: stderr,
+		guard:  g,
+		ctx:    guarded(context.Background(), g),
 	}
 	if in.alloc == nil || in.call == nil || in.mem == nil {
 		in.close()
@@ -275,7 +278,8 @@ func withStderr(err error, stderr *stderrLog) error {
 
 // describe runs OpDescribe on in and validates the description.
 func (v *version) describe(ctx context.Context, in *instance) error {
-	ctx, cancel := context.WithTimeout(ctx, instantiateBudget)
+	in.guard.arm(time.Now(), instantiateBudget)
+	ctx, cancel := context.WithTimeout(guarded(ctx, in.guard), instantiateBudget)
 	defer cancel()
 	view, err := in.invoke(ctx, abi.OpDescribe, nil, maxDescribeResult)
 	if err != nil {
@@ -481,7 +485,8 @@ func (v *version) do(ctx context.Context, op abi.Op, opName string, req callRequ
 		return &Error{Plugin: v.name, Op: opName, Err: fmt.Errorf("call abandoned by the caller: %w", cause)}
 	}
 	in.buf = req.AppendTo(in.buf[:0])
-	view, err := in.invoke(v.opts.deadlines.context(now), op, in.buf, maxResult)
+	in.guard.arm(now, v.opts.callTimeout)
+	view, err := in.invoke(in.ctx, op, in.buf, maxResult)
 	if err != nil {
 		return v.fail(ctx, in, opName, err)
 	}

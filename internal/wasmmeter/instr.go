@@ -1,0 +1,230 @@
+package wasmmeter
+
+// Opcodes the instrumentation reads or writes.
+const (
+	opUnreachable  = 0x00
+	opBlock        = 0x02
+	opLoop         = 0x03
+	opIf           = 0x04
+	opElse         = 0x05
+	opEnd          = 0x0b
+	opCall         = 0x10
+	opCallIndirect = 0x11
+	opReturnCall   = 0x12
+	opReturnCallI  = 0x13
+	opLocalGet     = 0x20
+	opLocalSet     = 0x21
+	opGlobalGet    = 0x23
+	opGlobalSet    = 0x24
+	opI32Const     = 0x41
+	opI32LeS       = 0x4c
+	opI32Sub       = 0x6b
+	opI32ShrU      = 0x76
+	opRefFunc      = 0xd2
+	opPrefixFC     = 0xfc
+	opPrefixFD     = 0xfd
+
+	blockEmpty = 0x40
+	typeI32    = 0x7f
+)
+
+// instr is one decoded instruction: its opcode, the sub-opcode of a
+// prefixed one, where its bytes lie, and the function index of the
+// instructions that name one (call, return_call, ref.func).
+type instr struct {
+	op         byte
+	sub        uint32
+	start, end int
+	fn         uint32
+}
+
+// callsFunc reports whether the instruction names a function index.
+func (in *instr) callsFunc() bool {
+	return in.op == opCall || in.op == opReturnCall || in.op == opRefFunc
+}
+
+// bulk reports whether the instruction is a bulk memory or table operation
+// whose cost grows with its last operand, an i32 count of bytes or elements:
+// memory.init, memory.copy, memory.fill, table.init, table.copy, table.fill.
+func (in *instr) bulk() bool {
+	if in.op != opPrefixFC {
+		return false
+	}
+	switch in.sub {
+	case 8, 10, 11, 12, 14, 17:
+		return true
+	}
+	return false
+}
+
+// isValType reports whether c is a value type of WebAssembly 2.0.
+func isValType(c byte) bool {
+	switch c {
+	case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f:
+		return true
+	}
+	return false
+}
+
+// What follows an opcode, by opcode (see next).
+const (
+	immBad     = iota // not an instruction the meter knows
+	immNone           // nothing
+	immU32            // one u32: br, br_if, locals, globals, table.get/set, memory.size/grow
+	immBlock          // a block type
+	immBrTable        // a vector of u32 and a u32
+	immFunc           // a function index: call, return_call, ref.func
+	immU32U32         // two u32: call_indirect, return_call_indirect
+	immSelect         // a vector of value types
+	immMemarg         // alignment and offset
+	immS32            // i32.const
+	immS64            // i64.const
+	imm4              // f32.const
+	imm8              // f64.const
+	immRefType        // ref.null
+	immFC             // the 0xfc prefix
+	immFD             // the 0xfd prefix (SIMD)
+)
+
+var immediates = func() (k [256]uint8) {
+	for _, op := range []int{0x00, 0x01, opElse, opEnd, 0x0f, 0x1a, 0x1b, 0xd1} {
+		k[op] = immNone
+	}
+	for op := 0x45; op <= 0xc4; op++ {
+		k[op] = immNone
+	}
+	for _, op := range []int{0x0c, 0x0d, 0x3f, 0x40} {
+		k[op] = immU32
+	}
+	for op := 0x20; op <= 0x26; op++ {
+		k[op] = immU32
+	}
+	for op := 0x28; op <= 0x3e; op++ {
+		k[op] = immMemarg
+	}
+	k[opBlock], k[opLoop], k[opIf] = immBlock, immBlock, immBlock
+	k[0x0e] = immBrTable
+	k[opCall], k[opReturnCall], k[opRefFunc] = immFunc, immFunc, immFunc
+	k[opCallIndirect], k[opReturnCallI] = immU32U32, immU32U32
+	k[0x1c] = immSelect
+	k[opI32Const], k[0x42], k[0x43], k[0x44] = immS32, immS64, imm4, imm8
+	k[0xd0] = immRefType
+	k[opPrefixFC], k[opPrefixFD] = immFC, immFD
+	// Everything else stays immBad: 0x06–0x0a, 0x18, 0x19, 0x1f (exception
+	// handling), 0xfe (threads) and the unassigned.
+	return k
+}()
+
+// next decodes the instruction at r into in. It knows every instruction of
+// WebAssembly 2.0 (the core features wazero enables by default: bulk memory,
+// multi-value, non-trapping conversions, reference types, sign extension,
+// SIMD) and the tail calls; anything else (exception handling, threads, GC,
+// memory64) is refused, so that no instruction's immediates are mistaken for
+// code. Immediates are skipped, not checked (wazero validates them), except
+// a function index, which is read.
+func next(r *reader, in *instr) {
+	in.start = r.off
+	in.sub = 0
+	if r.err != nil || r.off >= len(r.b) {
+		in.op = r.byte()
+		in.end = r.off
+		return
+	}
+	op := r.b[r.off]
+	r.off++
+	in.op = op
+	switch immediates[op] {
+	case immNone:
+	case immU32:
+		r.skipLEB(5)
+	case immBlock:
+		blockType(r)
+	case immBrTable:
+		n := r.count(1)
+		for i := 0; i <= n && r.err == nil; i++ {
+			r.skipLEB(5)
+		}
+	case immFunc:
+		in.fn = r.u32()
+	case immU32U32:
+		r.skipLEB(5)
+		r.skipLEB(5)
+	case immSelect:
+		n := r.count(1)
+		for i := 0; i < n && r.err == nil; i++ {
+			if c := r.byte(); !isValType(c) {
+				r.fail("select: unknown value type %#x", c)
+			}
+		}
+	case immMemarg:
+		memarg(r)
+	case immS32:
+		r.skipLEB(5)
+	case immS64:
+		r.skipLEB(10)
+	case imm4:
+		r.bytes(4)
+	case imm8:
+		r.bytes(8)
+	case immRefType:
+		if c := r.byte(); c != 0x70 && c != 0x6f {
+			r.fail("ref.null: unknown reference type %#x", c)
+		}
+	case immFC:
+		in.sub = r.u32()
+		switch in.sub {
+		case 0, 1, 2, 3, 4, 5, 6, 7: // saturating conversions
+		case 8, 10, 12, 14: // memory.init, memory.copy, table.init, table.copy
+			r.skipLEB(5)
+			r.skipLEB(5)
+		case 9, 11, 13, 15, 16, 17: // data.drop, memory.fill, elem.drop, table.grow/size/fill
+			r.skipLEB(5)
+		default:
+			r.fail("unknown instruction 0xfc %d", in.sub)
+		}
+	case immFD:
+		in.sub = r.u32()
+		switch s := in.sub; {
+		case s <= 11 || s == 92 || s == 93: // loads, store, load_zero
+			memarg(r)
+		case s == 12 || s == 13: // v128.const, i8x16.shuffle
+			r.bytes(16)
+		case s >= 21 && s <= 34: // extract_lane, replace_lane
+			r.byte()
+		case s >= 84 && s <= 91: // load_lane, store_lane
+			memarg(r)
+			r.byte()
+		case s <= 0x113: // the rest have no immediates
+		default:
+			r.fail("unknown instruction 0xfd %d", s)
+		}
+	default:
+		r.off--
+		r.fail("unsupported instruction %#x", op)
+	}
+	in.end = r.off
+}
+
+// blockType skips a block type: empty, a value type, or a type index (s33).
+func blockType(r *reader) {
+	if r.err != nil || r.off >= len(r.b) {
+		r.byte()
+		return
+	}
+	if c := r.b[r.off]; c == blockEmpty || isValType(c) {
+		r.off++
+		return
+	}
+	if v := r.signed(33); r.err == nil && v < 0 {
+		r.fail("block type %d", v)
+	}
+}
+
+// memarg skips a memory argument: alignment (bit 6 set: a memory index
+// follows, multi-memory) and offset.
+func memarg(r *reader) {
+	if align := r.u32(); align&0x40 != 0 {
+		r.fail("multiple memories are not supported")
+	}
+	r.skipLEB(5)
+}
