@@ -9,14 +9,18 @@ import (
 // the limit web browsers apply; a Go function has a few dozen.
 const maxLocals = 50_000
 
-// codeSection meters every function body.
+// codeSection meters every function body (body is nil for a module
+// without code) and appends the wrappers' bodies.
 func (m *module) codeSection(body []byte) ([]byte, error) {
 	r := &reader{b: body}
-	n := r.count(2)
+	var n int
+	if body != nil {
+		n = r.count(2)
+	}
 	if r.err == nil && n != len(m.funcTypes) {
 		return nil, fmt.Errorf("%d bodies for %d declared functions", n, len(m.funcTypes))
 	}
-	out := appendU32(make([]byte, 0, len(body)*5/4), uint32(n))
+	out := appendU32(make([]byte, 0, len(body)*5/4), uint32(n+len(m.importTypes)))
 	var sc scratch
 	for i := 0; i < n && r.err == nil; i++ {
 		fb := r.bytes(int(r.u32()))
@@ -29,7 +33,13 @@ func (m *module) codeSection(body []byte) ([]byte, error) {
 		}
 		m.stats.Functions++
 	}
-	return out, endOf(r)
+	if err := endOf(r); err != nil {
+		return nil, err
+	}
+	for i := range m.funcImports {
+		out = m.wrapper(out, i)
+	}
+	return out, nil
 }
 
 // scratch is reused from body to body.
@@ -84,6 +94,9 @@ func (m *module) function(out []byte, i int, b []byte, sc *scratch) ([]byte, err
 			break
 		}
 		next(r, &in)
+		if err := m.checkIndex(&in, locals); err != nil {
+			return nil, err
+		}
 		if in.bulk() {
 			hasBulk = true
 			code = m.bulkCharge(code, temp)
@@ -132,6 +145,29 @@ func (m *module) function(out []byte, i int, b []byte, sc *scratch) ([]byte, err
 	}
 	out = append(out, sc.entry...)
 	return append(out, code...), nil
+}
+
+// checkIndex refuses a local, global or type index the original module
+// does not have, so that the function is exactly as valid metered as it was
+// before: the fuel global, the tick function's type and the bulk charge's
+// local exist only in the metered module, and code that could name the fuel
+// global could refill it and never tick.
+func (m *module) checkIndex(in *instr, locals uint64) error {
+	var n uint64
+	switch in.kind() {
+	case immLocal:
+		n = locals
+	case immGlobal:
+		n = uint64(m.globals)
+	case immType:
+		n = uint64(len(m.types))
+	default:
+		return nil
+	}
+	if uint64(in.idx) >= n {
+		return fmt.Errorf("offset %d: instruction %#x: index %d out of range", in.start, in.op, in.idx)
+	}
+	return nil
 }
 
 // cost is the fuel a charge point covering n bytes of code costs.

@@ -29,29 +29,47 @@ const (
 )
 
 // instr is one decoded instruction: its opcode, the sub-opcode of a
-// prefixed one, where its bytes lie, and the function index of the
-// instructions that name one (call, return_call, ref.func).
+// prefixed one, where its bytes lie, and the index it names, if it is one
+// the meter checks or renumbers: a function (call, return_call, ref.func),
+// a local, a global, or a type (call_indirect, return_call_indirect, a
+// block type given by index); noIndex otherwise.
 type instr struct {
 	op         byte
 	sub        uint32
 	start, end int
-	fn         uint32
+	idx        uint32
 }
+
+const noIndex = ^uint32(0)
 
 // callsFunc reports whether the instruction names a function index.
 func (in *instr) callsFunc() bool {
 	return in.op == opCall || in.op == opReturnCall || in.op == opRefFunc
 }
 
+// kind is what in.idx is an index of.
+func (in *instr) kind() uint8 {
+	if in.idx == noIndex {
+		return immNone
+	}
+	switch k := immediates[in.op]; k {
+	case immBlock, immIndirect:
+		return immType
+	default:
+		return k
+	}
+}
+
 // bulk reports whether the instruction is a bulk memory or table operation
 // whose cost grows with its last operand, an i32 count of bytes or elements:
-// memory.init, memory.copy, memory.fill, table.init, table.copy, table.fill.
+// memory.init, memory.copy, memory.fill, table.init, table.copy, table.grow,
+// table.fill.
 func (in *instr) bulk() bool {
 	if in.op != opPrefixFC {
 		return false
 	}
 	switch in.sub {
-	case 8, 10, 11, 12, 14, 17:
+	case 8, 10, 11, 12, 14, 15, 17:
 		return true
 	}
 	return false
@@ -68,22 +86,25 @@ func isValType(c byte) bool {
 
 // What follows an opcode, by opcode (see next).
 const (
-	immBad     = iota // not an instruction the meter knows
-	immNone           // nothing
-	immU32            // one u32: br, br_if, locals, globals, table.get/set, memory.size/grow
-	immBlock          // a block type
-	immBrTable        // a vector of u32 and a u32
-	immFunc           // a function index: call, return_call, ref.func
-	immU32U32         // two u32: call_indirect, return_call_indirect
-	immSelect         // a vector of value types
-	immMemarg         // alignment and offset
-	immS32            // i32.const
-	immS64            // i64.const
-	imm4              // f32.const
-	imm8              // f64.const
-	immRefType        // ref.null
-	immFC             // the 0xfc prefix
-	immFD             // the 0xfd prefix (SIMD)
+	immBad      = iota // not an instruction the meter knows
+	immNone            // nothing
+	immU32             // one u32: br, br_if, table.get/set, memory.size/grow
+	immLocal           // a local index
+	immGlobal          // a global index
+	immBlock           // a block type
+	immBrTable         // a vector of u32 and a u32
+	immFunc            // a function index: call, return_call, ref.func
+	immIndirect        // a type index and a table index: call_indirect, return_call_indirect
+	immSelect          // a vector of value types
+	immMemarg          // alignment and offset
+	immS32             // i32.const
+	immS64             // i64.const
+	imm4               // f32.const
+	imm8               // f64.const
+	immRefType         // ref.null
+	immFC              // the 0xfc prefix
+	immFD              // the 0xfd prefix (SIMD)
+	immType            // not an immediate: what instr.kind says of a type index
 )
 
 var immediates = func() (k [256]uint8) {
@@ -96,16 +117,16 @@ var immediates = func() (k [256]uint8) {
 	for _, op := range []int{0x0c, 0x0d, 0x3f, 0x40} {
 		k[op] = immU32
 	}
-	for op := 0x20; op <= 0x26; op++ {
-		k[op] = immU32
-	}
+	k[0x20], k[0x21], k[0x22] = immLocal, immLocal, immLocal
+	k[opGlobalGet], k[opGlobalSet] = immGlobal, immGlobal
+	k[0x25], k[0x26] = immU32, immU32
 	for op := 0x28; op <= 0x3e; op++ {
 		k[op] = immMemarg
 	}
 	k[opBlock], k[opLoop], k[opIf] = immBlock, immBlock, immBlock
 	k[0x0e] = immBrTable
 	k[opCall], k[opReturnCall], k[opRefFunc] = immFunc, immFunc, immFunc
-	k[opCallIndirect], k[opReturnCallI] = immU32U32, immU32U32
+	k[opCallIndirect], k[opReturnCallI] = immIndirect, immIndirect
 	k[0x1c] = immSelect
 	k[opI32Const], k[0x42], k[0x43], k[0x44] = immS32, immS64, imm4, imm8
 	k[0xd0] = immRefType
@@ -125,6 +146,7 @@ var immediates = func() (k [256]uint8) {
 func next(r *reader, in *instr) {
 	in.start = r.off
 	in.sub = 0
+	in.idx = noIndex
 	if r.err != nil || r.off >= len(r.b) {
 		in.op = r.byte()
 		in.end = r.off
@@ -137,17 +159,17 @@ func next(r *reader, in *instr) {
 	case immNone:
 	case immU32:
 		r.skipLEB(5)
+	case immLocal, immGlobal, immFunc:
+		in.idx = r.u32()
 	case immBlock:
-		blockType(r)
+		in.idx = blockType(r)
 	case immBrTable:
 		n := r.count(1)
 		for i := 0; i <= n && r.err == nil; i++ {
 			r.skipLEB(5)
 		}
-	case immFunc:
-		in.fn = r.u32()
-	case immU32U32:
-		r.skipLEB(5)
+	case immIndirect:
+		in.idx = r.u32()
 		r.skipLEB(5)
 	case immSelect:
 		n := r.count(1)
@@ -183,7 +205,17 @@ func next(r *reader, in *instr) {
 			r.fail("unknown instruction 0xfc %d", in.sub)
 		}
 	case immFD:
-		in.sub = r.u32()
+		// wazero reads the sub-opcode as one byte, not as the LEB128 the
+		// specification says, and the second byte of a two-byte one (0x80
+		// and above: 0x01) then decodes as a nop. Any other second byte
+		// would let the two decoders disagree on where instructions begin,
+		// which could hide code from the meter: it is refused.
+		in.sub = uint32(r.byte())
+		if in.sub >= 0x80 {
+			if c := r.byte(); c != 0x01 && r.err == nil {
+				r.fail("instruction 0xfd %#x: LEB128 sub-opcode continues with %#x", in.sub, c)
+			}
+		}
 		switch s := in.sub; {
 		case s <= 11 || s == 92 || s == 93: // loads, store, load_zero
 			memarg(r)
@@ -194,9 +226,7 @@ func next(r *reader, in *instr) {
 		case s >= 84 && s <= 91: // load_lane, store_lane
 			memarg(r)
 			r.byte()
-		case s <= 0x113: // the rest have no immediates
-		default:
-			r.fail("unknown instruction 0xfd %d", s)
+		default: // the rest have no immediates
 		}
 	default:
 		r.off--
@@ -205,19 +235,22 @@ func next(r *reader, in *instr) {
 	in.end = r.off
 }
 
-// blockType skips a block type: empty, a value type, or a type index (s33).
-func blockType(r *reader) {
+// blockType skips a block type (empty, or a value type) and returns
+// noIndex, or reads one given by type index (s33) and returns it.
+func blockType(r *reader) uint32 {
 	if r.err != nil || r.off >= len(r.b) {
 		r.byte()
-		return
+		return noIndex
 	}
 	if c := r.b[r.off]; c == blockEmpty || isValType(c) {
 		r.off++
-		return
+		return noIndex
 	}
-	if v := r.signed(33); r.err == nil && v < 0 {
+	v := r.signed(33)
+	if r.err == nil && (v < 0 || v >= int64(noIndex)) {
 		r.fail("block type %d", v)
 	}
+	return uint32(v)
 }
 
 // memarg skips a memory argument: alignment (bit 6 set: a memory index

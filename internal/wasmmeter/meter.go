@@ -123,6 +123,8 @@ type module struct {
 
 	types        []int    // parameter count of each type
 	funcImports  uint32   // imported functions: they keep their indices
+	importTypes  []uint32 // type of each imported function
+	funcsEnd     uint32   // imported and defined functions
 	globals      uint32   // imported and defined globals: the fuel global comes after
 	funcTypes    []uint32 // type of each defined function
 	stats        Stats
@@ -219,13 +221,19 @@ func (m *module) readImports(b []byte) error {
 		r.name()
 		switch kind := r.byte(); kind {
 		case 0x00:
-			r.u32()
+			typ := r.u32()
+			if r.err == nil && uint64(typ) >= uint64(len(m.types)) {
+				r.fail("import %d: type index %d out of range", i, typ)
+			}
+			m.importTypes = append(m.importTypes, typ)
 			m.funcImports++
 		case 0x01:
 			if c := r.byte(); c != 0x70 && c != 0x6f {
 				r.fail("import %d: unknown reference type %#x", i, c)
 			}
-			limits(r)
+			if _, max, hasMax := limits(r); !hasMax || max > MaxTableSize {
+				r.fail("import %d: a table without a maximum of at most %d elements", i, MaxTableSize)
+			}
 		case 0x02:
 			limits(r)
 		case 0x03:
@@ -241,16 +249,17 @@ func (m *module) readImports(b []byte) error {
 	return endOf(r)
 }
 
-func limits(r *reader) {
+// limits reads the limits of a table or memory.
+func limits(r *reader) (min, max uint32, hasMax bool) {
 	switch flags := r.byte(); flags {
 	case 0x00, 0x02:
-		r.u32()
+		min = r.u32()
 	case 0x01, 0x03:
-		r.u32()
-		r.u32()
+		min, max, hasMax = r.u32(), r.u32(), true
 	default:
 		r.fail("unsupported limits flags %#x", flags)
 	}
+	return
 }
 
 func (m *module) readFunctions(b []byte) error {
@@ -260,6 +269,7 @@ func (m *module) readFunctions(b []byte) error {
 	for i := range m.funcTypes {
 		m.funcTypes[i] = r.u32()
 	}
+	m.funcsEnd = m.funcImports + uint32(n)
 	return endOf(r)
 }
 
@@ -273,32 +283,55 @@ func endOf(r *reader) error {
 
 // fn is the index of function i once the tick import is added: imported
 // functions keep theirs, defined ones move up by one.
+
+// fn is the index a reference to function i (a call, return_call or
+// ref.func in code, an element, a global's initialiser) becomes: a defined
+// function moves up by one, past the tick import; an imported one is
+// replaced by its wrapper (see wrapper).
 func (m *module) fn(i uint32) uint32 {
-	if i < m.funcImports || i == math.MaxUint32 {
-		return i // an index of 2³²−1 is invalid either way: wazero refuses it
+	if i < m.funcImports {
+		return m.funcsEnd + 1 + i
+	}
+	return m.fnDirect(i)
+}
+
+// fnDirect is the index function i has in the metered module: imported
+// functions keep theirs, defined ones move up by one. Exports, the start
+// function and the name section use it.
+func (m *module) fnDirect(i uint32) uint32 {
+	if i < m.funcImports || i >= m.funcsEnd {
+		return i // out of range: wazero refuses it either way
 	}
 	return i + 1
 }
 
 // rewrite assembles the metered module: every section in its place, with
-// the type, import and global sections (created when missing) extended.
+// the type, import and global sections (created when missing) extended, and,
+// when the module imports functions, the function, element and code
+// sections extended with the wrappers.
 func (m *module) rewrite(fuel uint32) ([]byte, error) {
 	m.tickType = uint32(len(m.types))
 	m.tickFunc = m.funcImports
 	m.fuelGlobal = m.globals
 	m.chargeSuffix = m.check(fuel)
 
+	needed := []byte{secType, secImport, secGlobal}
+	if m.funcImports > 0 {
+		needed = append(needed, secFunction, secElement, secCode)
+	}
 	out := append(make([]byte, 0, len(m.sections)*8+sizeOf(m.sections)*5/4), header...)
 	added := map[byte]bool{}
 	// ensure emits, before a section of rank next, each section the metered
 	// module needs that the original lacks.
-	ensure := func(next int) {
-		for _, id := range []byte{secType, secImport, secGlobal} {
+	ensure := func(next int) error {
+		for _, id := range needed {
 			if !added[id] && sectionRank[id] < next {
-				added[id] = true
-				out = appendSection(out, id, m.extend(id, nil, fuel))
+				if err := m.section(&out, id, nil, fuel, added); err != nil {
+					return err
+				}
 			}
 		}
+		return nil
 	}
 	for _, s := range m.sections {
 		if s.id == secCustom {
@@ -309,41 +342,56 @@ func (m *module) rewrite(fuel uint32) ([]byte, error) {
 			out = appendSection(out, secCustom, body)
 			continue
 		}
-		ensure(sectionRank[s.id])
-		var body []byte
-		var err error
-		switch s.id {
-		case secType, secImport:
-			added[s.id] = true
-			body = m.extend(s.id, s.body, fuel)
-		case secGlobal:
-			added[s.id] = true
-			body, err = m.globalSection(s.body, fuel)
-		case secExport:
-			body, err = m.exportSection(s.body)
-		case secStart:
-			r := &reader{b: s.body}
-			body = appendU32(nil, m.fn(r.u32()))
-			err = endOf(r)
-		case secElement:
-			body, err = m.elementSection(s.body)
-		case secCode:
-			body, err = m.codeSection(s.body)
-		case secTable, secMemory, secData:
-			body, err = s.body, checkSection(s.id, s.body)
-		default:
-			body = s.body
+		if err := ensure(sectionRank[s.id]); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("section %d: %w", s.id, err)
+		if err := m.section(&out, s.id, s.body, fuel, added); err != nil {
+			return nil, err
 		}
-		out = appendSection(out, s.id, body)
 	}
-	ensure(math.MaxInt)
-	if len(m.funcTypes) > 0 && m.stats.Functions != len(m.funcTypes) {
+	if err := ensure(math.MaxInt); err != nil {
+		return nil, err
+	}
+	if m.stats.Functions != len(m.funcTypes) {
 		return nil, fmt.Errorf("%d functions declared, %d bodies", len(m.funcTypes), m.stats.Functions)
 	}
 	return out, nil
+}
+
+// section appends section id, rewritten, to *out; body is nil for one the
+// original lacks.
+func (m *module) section(out *[]byte, id byte, body []byte, fuel uint32, added map[byte]bool) error {
+	added[id] = true
+	var err error
+	switch id {
+	case secType:
+		body = m.typeSection(body)
+	case secImport:
+		body = m.importSection(body)
+	case secFunction:
+		body = m.functionSection(body)
+	case secTable:
+		body, err = tableSection(body)
+	case secGlobal:
+		body, err = m.globalSection(body, fuel)
+	case secExport:
+		body, err = m.exportSection(body)
+	case secStart:
+		r := &reader{b: body}
+		body = appendU32(nil, m.fnDirect(r.u32()))
+		err = endOf(r)
+	case secElement:
+		body, err = m.elementSection(body)
+	case secCode:
+		body, err = m.codeSection(body)
+	case secMemory, secData:
+		err = m.checkSection(id, body)
+	}
+	if err != nil {
+		return fmt.Errorf("section %d: %w", id, err)
+	}
+	*out = appendSection(*out, id, body)
+	return nil
 }
 
 func sizeOf(ss []section) int {
@@ -360,45 +408,109 @@ func appendSection(out []byte, id byte, body []byte) []byte {
 	return append(out, body...)
 }
 
-// extend returns the type or import section body (nil: the module has none)
-// with the tick function's type or import appended. The global section is
-// rewritten by globalSection; for a module without one, extend makes one
-// holding just the fuel global.
-func (m *module) extend(id byte, body []byte, fuel uint32) []byte {
-	var n uint32
-	var rest []byte
-	if body != nil {
-		r := &reader{b: body}
-		n = r.u32()
-		rest = body[r.off:]
+// vector splits a section body (nil: the module has none) into its count
+// and the bytes after it.
+func vector(body []byte) (uint32, []byte) {
+	if body == nil {
+		return 0, nil
 	}
-	out := appendU32(nil, n+1)
-	out = append(out, rest...)
-	switch id {
-	case secType:
-		out = append(out, 0x60, 0x00, 0x00)
-	case secImport:
-		out = appendName(out, ImportModule)
-		out = appendName(out, ImportName)
-		out = append(out, 0x00)
-		out = appendU32(out, m.tickType)
-	case secGlobal:
-		out = appendFuelGlobal(out, fuel)
+	r := &reader{b: body}
+	n := r.u32()
+	return n, body[r.off:]
+}
+
+// typeSection appends the tick function's type, () → ().
+func (m *module) typeSection(body []byte) []byte {
+	n, rest := vector(body)
+	out := append(appendU32(nil, n+1), rest...)
+	return append(out, 0x60, 0x00, 0x00)
+}
+
+// importSection appends the tick import, after every original import, so
+// that imported functions keep their indices.
+func (m *module) importSection(body []byte) []byte {
+	n, rest := vector(body)
+	out := append(appendU32(nil, n+1), rest...)
+	out = appendName(out, ImportModule)
+	out = appendName(out, ImportName)
+	out = append(out, 0x00)
+	return appendU32(out, m.tickType)
+}
+
+// functionSection appends the wrappers' types.
+func (m *module) functionSection(body []byte) []byte {
+	n, rest := vector(body)
+	out := append(appendU32(nil, n+uint32(len(m.importTypes))), rest...)
+	for _, t := range m.importTypes {
+		out = appendU32(out, t)
 	}
 	return out
 }
 
-func appendFuelGlobal(out []byte, fuel uint32) []byte {
-	out = append(out, typeI32, 0x01, opI32Const)
-	out = appendS32(out, int32(fuel))
-	return append(out, opEnd)
+// wrapper is the body of the function that stands for imported function i
+// wherever the module's code or tables refer to it: it spends all the fuel
+// left (so the host checks the deadline before every call into it) and
+// calls it. A host function can take long on its own (a WASI random_get of
+// 64 MiB takes longer than a call's deadline), so one call of it is all a
+// guest may run past its deadline, as under wazero's own guard.
+//
+//	i32.const 0; global.set $fuel; check; local.get 0 … local.get n-1; call i
+func (m *module) wrapper(out []byte, i uint32) []byte {
+	code := []byte{0x00, opI32Const, 0x00, opGlobalSet} // no locals
+	code = appendU32(code, m.fuelGlobal)
+	code = append(code, m.chargeSuffix...)
+	for p := range m.types[m.importTypes[i]] {
+		code = append(code, opLocalGet)
+		code = appendU32(code, uint32(p))
+	}
+	code = append(code, opCall)
+	code = appendU32(code, i)
+	code = append(code, opEnd)
+	out = appendU32(out, uint32(len(code)))
+	return append(out, code...)
 }
 
-// globalSection renumbers ref.func in the initialisers and appends the fuel
+// tableSection caps every table at MaxTableSize elements: a table's memory
+// is outside MemoryLimitPages, and wazero allocates a table's minimum at
+// instantiation and grows it without limit when it declares no maximum. A
+// table without a maximum gets MaxTableSize (growing past it fails, as the
+// specification allows); one whose minimum is above it is refused.
+func tableSection(body []byte) ([]byte, error) {
+	r := &reader{b: body}
+	n := r.count(2)
+	out := appendU32(nil, uint32(n))
+	for i := 0; i < n && r.err == nil; i++ {
+		c := r.byte()
+		if c != 0x70 && c != 0x6f {
+			r.fail("table %d: unknown reference type %#x", i, c)
+		}
+		min, max, hasMax := limits(r)
+		if !hasMax || max > MaxTableSize {
+			max = MaxTableSize
+		}
+		if r.err == nil && min > max {
+			r.fail("table %d: %d elements, more than %d", i, min, max)
+		}
+		out = append(out, c, 0x01)
+		out = appendU32(out, min)
+		out = appendU32(out, max)
+	}
+	return out, endOf(r)
+}
+
+// MaxTableSize is the most elements a table may have (8 MiB of references;
+// a Go module's one table has an element per function whose address it
+// takes, a few thousand).
+const MaxTableSize = 1 << 20
+
+// globalSection checks and renumbers the initialisers and appends the fuel
 // global.
 func (m *module) globalSection(body []byte, fuel uint32) ([]byte, error) {
 	r := &reader{b: body}
-	n := r.count(3)
+	var n int
+	if body != nil {
+		n = r.count(3)
+	}
 	out := appendU32(nil, uint32(n+1))
 	for i := 0; i < n && r.err == nil; i++ {
 		start := r.off
@@ -412,7 +524,9 @@ func (m *module) globalSection(body []byte, fuel uint32) ([]byte, error) {
 	if err := endOf(r); err != nil {
 		return nil, err
 	}
-	return appendFuelGlobal(out, fuel), nil
+	out = append(out, typeI32, 0x01, opI32Const)
+	out = appendS32(out, int32(fuel))
+	return append(out, opEnd), nil
 }
 
 func (m *module) exportSection(body []byte) ([]byte, error) {
@@ -425,8 +539,13 @@ func (m *module) exportSection(body []byte) ([]byte, error) {
 		kind := r.byte()
 		out = append(out, body[start:r.off]...)
 		idx := r.u32()
-		if kind == 0x00 {
-			idx = m.fn(idx)
+		switch kind {
+		case 0x00:
+			idx = m.fnDirect(idx)
+		case 0x03:
+			if r.err == nil && idx >= m.globals {
+				r.fail("export %d: global index %d out of range", i, idx)
+			}
 		}
 		out = appendU32(out, idx)
 	}
@@ -434,11 +553,20 @@ func (m *module) exportSection(body []byte) ([]byte, error) {
 }
 
 // elementSection renumbers the function indices and ref.func expressions of
-// every element segment, in each of the eight encodings.
+// every element segment, in each of the eight encodings, and appends a
+// declarative segment of the wrappers, which a ref.func in code may now
+// name.
 func (m *module) elementSection(body []byte) ([]byte, error) {
 	r := &reader{b: body}
-	n := r.count(2)
-	out := appendU32(nil, uint32(n))
+	var n int
+	if body != nil {
+		n = r.count(2)
+	}
+	total := n
+	if m.funcImports > 0 {
+		total++
+	}
+	out := appendU32(nil, uint32(total))
 	for i := 0; i < n && r.err == nil; i++ {
 		flags := r.u32()
 		if flags > 7 {
@@ -465,16 +593,30 @@ func (m *module) elementSection(body []byte) ([]byte, error) {
 			}
 		}
 	}
-	return out, endOf(r)
+	if err := endOf(r); err != nil {
+		return nil, err
+	}
+	if m.funcImports > 0 {
+		out = append(out, 0x03, 0x00) // declarative, function indices
+		out = appendU32(out, m.funcImports)
+		for i := range m.funcImports {
+			out = appendU32(out, m.fn(i))
+		}
+	}
+	return out, nil
 }
 
 // constExpr copies a constant expression through its end, renumbering
-// ref.func.
+// ref.func and refusing a global.get of the fuel global.
 func (m *module) constExpr(r *reader, out []byte) []byte {
 	var in instr
 	for r.err == nil {
 		next(r, &in)
 		if r.err != nil {
+			break
+		}
+		if in.op == opGlobalGet && in.idx >= m.globals {
+			r.fail("global index %d out of range", in.idx)
 			break
 		}
 		out = m.copyInstr(out, r.b, &in)
@@ -489,7 +631,7 @@ func (m *module) constExpr(r *reader, out []byte) []byte {
 func (m *module) copyInstr(out, code []byte, in *instr) []byte {
 	if in.callsFunc() {
 		out = append(out, in.op)
-		return appendU32(out, m.fn(in.fn))
+		return appendU32(out, m.fn(in.idx))
 	}
 	return append(out, code[in.start:in.end]...)
 }
@@ -535,7 +677,7 @@ func (m *module) renumberNameMap(b []byte, nested bool) ([]byte, error) {
 	n := r.count(2)
 	out := appendU32(nil, uint32(n))
 	for i := 0; i < n && r.err == nil; i++ {
-		out = appendU32(out, m.fn(r.u32()))
+		out = appendU32(out, m.fnDirect(r.u32()))
 		start := r.off
 		if nested {
 			inner := r.count(2)
@@ -551,47 +693,29 @@ func (m *module) renumberNameMap(b []byte, nested bool) ([]byte, error) {
 	return out, endOf(r)
 }
 
-// checkSection reads a table, memory or data section, which the meter does
-// not change, for the lengths it declares: see Instrument on why every
-// length is checked.
-func checkSection(id byte, b []byte) error {
+// checkSection reads a memory or data section, which the meter does not
+// change, for the lengths it declares (see Instrument on why every length
+// is checked) and the globals it names.
+func (m *module) checkSection(id byte, b []byte) error {
 	r := &reader{b: b}
 	n := r.count(1)
 	for i := 0; i < n && r.err == nil; i++ {
 		switch id {
-		case secTable:
-			if c := r.byte(); c != 0x70 && c != 0x6f {
-				r.fail("table %d: unknown reference type %#x", i, c)
-			}
-			limits(r)
 		case secMemory:
 			limits(r)
 		case secData:
 			switch flags := r.u32(); flags {
 			case 0:
-				constExpr(r)
+				m.constExpr(r, nil)
 			case 1:
 			case 2:
 				r.u32()
-				constExpr(r)
+				m.constExpr(r, nil)
 			default:
 				r.fail("data segment %d: flags %d", i, flags)
 			}
 			r.bytes(int(r.u32()))
 		}
 	}
-	if err := endOf(r); err != nil {
-		return fmt.Errorf("section %d: %w", id, err)
-	}
-	return nil
-}
-
-// constExpr skips a constant expression.
-func constExpr(r *reader) {
-	var in instr
-	for r.err == nil {
-		if next(r, &in); in.op == opEnd {
-			return
-		}
-	}
+	return endOf(r)
 }

@@ -3,6 +3,7 @@ package wasmmeter
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -422,5 +423,118 @@ func BenchmarkInstrument(b *testing.B) {
 		if _, _, err := Instrument(wasm, 0); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestNoWayAroundTheMeter: code that only a metered module could validate
+// (naming the fuel global, the tick's type or the bulk charge's local), and
+// SIMD encodings on which wazero's decoder and a LEB128 decoder disagree
+// about where instructions begin, are refused. A guest that could write the
+// fuel global would never tick; one that could hide bytes from the meter
+// could hide a loop.
+func TestNoWayAroundTheMeter(t *testing.T) {
+	void := funcType(nil, nil)
+	module := func(code ...[]byte) []byte {
+		return wasmModule(
+			sec(secType, vec(void)),
+			sec(secFunction, vec(u32(0))),
+			sec(secTable, vec([]byte{0x70, 0x01, 0x01, 0x01})),
+			sec(secExport, vec(exportFunc("f", 0))),
+			sec(secCode, vec(body(noLocals, code...))),
+		)
+	}
+	v128 := cat([]byte{opPrefixFD, 12}, make([]byte, 16))
+	for _, c := range []struct {
+		name string
+		wasm []byte
+		want string
+	}{
+		{"refill the fuel in a loop", module(op(opLoop, blockEmpty), i32c(math.MaxInt32), op(opGlobalSet), u32(0), br(0), op(opEnd, opEnd)),
+			"index 0 out of range"},
+		{"read the fuel", module(op(opGlobalGet), u32(0), op(0x1a, opEnd)), "index 0 out of range"},
+		{"the bulk charge's local", module(i32c(1), localSet(0), op(opEnd)), "index 0 out of range"},
+		{"the tick's type by call_indirect", module(i32c(0), op(opCallIndirect), u32(1), u32(0), op(opEnd)), "index 1 out of range"},
+		{"the tick's type as a block type", module(op(opBlock), s32(1), op(opEnd, opEnd)), "index 1 out of range"},
+		{"SIMD sub-opcode continuing into a block", module(v128, op(opPrefixFD, 0x80, 0x02, 0x40), op(opEnd), op(0x1a, opEnd)),
+			"sub-opcode continues"},
+		{"over-long SIMD sub-opcode hiding 16 bytes", module(v128, op(opPrefixFD, 0x8c, 0x00), make([]byte, 16), op(0x1a, opEnd)),
+			"sub-opcode continues"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := Instrument(c.wasm, 0)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+
+	// A two-byte SIMD sub-opcode in its only form (i16x8.abs: 0x80 0x01)
+	// is metered and runs.
+	simd := wasmModule(
+		sec(secType, vec(funcType(nil, []byte{typeI32}))),
+		sec(secFunction, vec(u32(0))),
+		sec(secExport, vec(exportFunc("f", 0))),
+		sec(secCode, vec(body(noLocals, v128, op(opPrefixFD, 0x80, 0x01), op(opPrefixFD, 0x83, 0x01), op(opEnd)))), // i16x8.abs, v128.any_true
+	)
+	metered, _ := instrument(t, simd, 0)
+	res, err := instantiate(t, newRuntime(t, &ticker{}), metered).ExportedFunction("f").Call(context.Background())
+	if err != nil || res[0] != 0 {
+		t.Errorf("f() = %v, %v; want 0", res, err)
+	}
+}
+
+// TestImportCallsTick: a host function can take long on its own, so every
+// call into one, direct or through a table, is preceded by a check of the
+// deadline: exactly one tick per call, with fuel to spare otherwise.
+func TestImportCallsTick(t *testing.T) {
+	tk := &ticker{}
+	m := instantiate(t, newRuntime(t, tk), mustInstrument(t, renumberModule()))
+	for _, c := range []struct {
+		fn    string
+		arg   uint64
+		ticks int64
+	}{{"double", 21, 0}, {"getG", 1, 1}, {"viaTable", 0, 1}, {"viaTable", 1, 0}} {
+		before := tk.ticks.Load()
+		call1(t, m, c.fn, c.arg)
+		if got := tk.ticks.Load() - before; got != c.ticks {
+			t.Errorf("%s(%d): %d ticks, want %d", c.fn, c.arg, got, c.ticks)
+		}
+	}
+}
+
+func mustInstrument(t testing.TB, wasm []byte) []byte {
+	out, _ := instrument(t, wasm, 0)
+	return out
+}
+
+// TestTablesCapped: a table's memory is outside the memory limit, so a
+// table gets at most MaxTableSize elements: one without a maximum gets
+// that one (growing past it fails, as the specification allows), and one
+// that needs more is refused.
+func TestTablesCapped(t *testing.T) {
+	i32 := []byte{typeI32}
+	grow := body(noLocals, op(0xd0, 0x70), localGet(0), fc(15, 0x00), op(opEnd)) // table.grow 0 (ref.null func, n)
+	module := func(table []byte) []byte {
+		return wasmModule(
+			sec(secType, vec(funcType(i32, i32))),
+			sec(secFunction, vec(u32(0))),
+			sec(secTable, vec(table)),
+			sec(secExport, vec(exportFunc("grow", 0))),
+			sec(secCode, vec(grow)),
+		)
+	}
+	m := instantiate(t, newRuntime(t, &ticker{}), mustInstrument(t, module([]byte{0x70, 0x00, 0x01})))
+	if got := int32(call1(t, m, "grow", MaxTableSize)); got != -1 {
+		t.Errorf("growing past %d elements: %d, want -1", MaxTableSize, got)
+	}
+	if got := int32(call1(t, m, "grow", 10)); got != 1 {
+		t.Errorf("grow(10) = %d, want the old size 1", got)
+	}
+	if _, _, err := Instrument(module(cat([]byte{0x70, 0x00}, u32(MaxTableSize+1))), 0); err == nil {
+		t.Error("a table of more than MaxTableSize elements accepted")
+	}
+	imported := wasmModule(sec(secImport, vec(cat(name("env"), name("t"), []byte{0x01, 0x70, 0x00, 0x01}))))
+	if _, _, err := Instrument(imported, 0); err == nil || !strings.Contains(err.Error(), "without a maximum") {
+		t.Errorf("an imported table without a maximum: %v", err)
 	}
 }
