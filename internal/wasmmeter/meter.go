@@ -315,9 +315,9 @@ func (m *module) rewrite(fuel uint32) ([]byte, error) {
 	m.fuelGlobal = m.globals
 	m.chargeSuffix = m.check(fuel)
 
-	needed := []byte{secType, secImport, secGlobal}
+	needed := []byte{secType, secImport, secGlobal} // in section order
 	if m.funcImports > 0 {
-		needed = append(needed, secFunction, secElement, secCode)
+		needed = []byte{secType, secImport, secFunction, secGlobal, secElement, secCode}
 	}
 	out := append(make([]byte, 0, len(m.sections)*8+sizeOf(m.sections)*5/4), header...)
 	added := map[byte]bool{}
