@@ -19,7 +19,16 @@
 // again. Between two calls of the host function the guest runs at most about
 // Fuel units: with a unit of at most costUnitBytes bytes of straight-line
 // code, or 1 KiB moved by one bulk operation, that is a fraction of a
-// millisecond of guest time for the default fuel.
+// millisecond of guest time for the default fuel. A call into an imported
+// (host) function, which can take long on its own, goes through a wrapper
+// that calls the host function first, so a guest overruns its deadline by
+// at most one host call.
+//
+// The metered module must be exactly as valid as the original: code that
+// could name the fuel global could refill it and never stop, so indices the
+// original module does not have are refused, and every instruction is
+// decoded the way wazero decodes it (see next), so that no code is hidden
+// from the meter.
 package wasmmeter
 
 import (

@@ -11,7 +11,7 @@ import (
 // Micro is what the report takes from the micro-benchmarks.
 type Micro struct {
 	// PluginNs is the median ns/op of plugins.BenchmarkRequest: the plugin
-	// time of one relayed request (Admit, Select, Settle; guard on).
+	// time of one relayed request (Admit, Select, Settle; metered, deadline on).
 	PluginNs      float64 `json:"plugin_ns"`
 	PluginSamples int     `json:"plugin_samples"`
 }
