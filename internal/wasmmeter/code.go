@@ -147,11 +147,12 @@ func (m *module) function(out []byte, i int, b []byte, sc *scratch) ([]byte, err
 	return append(out, code...), nil
 }
 
-// checkIndex refuses a local, global or type index the original module
-// does not have, so that the function is exactly as valid metered as it was
-// before: the fuel global, the tick function's type and the bulk charge's
-// local exist only in the metered module, and code that could name the fuel
-// global could refill it and never tick.
+// checkIndex refuses a local, global, type or element segment index the
+// original module does not have, so that the function is exactly as valid
+// metered as it was before: the fuel global, the tick function's type, the
+// bulk charge's local and the wrappers' declarative segment exist only in
+// the metered module, and code that could name the fuel global could refill
+// it and never tick.
 func (m *module) checkIndex(in *instr, locals uint64) error {
 	var n uint64
 	switch in.kind() {
@@ -161,6 +162,8 @@ func (m *module) checkIndex(in *instr, locals uint64) error {
 		n = uint64(m.globals)
 	case immType:
 		n = uint64(len(m.types))
+	case immElem:
+		n = uint64(m.elements)
 	default:
 		return nil
 	}

@@ -55,6 +55,8 @@ func (in *instr) kind() uint8 {
 	switch k := immediates[in.op]; k {
 	case immBlock, immIndirect:
 		return immType
+	case immFC:
+		return immElem
 	default:
 		return k
 	}
@@ -105,6 +107,7 @@ const (
 	immFC              // the 0xfc prefix
 	immFD              // the 0xfd prefix (SIMD)
 	immType            // not an immediate: what instr.kind says of a type index
+	immElem            // … and of an element segment index
 )
 
 var immediates = func() (k [256]uint8) {
@@ -196,10 +199,15 @@ func next(r *reader, in *instr) {
 		in.sub = r.u32()
 		switch in.sub {
 		case 0, 1, 2, 3, 4, 5, 6, 7: // saturating conversions
-		case 8, 10, 12, 14: // memory.init, memory.copy, table.init, table.copy
+		case 12: // table.init: element segment, table
+			in.idx = r.u32()
+			r.skipLEB(5)
+		case 13: // elem.drop: element segment
+			in.idx = r.u32()
+		case 8, 10, 14: // memory.init, memory.copy, table.copy
 			r.skipLEB(5)
 			r.skipLEB(5)
-		case 9, 11, 13, 15, 16, 17: // data.drop, memory.fill, elem.drop, table.grow/size/fill
+		case 9, 11, 15, 16, 17: // data.drop, memory.fill, table.grow/size/fill
 			r.skipLEB(5)
 		default:
 			r.fail("unknown instruction 0xfc %d", in.sub)

@@ -134,6 +134,9 @@ type module struct {
 	funcImports  uint32   // imported functions: they keep their indices
 	importTypes  []uint32 // type of each imported function
 	funcsEnd     uint32   // imported and defined functions
+	elements     uint32   // element segments: the wrappers' declaration comes after
+	tableElems   uint64   // the most elements the tables declared so far may hold
+	badFunc      error    // a function index out of range, met while rewriting
 	globals      uint32   // imported and defined globals: the fuel global comes after
 	funcTypes    []uint32 // type of each defined function
 	stats        Stats
@@ -186,14 +189,20 @@ func parse(wasm []byte) (*module, error) {
 			r := &reader{b: s.body}
 			m.globals += uint32(r.count(3))
 			err = r.err
+		case secElement:
+			r := &reader{b: s.body}
+			m.elements = uint32(r.count(2))
+			err = r.err
 		}
 		if err != nil {
 			return nil, fmt.Errorf("section %d: %w", s.id, err)
 		}
 	}
-	if uint64(m.globals) >= math.MaxUint32 || uint64(len(m.types)) >= math.MaxUint32 {
-		return nil, errors.New("too many globals or types")
+	if uint64(m.globals) >= math.MaxUint32 || uint64(len(m.types)) >= math.MaxUint32 ||
+		uint64(m.funcImports)+2*uint64(len(m.funcTypes)) >= math.MaxUint32 {
+		return nil, errors.New("too many globals, types or functions")
 	}
+	m.funcsEnd = m.funcImports + uint32(len(m.funcTypes))
 	return m, nil
 }
 
@@ -240,8 +249,9 @@ func (m *module) readImports(b []byte) error {
 			if c := r.byte(); c != 0x70 && c != 0x6f {
 				r.fail("import %d: unknown reference type %#x", i, c)
 			}
-			if _, max, hasMax := limits(r); !hasMax || max > MaxTableSize {
-				r.fail("import %d: a table without a maximum of at most %d elements", i, MaxTableSize)
+			_, max, hasMax := limits(r)
+			if m.tableElems += uint64(max); !hasMax || m.tableElems > MaxTableSize {
+				r.fail("import %d: a table without a maximum, or beyond the %d elements all tables may have", i, MaxTableSize)
 			}
 		case 0x02:
 			limits(r)
@@ -278,7 +288,6 @@ func (m *module) readFunctions(b []byte) error {
 	for i := range m.funcTypes {
 		m.funcTypes[i] = r.u32()
 	}
-	m.funcsEnd = m.funcImports + uint32(n)
 	return endOf(r)
 }
 
@@ -306,10 +315,17 @@ func (m *module) fn(i uint32) uint32 {
 
 // fnDirect is the index function i has in the metered module: imported
 // functions keep theirs, defined ones move up by one. Exports, the start
-// function and the name section use it.
+// function and the name section use it. An index out of range is an error
+// (the metered module has functions the original lacks: it could name one).
 func (m *module) fnDirect(i uint32) uint32 {
-	if i < m.funcImports || i >= m.funcsEnd {
-		return i // out of range: wazero refuses it either way
+	switch {
+	case i < m.funcImports:
+		return i
+	case i >= m.funcsEnd:
+		if m.badFunc == nil {
+			m.badFunc = fmt.Errorf("function index %d out of range", i)
+		}
+		return i
 	}
 	return i + 1
 }
@@ -364,6 +380,9 @@ func (m *module) rewrite(fuel uint32) ([]byte, error) {
 	if m.stats.Functions != len(m.funcTypes) {
 		return nil, fmt.Errorf("%d functions declared, %d bodies", len(m.funcTypes), m.stats.Functions)
 	}
+	if m.badFunc != nil {
+		return nil, m.badFunc
+	}
 	return out, nil
 }
 
@@ -380,7 +399,7 @@ func (m *module) section(out *[]byte, id byte, body []byte, fuel uint32, added m
 	case secFunction:
 		body = m.functionSection(body)
 	case secTable:
-		body, err = tableSection(body)
+		body, err = m.tableSection(body)
 	case secGlobal:
 		body, err = m.globalSection(body, fuel)
 	case secExport:
@@ -479,12 +498,14 @@ func (m *module) wrapper(out []byte, i uint32) []byte {
 	return append(out, code...)
 }
 
-// tableSection caps every table at MaxTableSize elements: a table's memory
-// is outside MemoryLimitPages, and wazero allocates a table's minimum at
-// instantiation and grows it without limit when it declares no maximum. A
-// table without a maximum gets MaxTableSize (growing past it fails, as the
-// specification allows); one whose minimum is above it is refused.
-func tableSection(body []byte) ([]byte, error) {
+// tableSection caps the tables at MaxTableSize elements together: a
+// table's memory is outside MemoryLimitPages, wazero allocates a table's
+// minimum at instantiation and grows one without a maximum without limit,
+// and a module may declare many tables. Each table gets as maximum the
+// least of its own and what is left of the budget (growing past it fails,
+// as the specification allows); a table whose minimum does not fit is
+// refused.
+func (m *module) tableSection(body []byte) ([]byte, error) {
 	r := &reader{b: body}
 	n := r.count(2)
 	out := appendU32(nil, uint32(n))
@@ -494,12 +515,14 @@ func tableSection(body []byte) ([]byte, error) {
 			r.fail("table %d: unknown reference type %#x", i, c)
 		}
 		min, max, hasMax := limits(r)
-		if !hasMax || max > MaxTableSize {
-			max = MaxTableSize
+		left := uint32(MaxTableSize - min64(m.tableElems, MaxTableSize))
+		if !hasMax || max > left {
+			max = left
 		}
 		if r.err == nil && min > max {
-			r.fail("table %d: %d elements, more than %d", i, min, max)
+			r.fail("table %d: %d elements, beyond the %d all tables may have", i, min, MaxTableSize)
 		}
+		m.tableElems += uint64(max)
 		out = append(out, c, 0x01)
 		out = appendU32(out, min)
 		out = appendU32(out, max)
@@ -507,9 +530,11 @@ func tableSection(body []byte) ([]byte, error) {
 	return out, endOf(r)
 }
 
-// MaxTableSize is the most elements a table may have (8 MiB of references;
-// a Go module's one table has an element per function whose address it
-// takes, a few thousand).
+func min64(a, b uint64) uint64 { return min(a, b) }
+
+// MaxTableSize is the most elements all of a module's tables may have
+// together (8 MiB of references; a Go module's one table has an element per
+// function whose address it takes, a few thousand).
 const MaxTableSize = 1 << 20
 
 // globalSection checks and renumbers the initialisers and appends the fuel
@@ -686,7 +711,11 @@ func (m *module) renumberNameMap(b []byte, nested bool) ([]byte, error) {
 	n := r.count(2)
 	out := appendU32(nil, uint32(n))
 	for i := 0; i < n && r.err == nil; i++ {
-		out = appendU32(out, m.fnDirect(r.u32()))
+		idx := r.u32()
+		if idx < m.funcsEnd { // a name for a function that does not exist stays as harmless as it was
+			idx = m.fnDirect(idx)
+		}
+		out = appendU32(out, idx)
 		start := r.off
 		if nested {
 			inner := r.count(2)

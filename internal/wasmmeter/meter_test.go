@@ -538,3 +538,78 @@ func TestTablesCapped(t *testing.T) {
 		t.Errorf("an imported table without a maximum: %v", err)
 	}
 }
+
+// TestSecondReview: what a second review of the meter found.
+func TestSecondReview(t *testing.T) {
+	void := funcType(nil, nil)
+	t.Run("the table cap holds for all tables together", func(t *testing.T) {
+		full := cat([]byte{0x70, 0x00}, u32(MaxTableSize))
+		if _, _, err := Instrument(wasmModule(sec(secTable, vec(full, full))), 0); err == nil {
+			t.Error("two tables of MaxTableSize elements each accepted")
+		}
+		// Two tables without a maximum share the budget: the first takes it.
+		grow := body(noLocals, op(0xd0, 0x70), localGet(0), fc(15, 0x01), op(opEnd)) // table.grow 1
+		wasm := wasmModule(
+			sec(secType, vec(funcType([]byte{typeI32}, []byte{typeI32}))),
+			sec(secFunction, vec(u32(0))),
+			sec(secTable, vec([]byte{0x70, 0x00, 0x00}, []byte{0x70, 0x00, 0x00})),
+			sec(secExport, vec(exportFunc("grow", 0))),
+			sec(secCode, vec(grow)),
+		)
+		m := instantiate(t, newRuntime(t, &ticker{}), mustInstrument(t, wasm))
+		if got := int32(call1(t, m, "grow", 1)); got != -1 {
+			t.Errorf("growing the second table: %d, want -1 (no budget left)", got)
+		}
+	})
+	t.Run("imports without a function section are wrapped", func(t *testing.T) {
+		// Module a: imports add1, puts it in an exported table, has no code.
+		a := wasmModule(
+			sec(secType, vec(funcType([]byte{typeI32}, []byte{typeI32}))),
+			sec(secImport, vec(importFunc("env", "add1", 0))),
+			sec(secTable, vec([]byte{0x70, 0x01, 0x01, 0x01})),
+			sec(secExport, vec(cat(name("t"), []byte{0x01}, u32(0)))),
+			sec(secElement, vec(cat(u32(0), i32c(0), op(opEnd), vec(u32(0))))),
+		)
+		// Module b: calls table[0] of a.
+		b := wasmModule(
+			sec(secType, vec(funcType([]byte{typeI32}, []byte{typeI32}))),
+			sec(secImport, vec(cat(name("a"), name("t"), []byte{0x01, 0x70, 0x01, 0x01, 0x01}))),
+			sec(secFunction, vec(u32(0))),
+			sec(secExport, vec(exportFunc("f", 0))),
+			sec(secCode, vec(body(noLocals, localGet(0), i32c(0), op(opCallIndirect), u32(0), u32(0), op(opEnd)))),
+		)
+		tk := &ticker{}
+		rt := newRuntime(t, tk)
+		ctx := context.Background()
+		if _, err := rt.InstantiateModule(ctx, mustCompile(t, rt, mustInstrument(t, a)), wazero.NewModuleConfig().WithName("a")); err != nil {
+			t.Fatal(err)
+		}
+		if got := call1(t, instantiate(t, rt, mustInstrument(t, b)), "f", 41); got != 42 {
+			t.Errorf("f(41) = %d, want add1's 42", got)
+		}
+		if n := tk.ticks.Load(); n != 1 {
+			t.Errorf("%d ticks, want the wrapper's 1", n)
+		}
+	})
+	for _, c := range []struct {
+		name string
+		wasm []byte
+	}{
+		{"a call past the last function", wasmModule(
+			sec(secType, vec(void)), sec(secFunction, vec(u32(0))),
+			sec(secCode, vec(body(noLocals, call(1), op(opEnd)))))},
+		{"an export past the last function", wasmModule(
+			sec(secType, vec(void)), sec(secFunction, vec(u32(0))),
+			sec(secExport, vec(exportFunc("f", 1))),
+			sec(secCode, vec(body(noLocals, op(opEnd)))))},
+		{"elem.drop of a segment the module lacks", wasmModule(
+			sec(secType, vec(void)), sec(secImport, vec(importFunc("env", "f", 0))), sec(secFunction, vec(u32(0))),
+			sec(secCode, vec(body(noLocals, fc(13, 0x00), op(opEnd)))))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, _, err := Instrument(c.wasm, 0); err == nil || !strings.Contains(err.Error(), "out of range") {
+				t.Fatalf("err = %v, want an index out of range", err)
+			}
+		})
+	}
+}
