@@ -303,7 +303,7 @@ MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
 	echo
 	echo "Load generator pinned to CPU $CPU_LOAD; sim, bare proxy and gateway pinned to CPU $CPU_SUT (\`taskset\`), the same for every target;"
 	echo "everything on 127.0.0.1 in a private network namespace (\`unshare -n\`). Gateway: \`relay serve\`, real Badger ledger"
-	echo "(sync_writes false, the default), first-party plugins sandboxed as in production (pool 2, guard on), log level $LOG_LEVEL,"
+	echo "(sync_writes false, the default), first-party plugins sandboxed as in production (pool 2, metered, every call under a deadline), log level $LOG_LEVEL,"
 	echo "key rate limit raised to 1,000,000/s. Account balance before/after the load: $BALANCE_BEFORE / $BALANCE_AFTER USD."
 	echo "Sim VmHWM: $SIM_HWM. Load average (1/5/15 min) before the load phases: $LOADAVG_BEFORE, after: $LOADAVG_AFTER;"
 	echo "CPU time stolen by the hypervisor during them: $STEAL_PCT%. Other work on the machine (a load average above ~2"
