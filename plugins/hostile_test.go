@@ -350,7 +350,7 @@ func TestPoolGrowsForCallersThatGaveUp(t *testing.T) {
 
 	// Occupy the one instance with a call that loops until the call
 	// timeout stops it (a guest call runs under the host's deadline, not
-	// the caller's cancellation: see deadlines).
+	// the caller's cancellation: see guard.go).
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
