@@ -514,23 +514,21 @@ func (m *module) tableSection(body []byte) ([]byte, error) {
 		if c != 0x70 && c != 0x6f {
 			r.fail("table %d: unknown reference type %#x", i, c)
 		}
-		min, max, hasMax := limits(r)
-		left := uint32(MaxTableSize - min64(m.tableElems, MaxTableSize))
-		if !hasMax || max > left {
-			max = left
+		lo, hi, hasMax := limits(r)
+		left := uint32(MaxTableSize - min(m.tableElems, MaxTableSize))
+		if !hasMax || hi > left {
+			hi = left
 		}
-		if r.err == nil && min > max {
-			r.fail("table %d: %d elements, beyond the %d all tables may have", i, min, MaxTableSize)
+		if r.err == nil && lo > hi {
+			r.fail("table %d: %d elements, beyond the %d all tables may have", i, lo, MaxTableSize)
 		}
-		m.tableElems += uint64(max)
+		m.tableElems += uint64(hi)
 		out = append(out, c, 0x01)
-		out = appendU32(out, min)
-		out = appendU32(out, max)
+		out = appendU32(out, lo)
+		out = appendU32(out, hi)
 	}
 	return out, endOf(r)
 }
-
-func min64(a, b uint64) uint64 { return min(a, b) }
 
 // MaxTableSize is the most elements all of a module's tables may have
 // together (8 MiB of references; a Go module's one table has an element per
