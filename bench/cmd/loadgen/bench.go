@@ -78,16 +78,17 @@ type StreamRun struct {
 // RSSRun is the memory of one process while many streams are open.
 type RSSRun struct {
 	Target   string        `json:"target"`
-	Streams  int           `json:"streams"`    // asked for
-	Opened   int           `json:"opened"`     // got their first event
-	Failed   int           `json:"failed"`     // ended before being counted open
-	OpenNow  int           `json:"open_now"`   // still open after the last sample
-	OpenTime time.Duration `json:"open_time"`  // until the last one opened
-	Before   int64         `json:"rss_before"` // VmRSS before opening, bytes
-	During   int64         `json:"rss_during"` // highest sampled VmRSS while open, bytes
-	Anon     int64         `json:"rss_anon"`   // RssAnon of that sample
-	File     int64         `json:"rss_file"`   // RssFile of that sample
-	HWM      int64         `json:"hwm"`        // VmHWM after sampling, bytes
+	Streams  int           `json:"streams"`             // asked for
+	Opened   int           `json:"opened"`              // got their first event
+	Failed   int           `json:"failed"`              // ended before being counted open
+	OpenNow  int           `json:"open_now"`            // still open after the last sample
+	OpenTime time.Duration `json:"open_time"`           // until the last one opened
+	Before   int64         `json:"rss_before"`          // VmRSS before opening, bytes
+	During   int64         `json:"rss_during"`          // highest sampled VmRSS while open, bytes
+	Anon     int64         `json:"rss_anon"`            // RssAnon of that sample
+	File     int64         `json:"rss_file"`            // RssFile of that sample
+	Parts    *rssParts     `json:"rss_parts,omitempty"` // that sample's smaps, by kind of mapping
+	HWM      int64         `json:"hwm"`                 // VmHWM after sampling, bytes
 	Errors   []string      `json:"errors,omitempty"`
 }
 

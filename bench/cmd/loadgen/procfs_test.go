@@ -67,3 +67,85 @@ func FuzzParseMemStatus(f *testing.F) {
 		}
 	})
 }
+
+// smapsSample is a shortened /proc/PID/smaps of a gateway: its program, a
+// heap arena, wazero's code, a ledger table, the hold log, a library and
+// the vdso.
+const smapsSample = `00400000-01c00000 r-xp 00000000 fd:01 1234                               /opt/relay/bin/relay
+Size:              24576 kB
+Rss:                6716 kB
+Pss:                6716 kB
+VmFlags: rd ex mr mw me
+01c00000-02000000 r--p 01800000 fd:01 1234                               /opt/relay/bin/relay
+Rss:                1000 kB
+c000000000-c004000000 rw-p 00000000 00:00 0
+Size:              65536 kB
+Rss:               40000 kB
+7f0000000000-7f0000e00000 r-xp 00000000 00:00 0
+Rss:               14336 kB
+7f0001000000-7f0001100000 rw-s 00000000 fd:01 99                         /var/lib/relay/ledger/000089.sst
+Rss:                 512 kB
+7f0002000000-7f0002100000 rw-s 00000000 fd:01 98                         /var/lib/relay/ledger/holds/segment 0001.log
+Rss:                 256 kB
+7f0003000000-7f0003100000 r-xp 00000000 fd:01 97                         /usr/lib/x86_64-linux-gnu/libc.so.6
+Rss:                 800 kB
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
+Rss:                  20 kB
+7ffd00100000-7ffd00102000 r-xp 00000000 00:00 0                          [vdso]
+Rss:                   8 kB
+`
+
+func TestParseSmaps(t *testing.T) {
+	got, err := parseSmaps(strings.NewReader(smapsSample), "/opt/relay/bin/relay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rssParts{Data: (40000 + 20) << 10, Code: 14336 << 10, Files: (512 + 256) << 10, Program: (6716 + 1000 + 800 + 8) << 10}
+	if got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for _, bad := range []string{
+		"Rss: 4 kB\n", // before any mapping
+		"00400000-01c00000 r-xp 00000000 fd:01 1234 /x\nRss: 4 MB\n",
+		"00400000-01c00000 r-xp 00000000 fd:01 1234 /x\nRss: -4 kB\n",
+		"garbage line\n",
+	} {
+		if _, err := parseSmaps(strings.NewReader(bad), "/x"); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// TestReadSmapsSelf: the parts of this process's resident set add up to
+// about its VmRSS (they are read a moment apart), and the test binary's own
+// text counts as the program.
+func TestReadSmapsSelf(t *testing.T) {
+	if _, err := os.Stat("/proc/self/smaps"); err != nil {
+		t.Skip("no /proc/self/smaps")
+	}
+	m, err := readMemStatus(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := readSmaps(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := p.Data + p.Code + p.Files + p.Program
+	if diff := sum - m.RSS; diff < -m.RSS/4 || diff > m.RSS/4 {
+		t.Fatalf("parts %+v add up to %d, VmRSS %d", p, sum, m.RSS)
+	}
+	if p.Program <= 0 || p.Data <= 0 {
+		t.Fatalf("no program text or no data in %+v", p)
+	}
+}
+
+func FuzzParseSmaps(f *testing.F) {
+	f.Add(smapsSample)
+	f.Fuzz(func(t *testing.T, in string) {
+		p, err := parseSmaps(strings.NewReader(in), "/opt/relay/bin/relay")
+		if err == nil && (p.Data < 0 || p.Code < 0 || p.Files < 0 || p.Program < 0) {
+			t.Fatalf("negative size %+v from %q", p, in)
+		}
+	})
+}

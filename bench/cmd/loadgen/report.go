@@ -289,6 +289,17 @@ func renderReport(res *Results) string {
 				r.Opened, r.Failed, r.OpenNow, mb(r.HWM))
 		}
 		p("\n")
+		if slices.ContainsFunc(res.RSS, func(r RSSRun) bool { return r.Parts != nil }) {
+			p("The same sample by kind of mapping (`/proc/PID/smaps`): anonymous data is the Go heap (with the plugins' guest memories), stacks and the runtime's own; anonymous code is native code compiled at run time (wazero's, from the plugins); data files are the other mapped files (the ledger's tables and logs, the hold log).\n\n")
+			p("| process | anonymous data | anonymous code | data files | program and libraries |\n")
+			p("|---|---:|---:|---:|---:|\n")
+			for _, r := range res.RSS {
+				if r.Parts != nil {
+					p("| %s | %s | %s | %s | %s |\n", r.Target, mb(r.Parts.Data), mb(r.Parts.Code), mb(r.Parts.Files), mb(r.Parts.Program))
+				}
+			}
+			p("\n")
+		}
 	}
 
 	if len(res.Peak) > 0 {

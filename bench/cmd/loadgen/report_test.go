@@ -99,7 +99,13 @@ func TestRenderReport(t *testing.T) {
 	r := results(400*us, 900*us, 8000, 500*us, 25000, 150_000_000, 1000)
 	r.Peak = []PeakRSS{{Process: "gateway", Phase: "latency", HWM: 50_000_000}, {Process: "gateway", Phase: "rss", HWM: 150_000_000}}
 	md := renderReport(r)
+	if strings.Contains(md, "by kind of mapping") {
+		t.Error("a mapping table without smaps samples")
+	}
+	r.RSS[0].Parts = &rssParts{Data: 100_000_000, Code: 30_000_000, Files: 12_000_000, Program: 8_000_000}
+	md = renderReport(r)
 	for _, want := range []string{
+		"| gateway | 100.0 MB | 30.0 MB | 12.0 MB | 8.0 MB |",
 		"### Fixed-rate latency", "| 1000 | gateway | 0.400 ms |", "| 1000 | **gw/proxy** |", "2.00×",
 		"### Maximum throughput", "| gateway | 8000 |", "0.80×",
 		"### Streaming", "### Memory with 1000 concurrent open streams", "150.0 MB",

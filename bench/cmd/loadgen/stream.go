@@ -294,6 +294,11 @@ wait:
 		if m, err := readMemStatus(t.PID); err == nil {
 			if m.RSS > r.During {
 				r.During, r.Anon, r.File = m.RSS, m.Anon, m.File
+				if parts, err := readSmaps(t.PID); err == nil {
+					r.Parts = &parts
+				} else {
+					r.Errors = append(r.Errors, err.Error())
+				}
 			}
 			r.HWM = m.HWM
 		}
