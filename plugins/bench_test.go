@@ -64,6 +64,8 @@ func BenchmarkCallAfterIdle(b *testing.B) {
 	ctx := context.Background()
 	req := tokensAdmit()
 	took := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
 	for range b.N {
 		time.Sleep(5 * time.Millisecond)
 		t0 := time.Now()
