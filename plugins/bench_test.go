@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -53,12 +54,15 @@ func BenchmarkCall(b *testing.B) {
 }
 
 // BenchmarkCallAfterIdle is BenchmarkCall with the process idle for 5 ms
-// before every call, as a gateway at tens of calls per second is: the
-// call then finds the guest's code and memory, and the host's, out of the
-// CPU's caches and TLBs. Each call is timed on its own (the sleep is not
-// counted, and the testing package's timer calls, which read the memory
-// statistics, are kept out of the way); ns/op is the median of those
-// times, p90-ns the 90th percentile. Compare with BenchmarkCall.
+// before every call, as a gateway at tens of calls per second is: the call
+// may then find the guest's code and memory, and the host's, out of the
+// CPU's caches and TLBs (how far depends on the machine: how deeply an idle
+// CPU sleeps, what else runs on it, whether the goroutine moves). Each call
+// is timed on its own (the sleep is not counted, and the testing package's
+// timer calls, which read the memory statistics, are kept out of the way);
+// ns/op is the median of those times, p90-ns/op the 90th percentile.
+// BenchmarkCall's ns/op is a mean, garbage collection included: compare
+// the two as orders of magnitude.
 func BenchmarkCallAfterIdle(b *testing.B) {
 	h := benchHost(b)
 	ctx := context.Background()
@@ -75,8 +79,11 @@ func BenchmarkCallAfterIdle(b *testing.B) {
 		took = append(took, time.Since(t0))
 	}
 	slices.Sort(took)
-	b.ReportMetric(float64(took[len(took)/2].Nanoseconds()), "ns/op")
-	b.ReportMetric(float64(took[len(took)*9/10].Nanoseconds()), "p90-ns")
+	rank := func(q float64) time.Duration { // nearest rank
+		return took[max(int(math.Ceil(q*float64(len(took))))-1, 0)]
+	}
+	b.ReportMetric(float64(rank(0.5).Nanoseconds()), "ns/op")
+	b.ReportMetric(float64(rank(0.9).Nanoseconds()), "p90-ns/op")
 }
 
 // BenchmarkCallParallel is BenchmarkCall from GOMAXPROCS goroutines, for

@@ -84,12 +84,13 @@ func parseMemStatus(r io.Reader) (memStatus, error) {
 type rssParts struct {
 	Data    int64 `json:"anon_data"`  // anonymous, not executable: Go heap (wazero's guest memories are in it), stacks, the runtime's own
 	Code    int64 `json:"anon_code"`  // anonymous and executable: native code compiled at run time (wazero's, from the plugins)
-	Files   int64 `json:"data_files"` // mapped files other than the program: the ledger's tables and logs, the hold log
+	Files   int64 `json:"data_files"` // other mapped files and shared memory: the ledger's tables and logs, the hold log
 	Program int64 `json:"program"`    // the executable, shared libraries, vdso and the like
 }
 
 // readSmaps reads /proc/PID/smaps, telling the program's own mappings by
-// /proc/PID/exe.
+// /proc/PID/exe. Both need the right to trace the process (status does
+// not): run the benchmark as the gateway's user or root.
 func readSmaps(pid int) (rssParts, error) {
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	if err != nil {
@@ -109,52 +110,103 @@ func readSmaps(pid int) (rssParts, error) {
 
 // parseSmaps adds up the Rss of every mapping of a smaps file by kind. A
 // mapping's header is "start-end perms offset dev inode [path]"; its
-// fields follow as "Name: value" lines.
+// fields follow as "Name: value" lines, of which only Rss is read. A file
+// is the program's (the executable or a shared library) when it is exe or
+// any of its mappings is executable, which a data file's never is; lines
+// that are neither a header nor a field are skipped.
 func parseSmaps(r io.Reader, exe string) (rssParts, error) {
 	var p rssParts
+	type file struct {
+		rss  int64
+		exec bool
+	}
+	files := map[string]*file{}
 	var cur *int64 // where the current mapping's Rss goes
+	add := func(dst *int64, kb int64) error {
+		if *dst > math.MaxInt64-kb<<10 {
+			return errors.New("Rss adds up to more than an int64")
+		}
+		*dst += kb << 10
+		return nil
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {
-		f := bytes.Fields(sc.Bytes())
-		if len(f) == 0 {
-			continue
-		}
-		if !bytes.HasSuffix(f[0], []byte{':'}) { // a mapping's header
-			if len(f) < 5 || !bytes.Contains(f[0], []byte{'-'}) || len(f[1]) != 4 {
-				return rssParts{}, fmt.Errorf("%q is not a mapping header", sc.Bytes())
-			}
-			path := ""
-			if len(f) > 5 {
-				path = string(bytes.Join(f[5:], []byte{' '}))
-			}
-			exec := f[1][2] == 'x'
+		line := sc.Bytes()
+		if path, perms, ok := smapsHeader(line); ok {
+			exec := perms[2] == 'x'
+			anon := path == "" || strings.HasPrefix(path, "[anon:")
 			switch {
-			case path == "" && exec:
+			case anon && exec:
 				cur = &p.Code
-			case path == "" || strings.HasPrefix(path, "[heap]") || strings.HasPrefix(path, "[stack") || strings.HasPrefix(path, "[anon"):
+			case anon || strings.HasPrefix(path, "[heap]") || strings.HasPrefix(path, "[stack"):
 				cur = &p.Data
-			case path == exe || strings.HasPrefix(path, "[") || strings.Contains(path, ".so"):
+			case strings.HasPrefix(path, "["): // [vdso], [vvar], [vsyscall]
 				cur = &p.Program
 			default:
-				cur = &p.Files
+				f := files[path]
+				if f == nil {
+					f = &file{}
+					files[path] = f
+				}
+				f.exec = f.exec || exec
+				cur = &f.rss
 			}
 			continue
 		}
-		if string(f[0]) != "Rss:" {
+		name, rest, ok := bytes.Cut(line, []byte{':'})
+		if !ok || string(name) != "Rss" {
 			continue
 		}
-		if cur == nil || len(f) != 3 || string(f[2]) != "kB" {
-			return rssParts{}, fmt.Errorf("%q: an Rss line outside a mapping, or not \"N kB\"", sc.Bytes())
+		f := bytes.Fields(rest)
+		if cur == nil || len(f) != 2 || string(f[1]) != "kB" {
+			return rssParts{}, fmt.Errorf("%q: an Rss line outside a mapping, or not \"N kB\"", line)
 		}
-		kb, err := strconv.ParseInt(string(f[1]), 10, 64)
+		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
 		if err != nil || kb < 0 || kb > 1<<40 {
-			return rssParts{}, fmt.Errorf("Rss: %q is not a size in kB", f[1])
+			return rssParts{}, fmt.Errorf("Rss: %q is not a size in kB", f[0])
 		}
-		if *cur > math.MaxInt64-kb<<10 {
-			return rssParts{}, errors.New("Rss adds up to more than an int64")
+		if err := add(cur, kb); err != nil {
+			return rssParts{}, err
 		}
-		*cur += kb << 10
 	}
-	return p, sc.Err()
+	if err := sc.Err(); err != nil {
+		return rssParts{}, err
+	}
+	for path, f := range files {
+		dst := &p.Files
+		if path == exe || f.exec {
+			dst = &p.Program
+		}
+		if err := add(dst, f.rss>>10); err != nil {
+			return rssParts{}, err
+		}
+	}
+	return p, nil
+}
+
+// smapsHeader reports whether line is a mapping's header, and returns its
+// permissions and its path: the rest of the line after the fifth field,
+// as the kernel wrote it (a path may hold blanks), "" for none.
+func smapsHeader(line []byte) (path string, perms []byte, ok bool) {
+	rest := line
+	var fields [5][]byte
+	for i := range fields {
+		rest = bytes.TrimLeft(rest, " \t")
+		end := bytes.IndexAny(rest, " \t")
+		if end < 0 {
+			end = len(rest)
+		}
+		fields[i], rest = rest[:end], rest[end:]
+	}
+	addr, perms := fields[0], fields[1]
+	if !bytes.Contains(addr, []byte{'-'}) || bytes.HasSuffix(addr, []byte{':'}) || len(perms) != 4 || len(fields[4]) == 0 {
+		return "", nil, false
+	}
+	for _, c := range addr {
+		if c != '-' && !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return "", nil, false
+		}
+	}
+	return string(bytes.TrimLeft(rest, " \t")), perms, true
 }

@@ -70,7 +70,8 @@ func FuzzParseMemStatus(f *testing.F) {
 
 // smapsSample is a shortened /proc/PID/smaps of a gateway: its program, a
 // heap arena, wazero's code, a ledger table, the hold log, a library and
-// the vdso.
+// the vdso; then data files whose paths hold ".so" and blanks, and named
+// anonymous mappings.
 const smapsSample = `00400000-01c00000 r-xp 00000000 fd:01 1234                               /opt/relay/bin/relay
 Size:              24576 kB
 Rss:                6716 kB
@@ -89,6 +90,18 @@ Rss:                 512 kB
 Rss:                 256 kB
 7f0003000000-7f0003100000 r-xp 00000000 fd:01 97                         /usr/lib/x86_64-linux-gnu/libc.so.6
 Rss:                 800 kB
+7f0003100000-7f0003110000 r--p 00100000 fd:01 97                         /usr/lib/x86_64-linux-gnu/libc.so.6
+Rss:                  40 kB
+7f0004000000-7f0004100000 rw-s 00000000 fd:01 96                         /tmp/relay-bench.soA1b2/data/ledger/000001.sst
+Rss:                 128 kB
+7f0005000000-7f0005100000 rw-s 00000000 fd:01 95                         /tmp/my  data/hold log
+Rss:                  64 kB
+VmFlags: rd wr sh mr mw me ms sd
+7f0006000000-7f0006100000 r-xp 00000000 00:00 0                          [anon:jit code]
+Rss:                 100 kB
+THPeligible:    0
+7f0007000000-7f0007100000 rw-p 00000000 00:00 0                          [anon: Go: heap]
+Rss:                 200 kB
 7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
 Rss:                  20 kB
 7ffd00100000-7ffd00102000 r-xp 00000000 00:00 0                          [vdso]
@@ -100,7 +113,7 @@ func TestParseSmaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := rssParts{Data: (40000 + 20) << 10, Code: 14336 << 10, Files: (512 + 256) << 10, Program: (6716 + 1000 + 800 + 8) << 10}
+	want := rssParts{Data: (40000 + 20 + 200) << 10, Code: (14336 + 100) << 10, Files: (512 + 256 + 128 + 64) << 10, Program: (6716 + 1000 + 800 + 40 + 8) << 10}
 	if got != want {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
@@ -108,11 +121,16 @@ func TestParseSmaps(t *testing.T) {
 		"Rss: 4 kB\n", // before any mapping
 		"00400000-01c00000 r-xp 00000000 fd:01 1234 /x\nRss: 4 MB\n",
 		"00400000-01c00000 r-xp 00000000 fd:01 1234 /x\nRss: -4 kB\n",
-		"garbage line\n",
 	} {
 		if _, err := parseSmaps(strings.NewReader(bad), "/x"); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+	// A line the parser does not know (a future field without a colon) is
+	// skipped, not an error that would drop the whole table.
+	got, err = parseSmaps(strings.NewReader("garbage line\n"+smapsSample), "/opt/relay/bin/relay")
+	if err != nil || got != want {
+		t.Fatalf("with an unknown line: %+v, %v", got, err)
 	}
 }
 

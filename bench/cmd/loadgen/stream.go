@@ -294,10 +294,11 @@ wait:
 		if m, err := readMemStatus(t.PID); err == nil {
 			if m.RSS > r.During {
 				r.During, r.Anon, r.File = m.RSS, m.Anon, m.File
+				r.Parts = nil // a split of an older sample would be mislabelled
 				if parts, err := readSmaps(t.PID); err == nil {
 					r.Parts = &parts
 				} else {
-					r.Errors = append(r.Errors, err.Error())
+					errs["smaps: "+err.Error()] = true // once, with the streams' own errors
 				}
 			}
 			r.HWM = m.HWM
