@@ -290,7 +290,7 @@ func renderReport(res *Results) string {
 		}
 		p("\n")
 		if slices.ContainsFunc(res.RSS, func(r RSSRun) bool { return r.Parts != nil }) {
-			p("The same sample by kind of mapping (`/proc/PID/smaps`): anonymous data is the Go heap (with the plugins' guest memories), stacks and the runtime's own; anonymous code is native code compiled at run time (wazero's, from the plugins); data files are the other mapped files (the ledger's tables and logs, the hold log).\n\n")
+			p("The same sample by kind of mapping (`/proc/PID/smaps`): anonymous data is the Go heap (with the plugins' guest memories), stacks and the runtime's own; anonymous code is native code compiled at run time (wazero's, from the plugins); data files are the other mapped files and shared memory (the gateway's are the ledger's tables and logs and the hold log).\n\n")
 			p("| process | anonymous data | anonymous code | data files | program and libraries |\n")
 			p("|---|---:|---:|---:|---:|\n")
 			for _, r := range res.RSS {
