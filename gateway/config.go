@@ -84,7 +84,7 @@ type PluginsConfig struct {
 	Poll time.Duration `yaml:"poll"`
 	// IdleRelease parks a plugin that has had no call for this long: its
 	// compiled code and instances are released (about 26 MB each) and its
-	// next call loads it again (about 70 ms). Default 1m; negative never parks.
+	// next call loads it again (about 0.2 s). Default 1m; negative never parks.
 	IdleRelease time.Duration `yaml:"idle_release"`
 }
 

@@ -86,6 +86,30 @@ func BenchmarkCallAfterIdle(b *testing.B) {
 	b.ReportMetric(float64(rank(0.9).Nanoseconds()), "p90-ns/op")
 }
 
+// BenchmarkUnpark is the first call on a parked tokens plugin: reading
+// and checking its file, metering it, compiling it (a read of wazero's
+// compilation cache), creating an instance and the Admit itself. It is
+// what a call pays after the plugin had no call for plugins.idle_release.
+// The benchmark parks the plugin itself before every call.
+func BenchmarkUnpark(b *testing.B) {
+	h := benchHost(b)
+	ctx := context.Background()
+	req := tokensAdmit()
+	v := h.Catalog().versions["tokens"]
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		if !v.park(0, time.Now().Add(time.Second)) {
+			b.Fatal("tokens did not park")
+		}
+		b.StartTimer()
+		if _, err := h.Admit(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkCallParallel is BenchmarkCall from GOMAXPROCS goroutines, for
 // throughput with the default pool of 2.
 func BenchmarkCallParallel(b *testing.B) {

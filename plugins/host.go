@@ -48,7 +48,7 @@ type Config struct {
 	RecycleBytes uint64
 	// IdleRelease: a plugin that has had no call for this long is parked:
 	// its instances and compiled code are released (about 26 MB of resident
-	// memory for a Go plugin) and its next call loads it again (about 70 ms
+	// memory for a Go plugin) and its next call loads it again (about 0.2 s
 	// with the compilation cache). 0 means 1m; a negative value never parks.
 	IdleRelease time.Duration
 	// Poll is the interval at which Dir is rescanned for added, replaced and
