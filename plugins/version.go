@@ -216,10 +216,11 @@ func signature(params, results []api.ValueType) string {
 // version and configures the instance with NAME.json, within
 // instantiateBudget. The caller holds a slot for it.
 func (v *version) newInstance(ctx context.Context) (*instance, error) {
+	// The guard alone bounds it: tick ends the guest once the budget has
+	// passed, and guarded keeps ctx's own cancellation.
 	g := &guard{}
 	g.arm(time.Now(), instantiateBudget)
-	ctx, cancel := context.WithTimeout(guarded(ctx, g), instantiateBudget)
-	defer cancel()
+	ctx = guarded(ctx, g)
 	stderr := newStderrLog(v.opts.logger, v.name)
 	mod, err := v.opts.engine.rt.InstantiateModule(ctx, v.compiled, moduleConfig(stderr))
 	if err != nil {
@@ -279,9 +280,7 @@ func withStderr(err error, stderr *stderrLog) error {
 // describe runs OpDescribe on in and validates the description.
 func (v *version) describe(ctx context.Context, in *instance) error {
 	in.guard.arm(time.Now(), instantiateBudget)
-	ctx, cancel := context.WithTimeout(guarded(ctx, in.guard), instantiateBudget)
-	defer cancel()
-	view, err := in.invoke(ctx, abi.OpDescribe, nil, maxDescribeResult)
+	view, err := in.invoke(guarded(ctx, in.guard), abi.OpDescribe, nil, maxDescribeResult)
 	if err != nil {
 		return withStderr(err, in.stderr)
 	}

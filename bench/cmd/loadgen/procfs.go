@@ -122,11 +122,12 @@ func parseSmaps(r io.Reader, exe string) (rssParts, error) {
 	}
 	files := map[string]*file{}
 	var cur *int64 // where the current mapping's Rss goes
-	add := func(dst *int64, kb int64) error {
-		if *dst > math.MaxInt64-kb<<10 {
+	// add adds n bytes (at most 2^50) to *dst.
+	add := func(dst *int64, n int64) error {
+		if *dst > math.MaxInt64-n {
 			return errors.New("Rss adds up to more than an int64")
 		}
-		*dst += kb << 10
+		*dst += n
 		return nil
 	}
 	sc := bufio.NewScanner(r)
@@ -166,7 +167,7 @@ func parseSmaps(r io.Reader, exe string) (rssParts, error) {
 		if err != nil || kb < 0 || kb > 1<<40 {
 			return rssParts{}, fmt.Errorf("Rss: %q is not a size in kB", f[0])
 		}
-		if err := add(cur, kb); err != nil {
+		if err := add(cur, kb<<10); err != nil {
 			return rssParts{}, err
 		}
 	}
@@ -178,7 +179,7 @@ func parseSmaps(r io.Reader, exe string) (rssParts, error) {
 		if path == exe || f.exec {
 			dst = &p.Program
 		}
-		if err := add(dst, f.rss>>10); err != nil {
+		if err := add(dst, f.rss); err != nil {
 			return rssParts{}, err
 		}
 	}
