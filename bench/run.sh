@@ -6,6 +6,7 @@
 #   relay sim        :9101  the provider every latency/stream test hits (SIM_LATENCY)
 #   relay sim        :9102  a provider with a 1 s chunk gap, for the open-streams memory test
 #   bareproxy        :9201 -> :9101, :9202 -> :9102   (httputil.ReverseProxy: the floor)
+#   bareproxy        :9203 -> :9101   the same again: the A/A control
 #   relay serve      :8080  the gateway: real Badger ledger in a temp dir, the
 #                           first-party plugins sandboxed as in production
 # pins the load generator to CPU 0 and everything under test to CPU 1, runs
@@ -184,6 +185,10 @@ start proxy "$CPU_SUT" "$BIN/bareproxy" -addr 127.0.0.1:9201 -target http://127.
 PROXY_PID=$STARTED_PID
 start proxy-slow "$CPU_SUT" "$BIN/bareproxy" -addr 127.0.0.1:9202 -target http://127.0.0.1:9102
 PROXY_SLOW_PID=$STARTED_PID
+# The A/A control: a second bare proxy, the same as the first, measured as
+# the others are; how far apart the two measure is the run's own noise.
+start control "$CPU_SUT" "$BIN/bareproxy" -addr 127.0.0.1:9203 -target http://127.0.0.1:9101
+CONTROL_PID=$STARTED_PID
 
 ADMIN_TOKEN=bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 mkdir -p "$WORK/data"
@@ -228,6 +233,7 @@ GATEWAY_PID=$STARTED_PID
 # /healthz, not /readyz: loadgen's first calls check the real path anyway.
 for check in "http://127.0.0.1:9101/v1/models $SIM_PID 10" "http://127.0.0.1:9102/v1/models $SIM_SLOW_PID 10" \
 	"http://127.0.0.1:9201/v1/models $PROXY_PID 10" "http://127.0.0.1:9202/v1/models $PROXY_SLOW_PID 10" \
+	"http://127.0.0.1:9203/v1/models $CONTROL_PID 10" \
 	"http://127.0.0.1:8080/healthz $GATEWAY_PID 120"; do
 	# shellcheck disable=SC2086 # three words: URL PID SECONDS
 	if ! wait_http $check; then
@@ -255,7 +261,8 @@ read -r TICKS0 STEAL0 <<<"$(cpu_ticks)"
 # ---- load, from CPU_LOAD (bounded: loadgen's phases have fixed durations)
 log "load phases (QUICK=$QUICK), the load generator on CPU $CPU_LOAD, the systems under test on CPU $CPU_SUT"
 timeout --signal=INT 1800 nice -n "$NICE" taskset -c "$CPU_LOAD" "$BIN/loadgen" \
-	-direct http://127.0.0.1:9101 -proxy http://127.0.0.1:9201 -gateway "$GW" -key "$KEY" \
+	-direct http://127.0.0.1:9101 -proxy http://127.0.0.1:9201 -control http://127.0.0.1:9203 -gateway "$GW" -key "$KEY" \
+	-sut-cpu "$CPU_SUT" \
 	-hold-proxy http://127.0.0.1:9202 -hold-key "$HOLD_KEY" \
 	-gateway-pid "$GATEWAY_PID" -proxy-pid "$PROXY_PID" -hold-proxy-pid "$PROXY_SLOW_PID" \
 	-rates "$RATES" -conns 64 -stream-rate 50 -chunks 20 -chunk-gap 10ms \

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,7 +24,7 @@ func main() {
 
 // target is one system the benchmark loads.
 type target struct {
-	Name string // direct, proxy, gateway
+	Name string // direct, proxy, control (optional), gateway
 	URL  string // base URL; the chat path is appended
 	Key  string // sent as "Authorization: Bearer" (the sim and the proxy ignore it)
 	PID  int    // process to read memory of; 0 = none
@@ -51,6 +52,7 @@ type Settings struct {
 	SimLatency     string        `json:"sim_latency"`
 	Jitter         time.Duration `json:"jitter"`
 	Phases         []string      `json:"phases"`
+	SUTCPU         int           `json:"sut_cpu"` // -1: steal not measured
 }
 
 var allPhases = []string{"latency", "throughput", "stream", "rss"}
@@ -61,6 +63,7 @@ func run(args []string) error {
 	direct := fs.String("direct", "", "base URL of the simulated provider (required)")
 	proxy := fs.String("proxy", "", "base URL of the bare proxy in front of it (required)")
 	gateway := fs.String("gateway", "", "base URL of the gateway in front of it (required)")
+	control := fs.String("control", "", "base URL of a second bare proxy like -proxy: the A/A control, measured like the others (optional)")
 	key := fs.String("key", "", "gateway key whose route reaches -direct (required)")
 	holdProxy := fs.String("hold-proxy", "", "rss: base URL of a bare proxy in front of a provider with a long chunk gap")
 	holdKey := fs.String("hold-key", "", "rss: gateway key whose route reaches that provider")
@@ -86,6 +89,7 @@ func run(args []string) error {
 	fs.IntVar(&s.OpenRate, "open-rate", 500, "rss: streams opened per second")
 	fs.DurationVar(&s.OpenTimeout, "open-timeout", 60*time.Second, "rss: most time to get every stream open")
 	fs.StringVar(&s.SimLatency, "sim-latency", "0s", "the provider's -latency (for the report)")
+	fs.IntVar(&s.SUTCPU, "sut-cpu", -1, "CPU the systems under test are pinned to: record the time the hypervisor steals from it during each measurement (-1 = do not)")
 	fs.DurationVar(&s.Jitter, "jitter", 3*time.Second, "measure the timer wake-up jitter of loadgen's CPU this long first (0 = skip)")
 	profileURL := fs.String("profile", "", "base URL of the gateway's net/http/pprof (relayprof): save CPU and heap profiles")
 	profileDir := fs.String("profile-dir", "build/bench-prof", "where -profile saves them")
@@ -117,6 +121,9 @@ func run(args []string) error {
 		{Name: "direct", URL: *direct, Key: *key},
 		{Name: "proxy", URL: *proxy, Key: *key, PID: *proxyPID},
 		{Name: "gateway", URL: *gateway, Key: *key, PID: *gatewayPID},
+	}
+	if *control != "" {
+		targets = slices.Insert(targets, 2, target{Name: "control", URL: *control, Key: *key})
 	}
 	var hold []target
 	if s.has("rss") {
@@ -203,6 +210,8 @@ func (s Settings) validate() error {
 		return errors.New("-open-rate must be positive")
 	case s.OpenTimeout <= 0:
 		return errors.New("-open-timeout must be positive")
+	case s.SUTCPU < -1 || s.SUTCPU > 4095:
+		return errors.New("-sut-cpu must be a CPU number, or -1")
 	}
 	return nil
 }

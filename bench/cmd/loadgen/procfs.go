@@ -211,3 +211,47 @@ func smapsHeader(line []byte) (path string, perms []byte, ok bool) {
 	}
 	return string(bytes.TrimLeft(rest, " \t")), perms, true
 }
+
+// userHZ is the unit of /proc/stat's times: USER_HZ, 100 on every Linux
+// architecture Go supports (sysconf(_SC_CLK_TCK) needs cgo).
+const userHZ = 100
+
+// readSteal reads the time the hypervisor has stolen from cpu since boot,
+// from /proc/stat, in USER_HZ ticks.
+func readSteal(cpu int) (int64, error) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n, err := parseSteal(f, cpu)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/stat: %w", err)
+	}
+	return n, nil
+}
+
+// parseSteal finds the line "cpuN user nice system idle iowait irq softirq
+// steal ..." of a /proc/stat file and returns its steal field.
+func parseSteal(r io.Reader, cpu int) (int64, error) {
+	want := "cpu" + strconv.Itoa(cpu)
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || f[0] != want {
+			continue
+		}
+		if len(f) < 9 {
+			return 0, fmt.Errorf("%s: %d fields, no steal time (Linux before 2.6.11?)", want, len(f)-1)
+		}
+		n, err := strconv.ParseInt(f[8], 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%s: steal %q is not a count of ticks", want, f[8])
+		}
+		return n, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no line for %s", want)
+}

@@ -167,3 +167,40 @@ func FuzzParseSmaps(f *testing.F) {
 		}
 	})
 }
+
+func TestParseSteal(t *testing.T) {
+	const stat = "cpu  4812912 4698 601186 4616124 32326 0 112516 173678 0 0\n" +
+		"cpu0 2251445 2316 279274 2484707 19071 0 45334 92246 0 0\n" +
+		"cpu1 2561467 2382 321912 2131416 13254 0 67181 81432 0 0\n" +
+		"cpu10 1 2 3 4 5 6 7 99 0 0\n" +
+		"intr 12345\n"
+	for cpu, want := range map[int]int64{0: 92246, 1: 81432, 10: 99} {
+		got, err := parseSteal(strings.NewReader(stat), cpu)
+		if err != nil || got != want {
+			t.Errorf("cpu%d: %d, %v; want %d", cpu, got, err, want)
+		}
+	}
+	for name, c := range map[string]struct {
+		stat string
+		cpu  int
+	}{
+		"no such cpu":  {stat, 2},
+		"too old":      {"cpu0 1 2 3 4 5 6 7\n", 0},
+		"not a number": {"cpu0 1 2 3 4 5 6 7 x\n", 0},
+		"negative":     {"cpu0 1 2 3 4 5 6 7 -1\n", 0},
+	} {
+		if n, err := parseSteal(strings.NewReader(c.stat), c.cpu); err == nil {
+			t.Errorf("%s: %d, no error", name, n)
+		}
+	}
+}
+
+func TestReadStealSelf(t *testing.T) {
+	if _, err := os.Stat("/proc/stat"); err != nil {
+		t.Skip("no /proc/stat")
+	}
+	n, err := readSteal(0)
+	if err != nil || n < 0 {
+		t.Fatalf("cpu0 steal %d, %v", n, err)
+	}
+}

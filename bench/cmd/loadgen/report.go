@@ -71,6 +71,7 @@ type latAgg struct {
 	Success  float64
 	Sent     float64
 	Requests uint64
+	Stolen   *float64
 	Errors   []string
 	ok       bool
 }
@@ -78,11 +79,12 @@ type latAgg struct {
 func aggLatency(runs []LatencyRun, name string, rate int) latAgg {
 	var a latAgg
 	var ls []Lat
-	var succ, sent []float64
+	var succ, sent, stolen []float64
 	for _, r := range runs {
 		if r.Target != name || r.Rate != rate {
 			continue
 		}
+		stolen = appendStolen(stolen, r.Stolen)
 		ls = append(ls, r.Lat)
 		succ = append(succ, r.Success)
 		sent = append(sent, r.Sent)
@@ -92,7 +94,7 @@ func aggLatency(runs []LatencyRun, name string, rate int) latAgg {
 	if len(ls) == 0 {
 		return a
 	}
-	a.Lat, a.Success, a.Sent, a.ok = medianLat(ls), median(succ), median(sent), true
+	a.Lat, a.Success, a.Sent, a.Stolen, a.ok = medianLat(ls), median(succ), median(sent), medianStolen(stolen), true
 	a.Errors = dedup(a.Errors)
 	return a
 }
@@ -100,18 +102,20 @@ func aggLatency(runs []LatencyRun, name string, rate int) latAgg {
 type tpAgg struct {
 	Throughput, Success float64
 	Lat                 Lat
+	Stolen              *float64
 	Errors              []string
 	ok                  bool
 }
 
 func aggThroughput(runs []ThroughputRun, name string) tpAgg {
 	var a tpAgg
-	var tp, succ []float64
+	var tp, succ, stolen []float64
 	var ls []Lat
 	for _, r := range runs {
 		if r.Target != name {
 			continue
 		}
+		stolen = appendStolen(stolen, r.Stolen)
 		tp = append(tp, r.Throughput)
 		succ = append(succ, r.Success)
 		ls = append(ls, r.Lat)
@@ -120,7 +124,7 @@ func aggThroughput(runs []ThroughputRun, name string) tpAgg {
 	if len(tp) == 0 {
 		return a
 	}
-	a.Throughput, a.Success, a.Lat, a.ok = median(tp), median(succ), medianLat(ls), true
+	a.Throughput, a.Success, a.Lat, a.Stolen, a.ok = median(tp), median(succ), medianLat(ls), medianStolen(stolen), true
 	a.Errors = dedup(a.Errors)
 	return a
 }
@@ -129,6 +133,7 @@ type streamAgg struct {
 	TTFB, Total Lat
 	Success     float64
 	Streams     uint64
+	Stolen      *float64
 	Errors      []string
 	ok          bool
 }
@@ -136,11 +141,12 @@ type streamAgg struct {
 func aggStream(runs []StreamRun, name string) streamAgg {
 	var a streamAgg
 	var t1, t2 []Lat
-	var succ []float64
+	var succ, stolen []float64
 	for _, r := range runs {
 		if r.Target != name {
 			continue
 		}
+		stolen = appendStolen(stolen, r.Stolen)
 		t1 = append(t1, r.TTFB)
 		t2 = append(t2, r.Total)
 		succ = append(succ, r.Success)
@@ -150,9 +156,33 @@ func aggStream(runs []StreamRun, name string) streamAgg {
 	if len(t1) == 0 {
 		return a
 	}
-	a.TTFB, a.Total, a.Success, a.ok = medianLat(t1), medianLat(t2), median(succ), true
+	a.TTFB, a.Total, a.Success, a.Stolen, a.ok = medianLat(t1), medianLat(t2), median(succ), medianStolen(stolen), true
 	a.Errors = dedup(a.Errors)
 	return a
+}
+
+func appendStolen(v []float64, f *float64) []float64 {
+	if f != nil {
+		v = append(v, *f)
+	}
+	return v
+}
+
+// medianStolen is the median of the rounds that measured steal, nil if none did.
+func medianStolen(v []float64) *float64 {
+	if len(v) == 0 {
+		return nil
+	}
+	m := median(v)
+	return &m
+}
+
+// stolenCell is a stolen share as "1.2%", "—" when not measured.
+func stolenCell(f *float64) string {
+	if f == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f%%", *f*100)
 }
 
 // ratio is a/b as "1.23×", or "n/a" when b is not positive (the proxy's
@@ -180,6 +210,17 @@ func verdict(ok bool) string {
 	return "**missed**"
 }
 
+// targetNames are the targets in the order the tables show them.
+var targetNames = []string{"direct", "proxy", "control", "gateway"}
+
+// hasControl reports whether the run measured the A/A control.
+func hasControl(res *Results) bool {
+	is := func(name string) bool { return name == "control" }
+	return slices.ContainsFunc(res.Latency, func(r LatencyRun) bool { return is(r.Target) }) ||
+		slices.ContainsFunc(res.Throughput, func(r ThroughputRun) bool { return is(r.Target) }) ||
+		slices.ContainsFunc(res.Stream, func(r StreamRun) bool { return is(r.Target) })
+}
+
 // renderReport writes the markdown tables.
 func renderReport(res *Results) string {
 	var w strings.Builder
@@ -191,6 +232,17 @@ func renderReport(res *Results) string {
 		"Every value is the median over %d round(s); the targets' order rotates every round. "+
 		"Overhead = hop − direct at the same percentile; **gw/proxy** = gateway overhead ÷ proxy overhead.\n\n",
 		s.SimLatency, s.Rounds)
+	if hasControl(res) {
+		p("**control** is a second bare proxy, the same program as **proxy** in front of the same provider, measured the same way: " +
+			"the A/A test. **control/proxy** would be 1.00× on a quiet machine; how far it is from 1.00× is how far this run's noise " +
+			"alone moves a ratio, and a gw/proxy ratio within that distance of a limit is not a verdict on the gateway.\n\n")
+	}
+	if s.SUTCPU >= 0 {
+		p("**stolen** is the share of each measurement's time the hypervisor took from CPU %d, where the systems under test run "+
+			"(`/proc/stat`, median over the rounds). While it is taken nothing there runs: a stall of tens of milliseconds "+
+			"sets a p99 by itself, for whichever target was being measured. A verdict below whose measurements lost more than "+
+			"%.0f%% is marked noisy.\n\n", s.SUTCPU, stolenLimit*100)
+	}
 
 	if j := res.Jitter; j != nil {
 		p("Noise floor: 1 ms sleeps on the load generator's CPU wake up late by p50 %s, p99 %s, max %s (%v of sleeps). "+
@@ -202,12 +254,12 @@ func renderReport(res *Results) string {
 		p("### Fixed-rate latency\n\n")
 		p("Small non-streaming chat call (`%s`, max_tokens 64), open loop (vegeta), %v per rate and target after a %v warm-up at that rate.\n\n",
 			s.Model, s.Duration, s.Warmup)
-		p("| rate/s | target | p50 | p90 | p99 | max | success | sent/s | overhead p50 | overhead p90 | overhead p99 | overhead max |\n")
-		p("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("| rate/s | target | p50 | p90 | p99 | max | success | sent/s | stolen | overhead p50 | overhead p90 | overhead p99 | overhead max |\n")
+		p("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, rate := range s.Rates {
 			d := aggLatency(res.Latency, "direct", rate)
 			px := aggLatency(res.Latency, "proxy", rate)
-			for _, name := range []string{"direct", "proxy", "gateway"} {
+			for _, name := range targetNames {
 				a := aggLatency(res.Latency, name, rate)
 				if !a.ok {
 					continue
@@ -217,14 +269,16 @@ func renderReport(res *Results) string {
 					o := a.Lat.sub(d.Lat)
 					over = fmt.Sprintf("%s | %s | %s | %s", signedMs(o.P50), signedMs(o.P90), signedMs(o.P99), signedMs(o.Max))
 				}
-				p("| %d | %s | %s | %s | %s | %s | %s | %.0f | %s |\n", rate, name, ms(a.Lat.P50), ms(a.Lat.P90),
-					ms(a.Lat.P99), ms(a.Lat.Max), pct(a.Success), a.Sent, over)
+				p("| %d | %s | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", rate, name, ms(a.Lat.P50), ms(a.Lat.P90),
+					ms(a.Lat.P99), ms(a.Lat.Max), pct(a.Success), a.Sent, stolenCell(a.Stolen), over)
 			}
-			if g := aggLatency(res.Latency, "gateway", rate); g.ok && px.ok && d.ok {
-				og, op := g.Lat.sub(d.Lat), px.Lat.sub(d.Lat)
-				p("| %d | **gw/proxy** | | | | | | | %s | %s | %s | %s |\n", rate,
-					ratio(float64(og.P50), float64(op.P50)), ratio(float64(og.P90), float64(op.P90)),
-					ratio(float64(og.P99), float64(op.P99)), ratio(float64(og.Max), float64(op.Max)))
+			for _, r := range [][2]string{{"gateway", "gw/proxy"}, {"control", "control/proxy"}} {
+				if g := aggLatency(res.Latency, r[0], rate); g.ok && px.ok && d.ok {
+					og, op := g.Lat.sub(d.Lat), px.Lat.sub(d.Lat)
+					p("| %d | **%s** | | | | | | | | %s | %s | %s | %s |\n", rate, r[1],
+						ratio(float64(og.P50), float64(op.P50)), ratio(float64(og.P90), float64(op.P90)),
+						ratio(float64(og.P99), float64(op.P99)), ratio(float64(og.Max), float64(op.Max)))
+				}
 			}
 		}
 		p("\n")
@@ -234,9 +288,9 @@ func renderReport(res *Results) string {
 		p("### Maximum throughput\n\n")
 		p("As fast as possible (vegeta rate 0) with %d workers on %d keep-alive connections, %v per target after a %v warm-up.\n\n",
 			s.Conns, s.Conns, s.TPDuration, s.Warmup)
-		p("| target | requests/s | success | p50 | p99 | ÷ proxy |\n|---|---:|---:|---:|---:|---:|\n")
+		p("| target | requests/s | success | p50 | p99 | stolen | ÷ proxy |\n|---|---:|---:|---:|---:|---:|---:|\n")
 		px := aggThroughput(res.Throughput, "proxy")
-		for _, name := range []string{"direct", "proxy", "gateway"} {
+		for _, name := range targetNames {
 			a := aggThroughput(res.Throughput, name)
 			if !a.ok {
 				continue
@@ -245,7 +299,7 @@ func renderReport(res *Results) string {
 			if name != "proxy" && px.ok {
 				r = ratio(a.Throughput, px.Throughput)
 			}
-			p("| %s | %.0f | %s | %s | %s | %s |\n", name, a.Throughput, pct(a.Success), ms(a.Lat.P50), ms(a.Lat.P99), r)
+			p("| %s | %.0f | %s | %s | %s | %s | %s |\n", name, a.Throughput, pct(a.Success), ms(a.Lat.P50), ms(a.Lat.P99), stolenCell(a.Stolen), r)
 		}
 		p("\n")
 	}
@@ -255,10 +309,10 @@ func renderReport(res *Results) string {
 		p("Streamed chat call, %d content chunks %v apart from the provider; %d streams started per second (open loop) for %v per target after a %v warm-up. "+
 			"TTFB = until the first complete SSE event; total = until `data: [DONE]`.\n\n",
 			s.Chunks, s.ChunkGap, s.StreamRate, s.StreamDuration, s.Warmup)
-		p("| target | TTFB p50 | TTFB p99 | total p50 | total p99 | success | streams | TTFB overhead p50 | TTFB overhead p99 | total overhead p50 | total overhead p99 |\n")
-		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("| target | TTFB p50 | TTFB p99 | total p50 | total p99 | success | streams | stolen | TTFB overhead p50 | TTFB overhead p99 | total overhead p50 | total overhead p99 |\n")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		d := aggStream(res.Stream, "direct")
-		for _, name := range []string{"direct", "proxy", "gateway"} {
+		for _, name := range targetNames {
 			a := aggStream(res.Stream, name)
 			if !a.ok {
 				continue
@@ -268,13 +322,15 @@ func renderReport(res *Results) string {
 				o1, o2 := a.TTFB.sub(d.TTFB), a.Total.sub(d.Total)
 				over = fmt.Sprintf("%s | %s | %s | %s", signedMs(o1.P50), signedMs(o1.P99), signedMs(o2.P50), signedMs(o2.P99))
 			}
-			p("| %s | %s | %s | %s | %s | %s | %d | %s |\n", name, ms(a.TTFB.P50), ms(a.TTFB.P99), ms(a.Total.P50), ms(a.Total.P99),
-				pct(a.Success), a.Streams, over)
+			p("| %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", name, ms(a.TTFB.P50), ms(a.TTFB.P99), ms(a.Total.P50), ms(a.Total.P99),
+				pct(a.Success), a.Streams, stolenCell(a.Stolen), over)
 		}
-		if g, px := aggStream(res.Stream, "gateway"), aggStream(res.Stream, "proxy"); g.ok && px.ok && d.ok {
-			g1, g2, p1, p2 := g.TTFB.sub(d.TTFB), g.Total.sub(d.Total), px.TTFB.sub(d.TTFB), px.Total.sub(d.Total)
-			p("| **gw/proxy** | | | | | | | %s | %s | %s | %s |\n", ratio(float64(g1.P50), float64(p1.P50)), ratio(float64(g1.P99), float64(p1.P99)),
-				ratio(float64(g2.P50), float64(p2.P50)), ratio(float64(g2.P99), float64(p2.P99)))
+		for _, r := range [][2]string{{"gateway", "gw/proxy"}, {"control", "control/proxy"}} {
+			if g, px := aggStream(res.Stream, r[0]), aggStream(res.Stream, "proxy"); g.ok && px.ok && d.ok {
+				g1, g2, p1, p2 := g.TTFB.sub(d.TTFB), g.Total.sub(d.Total), px.TTFB.sub(d.TTFB), px.Total.sub(d.Total)
+				p("| **%s** | | | | | | | | %s | %s | %s | %s |\n", r[1], ratio(float64(g1.P50), float64(p1.P50)), ratio(float64(g1.P99), float64(p1.P99)),
+					ratio(float64(g2.P50), float64(p2.P50)), ratio(float64(g2.P99), float64(p2.P99)))
+			}
 		}
 		p("\n")
 	}
@@ -355,25 +411,48 @@ func targetRows(res *Results) [][3]string {
 	notMeasured := func(name string) { rows = append(rows, [3]string{name, "not measured", "—"}) }
 
 	d, px, g := aggLatency(res.Latency, "direct", targetRate), aggLatency(res.Latency, "proxy", targetRate), aggLatency(res.Latency, "gateway", targetRate)
+	c := aggLatency(res.Latency, "control", targetRate)
 	name := "overhead p50 at 1,000 req/s ≤ 1.25× the bare proxy's"
 	if d.ok && px.ok && g.ok {
 		og, op := g.Lat.P50-d.Lat.P50, px.Lat.P50-d.Lat.P50
 		ok := float64(og) <= limitP50Ratio*float64(max(op, 0))
-		rows = append(rows, [3]string{name, fmt.Sprintf("gateway %s, proxy %s: %s", signedMs(og), signedMs(op), ratio(float64(og), float64(op))), verdict(ok)})
+		m := fmt.Sprintf("gateway %s, proxy %s: %s", signedMs(og), signedMs(op), ratio(float64(og), float64(op)))
+		v := verdict(ok)
+		if c.ok && op > 0 {
+			oc := c.Lat.P50 - d.Lat.P50
+			m += fmt.Sprintf("; control %s: %s", signedMs(oc), ratio(float64(oc), float64(op)))
+			v += noise(float64(og)/float64(op)-limitP50Ratio, float64(oc)/float64(op)-1)
+		}
+		v += stolenNote(d.Stolen, px.Stolen, c.Stolen, g.Stolen)
+		rows = append(rows, [3]string{name, m, v})
 	} else {
 		notMeasured(name)
 	}
 	name = "overhead p99 at 1,000 req/s ≤ 1.0 ms"
 	if d.ok && g.ok {
 		og := g.Lat.P99 - d.Lat.P99
-		rows = append(rows, [3]string{name, fmt.Sprintf("gateway %s (proxy %s)", signedMs(og), signedMs(px.Lat.P99-d.Lat.P99)), verdict(og <= limitP99)})
+		m := fmt.Sprintf("gateway %s (proxy %s", signedMs(og), signedMs(px.Lat.P99-d.Lat.P99))
+		v := verdict(og <= limitP99)
+		if c.ok && px.ok {
+			m += fmt.Sprintf(", control %s", signedMs(c.Lat.P99-d.Lat.P99))
+			v += noise(float64(og-limitP99), float64(c.Lat.P99-px.Lat.P99))
+		}
+		v += stolenNote(d.Stolen, px.Stolen, c.Stolen, g.Stolen)
+		rows = append(rows, [3]string{name, m + ")", v})
 	} else {
 		notMeasured(name)
 	}
 	name = "max throughput ≥ 0.75× the bare proxy's"
-	if tp, tg := aggThroughput(res.Throughput, "proxy"), aggThroughput(res.Throughput, "gateway"); tp.ok && tg.ok {
-		rows = append(rows, [3]string{name, fmt.Sprintf("gateway %.0f/s, proxy %.0f/s: %s", tg.Throughput, tp.Throughput, ratio(tg.Throughput, tp.Throughput)),
-			verdict(tg.Throughput >= limitThroughput*tp.Throughput)})
+	if tp, tg := aggThroughput(res.Throughput, "proxy"), aggThroughput(res.Throughput, "gateway"); tp.ok && tg.ok && tp.Throughput > 0 {
+		m := fmt.Sprintf("gateway %.0f/s, proxy %.0f/s: %s", tg.Throughput, tp.Throughput, ratio(tg.Throughput, tp.Throughput))
+		v := verdict(tg.Throughput >= limitThroughput*tp.Throughput)
+		tc := aggThroughput(res.Throughput, "control")
+		if tc.ok {
+			m += fmt.Sprintf("; control %.0f/s: %s", tc.Throughput, ratio(tc.Throughput, tp.Throughput))
+			v += noise(tg.Throughput/tp.Throughput-limitThroughput, tc.Throughput/tp.Throughput-1)
+		}
+		v += stolenNote(tp.Stolen, tc.Stolen, tg.Stolen)
+		rows = append(rows, [3]string{name, m, v})
 	} else {
 		notMeasured(name)
 	}
@@ -381,10 +460,18 @@ func targetRows(res *Results) [][3]string {
 	if sd, sg := aggStream(res.Stream, "direct"), aggStream(res.Stream, "gateway"); sd.ok && sg.ok {
 		og := sg.TTFB.P50 - sd.TTFB.P50
 		m := fmt.Sprintf("gateway %s", signedMs(og))
-		if sp := aggStream(res.Stream, "proxy"); sp.ok {
-			m += fmt.Sprintf(" (proxy %s)", signedMs(sp.TTFB.P50-sd.TTFB.P50))
+		v := verdict(og <= limitTTFB)
+		sp, sc := aggStream(res.Stream, "proxy"), aggStream(res.Stream, "control")
+		if sp.ok {
+			m += fmt.Sprintf(" (proxy %s", signedMs(sp.TTFB.P50-sd.TTFB.P50))
+			if sc.ok {
+				m += fmt.Sprintf(", control %s", signedMs(sc.TTFB.P50-sd.TTFB.P50))
+				v += noise(float64(og-limitTTFB), float64(sc.TTFB.P50-sp.TTFB.P50))
+			}
+			m += ")"
 		}
-		rows = append(rows, [3]string{name, m, verdict(og <= limitTTFB)})
+		v += stolenNote(sd.Stolen, sp.Stolen, sc.Stolen, sg.Stolen)
+		rows = append(rows, [3]string{name, m, v})
 	} else {
 		notMeasured(name)
 	}
@@ -413,6 +500,36 @@ func targetRows(res *Results) [][3]string {
 		notMeasured(name)
 	}
 	return rows
+}
+
+// noise is the note a verdict gets when the A/A control says this run
+// cannot decide it: when two identical proxies measured at least as far
+// apart (spread) as the gateway's figure is from its limit (margin), in
+// the same unit. "" otherwise.
+func noise(margin, spread float64) string {
+	if math.Abs(spread) >= math.Abs(margin) {
+		return " (within the A/A spread)"
+	}
+	return ""
+}
+
+// stolenLimit is the share of the SUT CPU's time the hypervisor may take
+// during a measurement before the verdicts that use it are marked noisy.
+const stolenLimit = 0.05
+
+// stolenNote marks a verdict whose measurements lost more than stolenLimit
+// of the SUT CPU to the hypervisor (the largest of them), "" otherwise.
+func stolenNote(stolen ...*float64) string {
+	worst := -1.0
+	for _, f := range stolen {
+		if f != nil {
+			worst = max(worst, *f)
+		}
+	}
+	if worst <= stolenLimit {
+		return ""
+	}
+	return fmt.Sprintf(" (noisy: %.0f%% of the SUT CPU stolen)", worst*100)
 }
 
 func allErrors(res *Results) []string {

@@ -95,6 +95,49 @@ func TestMediansOverRounds(t *testing.T) {
 	}
 }
 
+// TestControlNotesNoise: with the A/A control, a verdict whose margin is
+// no larger than how far the two identical proxies measured apart says so;
+// the verdict itself still compares the gateway with the limit.
+func TestControlNotesNoise(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	r := results(320*us, 1300*us, 7600, 790*us, 1000, 1, 1000) // every margin small
+	r.Latency = append(r.Latency, LatencyRun{Target: "control", Rate: 1000, Round: 1, Lat: lat(330*us, 900*us), Success: 1, Stolen: f(0.02)})
+	r.Throughput = append(r.Throughput, ThroughputRun{Target: "control", Throughput: 9000, Success: 1})
+	r.Stream = append(r.Stream, StreamRun{Target: "proxy", TTFB: lat(500*us, 500*us)}, StreamRun{Target: "control", TTFB: lat(600*us, 600*us)})
+	rows := targetRows(r)
+	for i, want := range []struct{ verdict, measured string }{
+		{"met (within the A/A spread)", "control +0.130 ms: 1.30×"},             // |1.2-1.25| ≤ |1.3-1|
+		{"met (within the A/A spread)", "control +0.500 ms"},                    // |0.9-1.0| ms ≤ |0.9-0.5| ms (control p99 − proxy p99)
+		{"met (within the A/A spread)", "control 9000/s: 0.90×"},                // |0.76-0.75| ≤ 0.1
+		{"met (within the A/A spread)", "(proxy +0.200 ms, control +0.300 ms)"}, // |0.49-0.5| ≤ 0.1 ms
+	} {
+		if rows[i][2] != want.verdict || !strings.Contains(rows[i][1], want.measured) {
+			t.Errorf("row %d = %q, want verdict %q and %q in it", i, rows[i], want.verdict, want.measured)
+		}
+	}
+	// A quiet run: the control matches the proxy, the notes go.
+	r.Latency[3].Lat = lat(300*us, 500*us)
+	r.Throughput[2].Throughput = 10000
+	r.Stream[3].TTFB = lat(500*us, 500*us)
+	for i, row := range targetRows(r)[:4] {
+		if strings.Contains(row[2], "A/A") {
+			t.Errorf("row %d = %q: a note with no spread", i, row)
+		}
+	}
+	// A measurement that lost more than 5% of the SUT CPU marks the verdicts that use it.
+	r.Latency[3].Stolen = f(0.2)
+	if row := targetRows(r)[0]; row[2] != "met (noisy: 20% of the SUT CPU stolen)" {
+		t.Errorf("p50 row %q", row)
+	}
+	r.Latency[3].Stolen = f(0.02)
+	md := renderReport(r)
+	for _, want := range []string{"**control** is a second bare proxy", "| 1000 | **control/proxy** |", "| 1000 | control | 0.300 ms |", "2.0%"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
 func TestRenderReport(t *testing.T) {
 	r := results(400*us, 900*us, 8000, 500*us, 25000, 150_000_000, 1000)
 	r.Peak = []PeakRSS{{Process: "gateway", Phase: "latency", HWM: 50_000_000}, {Process: "gateway", Phase: "rss", HWM: 150_000_000}}

@@ -157,11 +157,13 @@ func (b *bench) stream(ctx context.Context, targets []target, res *Results) {
 			if t.Name == "gateway" && round == 1 {
 				wait = b.prof.cpu(ctx, "cpu-stream", b.s.StreamDuration)
 			}
+			stolen := b.stolen()
 			a, z := b.streamLoad(ctx, clients[t.Name], t, b.s.StreamDuration)
+			st := stolen()
 			wait()
 			errs := append(append([]string{}, a.Errors...), z.Errors...)
 			r := StreamRun{Target: t.Name, Round: round, TTFB: latOf(a), Total: latOf(z), Success: a.Success,
-				Streams: a.Requests, Errors: firstErrors(dedup(errs))}
+				Streams: a.Requests, Stolen: st, Errors: firstErrors(dedup(errs))}
 			res.Stream = append(res.Stream, r)
 			b.logf("stream round %d %-8s ttfb p50 %v p99 %v total p50 %v p99 %v success %.4f (%d streams)",
 				round, t.Name, r.TTFB.P50, r.TTFB.P99, r.Total.P50, r.Total.P99, r.Success, r.Streams)
