@@ -203,7 +203,9 @@ func (b *bench) runAll(ctx context.Context, targets, hold []target, res *Results
 // ends the measurement and gives the stolen share of the time since, or
 // nil when it is not measured. A virtual CPU that is not running cannot
 // answer: a stall of tens of milliseconds in a 5 s window sets a p99 at
-// 1,000/s, for every target alike. The reading is in ticks of 10 ms.
+// 1,000/s, for every target alike. The reading is in ticks of 10 ms, and
+// the kernel charges a stall when the CPU runs again: a window of a few
+// seconds can be charged with a stall that began just before it.
 func (b *bench) stolen() func() *float64 {
 	none := func() *float64 { return nil }
 	if b.s.SUTCPU < 0 {

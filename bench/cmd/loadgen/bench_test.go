@@ -77,7 +77,9 @@ func TestPhasesEndToEnd(t *testing.T) {
 
 	// The steal of CPU 0 is read around every measurement where /proc/stat is.
 	_, statErr := os.Stat("/proc/stat")
-	stolenOK := func(f *float64) bool { return (f != nil) == (statErr == nil) && (f == nil || *f >= 0 && *f <= 1.5) }
+	// No upper bound: the kernel charges steal when the CPU runs again, so a
+	// short window can be charged with a stall that began before it.
+	stolenOK := func(f *float64) bool { return (f != nil) == (statErr == nil) && (f == nil || *f >= 0) }
 	if len(res.Latency) != 8 {
 		t.Fatalf("%d latency runs", len(res.Latency))
 	}
