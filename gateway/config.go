@@ -72,7 +72,8 @@ type Config struct {
 type PluginsConfig struct {
 	// Dir is the plugin directory: NAME.wasm with an optional NAME.json. Default "./build/plugins".
 	Dir string `yaml:"dir"`
-	// CacheDir is wazero's compilation cache. Default "<data_dir>/wasm-cache".
+	// CacheDir is wazero's compilation cache, with the metered modules in
+	// its subdirectory metered. Default "<data_dir>/wasm-cache".
 	CacheDir string `yaml:"cache_dir"`
 	// PoolSize is the number of instances per plugin. Default 2.
 	PoolSize int `yaml:"pool_size"`
@@ -84,7 +85,7 @@ type PluginsConfig struct {
 	Poll time.Duration `yaml:"poll"`
 	// IdleRelease parks a plugin that has had no call for this long: its
 	// compiled code and instances are released (about 26 MB each) and its
-	// next call loads it again (about 0.2 s). Default 1m; negative never parks.
+	// next call loads it again (about 0.15 s). Default 1m; negative never parks.
 	IdleRelease time.Duration `yaml:"idle_release"`
 }
 

@@ -202,3 +202,47 @@ func TestParkRacingCalls(t *testing.T) {
 		t.Logf("the janitor never raced a call (%+v)", s)
 	}
 }
+
+// An unpark compiles the metered copy the engine kept at load, checked
+// against the checksum in memory. A copy that changed on disk is not used:
+// the file is metered again, and the copy is written anew.
+func TestUnparkFromMeteredCopy(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir() // a cache of its own: the test spoils a copy
+	stage(t, dir, "tokens", "lines")
+	h, logs := openDir(t, dir, Config{IdleRelease: -1, CacheDir: cache})
+	v := h.Catalog().versions["tokens"]
+	kept := filepath.Join(cache, "metered", v.meteredSum+".wasm")
+	if b, err := os.ReadFile(kept); err != nil || sha256Hex(b) != v.meteredSum {
+		t.Fatalf("the metered copy %s: %v", kept, err)
+	}
+	want, err := h.Admit(context.Background(), tokensAdmit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	unpark := func(from string) {
+		t.Helper()
+		if !v.park(0, time.Now().Add(time.Hour)) {
+			t.Fatal("park")
+		}
+		got, err := h.Admit(context.Background(), tokensAdmit())
+		if err != nil || got.Hold != want.Hold {
+			t.Fatalf("Admit after unparking: %+v, %v; want hold %d", got, err, want.Hold)
+		}
+		if !contains(logs.String(), "loaded again after being parked", "plugin=tokens", `from="`+from+`"`) {
+			t.Fatalf("unpark not logged as from %q:\n%s", from, logs.String())
+		}
+	}
+	unpark("the metered copy")
+
+	writeFile(t, kept, []byte("\x00asm\x01\x00\x00\x00"))
+	unpark("the file, metered again")
+	if !contains(logs.String(), "a metered module changed on disk") {
+		t.Errorf("the spoiled copy was not reported:\n%s", logs.String())
+	}
+	if b, err := os.ReadFile(kept); err != nil || sha256Hex(b) != v.meteredSum {
+		t.Fatalf("the metered copy was not written again: %v", err)
+	}
+	if s := stats(t, h, "tokens"); s.Unparks != 2 {
+		t.Errorf("unparks = %d, want 2", s.Unparks)
+	}
+}

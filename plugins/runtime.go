@@ -2,8 +2,12 @@ package plugins
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 
@@ -13,11 +17,21 @@ import (
 	"github.com/modelrelay/modelrelay/internal/wasmmeter"
 )
 
+// maxMeteredBytes bounds a metered module read back from the cache
+// directory: the meter adds a few percent to a module of at most
+// maxWasmBytes.
+const maxMeteredBytes = 2 * maxWasmBytes
+
 // engine is the one wazero Runtime of a Host, with its compilation cache.
 type engine struct {
 	rt    wazero.Runtime
 	cache wazero.CompilationCache // nil without CacheDir
 	kind  string                  // "compiler" or "interpreter"
+	// meteredDir keeps the metered bytes of every module compiled, named
+	// by their checksum, so that unparking skips the meter (recompile):
+	// CacheDir/metered, "" without CacheDir.
+	meteredDir string
+	logger     *slog.Logger
 }
 
 // compilerSupported mirrors wazero's own platform check (which is internal):
@@ -38,7 +52,10 @@ func compilerSupported() bool {
 // wazero's own WithCloseOnContextDone stays off: the meter does its job at a
 // small part of its cost.
 func newEngine(ctx context.Context, cfg *Config) (*engine, error) {
-	e := &engine{kind: "compiler"}
+	e := &engine{kind: "compiler", logger: cfg.Logger}
+	if e.logger == nil {
+		e.logger = slog.New(slog.DiscardHandler)
+	}
 	var rc wazero.RuntimeConfig
 	if compilerSupported() {
 		rc = wazero.NewRuntimeConfigCompiler()
@@ -54,6 +71,7 @@ func newEngine(ctx context.Context, cfg *Config) (*engine, error) {
 		}
 		e.cache = c
 		rc = rc.WithCompilationCache(c)
+		e.meteredDir = filepath.Join(cfg.CacheDir, "metered")
 	}
 	e.rt = wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
@@ -67,13 +85,82 @@ func newEngine(ctx context.Context, cfg *Config) (*engine, error) {
 	return e, nil
 }
 
-// compile meters wasm (wasmmeter.Instrument) and compiles the result.
-func (e *engine) compile(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
+// compile meters wasm (wasmmeter.Instrument) and compiles the result. It
+// returns the metered module's checksum, under which, with a cache
+// directory, it keeps the metered bytes for recompile.
+func (e *engine) compile(ctx context.Context, wasm []byte) (wazero.CompiledModule, string, error) {
 	metered, _, err := wasmmeter.Instrument(wasm, meterFuel)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return e.rt.CompileModule(ctx, metered)
+	sum := sha256Hex(metered)
+	c, err := e.rt.CompileModule(ctx, metered)
+	if err != nil {
+		return nil, "", err
+	}
+	e.keepMetered(sum, metered)
+	return c, sum, nil
+}
+
+// recompile compiles again the module compile metered into sum, from the
+// bytes keepMetered kept. It reports false, and compiles nothing, when
+// there are none or they are not those bytes any more: the caller then
+// meters the source again. Metering a Go plugin took about 55 ms of the
+// 180 ms an unpark cost; reading and checking the kept bytes takes a few.
+func (e *engine) recompile(ctx context.Context, sum string) (wazero.CompiledModule, bool, error) {
+	if e.meteredDir == "" || sum == "" {
+		return nil, false, nil
+	}
+	path := filepath.Join(e.meteredDir, sum+".wasm")
+	metered, err := readFile(path, maxMeteredBytes)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			e.logger.Warn("plugins: cannot read a metered module; metering its source again", "path", path, "err", err)
+		}
+		return nil, false, nil
+	}
+	if sha256Hex(metered) != sum {
+		e.logger.Warn("plugins: a metered module changed on disk; metering its source again", "path", path)
+		_ = os.Remove(path)
+		return nil, false, nil
+	}
+	c, err := e.rt.CompileModule(ctx, metered)
+	return c, true, err
+}
+
+// keepMetered writes metered to the cache directory under its checksum,
+// unless it is there already. The write is atomic (a temporary file
+// renamed), so a reader sees the whole module or none; a failure only
+// costs recompile its shortcut, and is logged.
+func (e *engine) keepMetered(sum string, metered []byte) {
+	if e.meteredDir == "" {
+		return
+	}
+	path := filepath.Join(e.meteredDir, sum+".wasm")
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+	err := func() error {
+		if err := os.MkdirAll(e.meteredDir, 0o755); err != nil {
+			return err
+		}
+		f, err := os.CreateTemp(e.meteredDir, ".tmp-*")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f.Name()) // after the rename, a no-op
+		if _, err := f.Write(metered); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		return os.Rename(f.Name(), path)
+	}()
+	if err != nil {
+		e.logger.Warn("plugins: cannot keep a metered module; unparking it will meter it again", "dir", e.meteredDir, "err", err)
+	}
 }
 
 func (e *engine) close(ctx context.Context) {

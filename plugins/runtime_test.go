@@ -2,7 +2,12 @@ package plugins
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -76,5 +81,75 @@ func TestConfigDefaults(t *testing.T) {
 				t.Errorf("err = %v, want one naming %s", err, tc.field)
 			}
 		})
+	}
+}
+
+// tinyModule is a valid module with one empty function.
+var tinyModule = []byte("\x00asm\x01\x00\x00\x00" +
+	"\x01\x04\x01\x60\x00\x00" + // type section: func() -> ()
+	"\x03\x02\x01\x00" + // function section: one function of type 0
+	"\x0a\x04\x01\x02\x00\x0b") // code section: no locals, end
+
+// The engine keeps what it metered under its checksum, and recompiles
+// from it only while the bytes are still those.
+func TestRecompileKeptCopy(t *testing.T) {
+	ctx := context.Background()
+	logs := &testLogger{}
+	cache := t.TempDir()
+	e, err := newEngine(ctx, &Config{CacheDir: cache, MemoryLimitPages: DefaultMemoryLimitPages, Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close(ctx)
+	c, sum, err := e.compile(ctx, tinyModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close(ctx)
+	kept := filepath.Join(cache, "metered", sum+".wasm")
+	b, err := os.ReadFile(kept)
+	if err != nil || sha256Hex(b) != sum || bytes.Equal(b, tinyModule) {
+		t.Fatalf("kept copy: %d bytes, %v (want the metered module, sha256 %s)", len(b), err, sum)
+	}
+	c, ok, err := e.recompile(ctx, sum)
+	if !ok || err != nil {
+		t.Fatalf("recompile: %v, %v", ok, err)
+	}
+	_ = c.Close(ctx)
+
+	if _, ok, err := e.recompile(ctx, strings.Repeat("0", 64)); ok || err != nil {
+		t.Errorf("recompile of a sum never kept: %v, %v", ok, err)
+	}
+	if logs.String() != "" {
+		t.Errorf("a missing copy is not worth a warning:\n%s", logs.String())
+	}
+	writeFile(t, kept, tinyModule)
+	if _, ok, err := e.recompile(ctx, sum); ok || err != nil {
+		t.Errorf("recompile of a changed copy: %v, %v", ok, err)
+	}
+	if _, err := os.Stat(kept); !errors.Is(err, fs.ErrNotExist) || !contains(logs.String(), "changed on disk") {
+		t.Errorf("a changed copy is removed and reported: %v\n%s", err, logs.String())
+	}
+	if _, sum2, err := e.compile(ctx, tinyModule); err != nil || sum2 != sum {
+		t.Fatalf("compile again: %s, %v (the meter is deterministic: want %s)", sum2, err, sum)
+	}
+	if b, err := os.ReadFile(kept); err != nil || sha256Hex(b) != sum {
+		t.Errorf("the copy was not written again: %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(cache, "metered")); len(entries) != 1 {
+		t.Errorf("metered dir holds %d entries, want the one copy (no temporary files left)", len(entries))
+	}
+
+	// Without a cache directory nothing is kept.
+	e2, err := newEngine(ctx, &Config{MemoryLimitPages: DefaultMemoryLimitPages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.close(ctx)
+	if _, sum, err := e2.compile(ctx, tinyModule); err != nil || sum == "" {
+		t.Fatalf("compile without a cache: %q, %v", sum, err)
+	}
+	if _, ok, _ := e2.recompile(ctx, sum); ok {
+		t.Error("recompile without a cache directory")
 	}
 }

@@ -43,17 +43,20 @@ type counters struct {
 // longer holds the version; when the count reaches zero nothing can use the
 // version any more, and it closes its instances and compiled module.
 type version struct {
-	name     string
-	path     string // the .wasm file
-	sum      string // hex sha256 of the .wasm bytes
-	cfgSum   string // hex sha256 of NAME.json; "" when absent
-	config   []byte // NAME.json, handed to OpConfigure of every instance
-	loaded   time.Time
-	desc     abi.Description
-	models   []pricing.Model
-	counters *counters
-	opts     *options
-	compiled wazero.CompiledModule
+	name string
+	path string // the .wasm file
+	sum  string // hex sha256 of the .wasm bytes
+	// meteredSum is the hex sha256 of the module as metered and compiled:
+	// unpark compiles it again from the engine's copy (engine.recompile).
+	meteredSum string
+	cfgSum     string // hex sha256 of NAME.json; "" when absent
+	config     []byte // NAME.json, handed to OpConfigure of every instance
+	loaded     time.Time
+	desc       abi.Description
+	models     []pricing.Model
+	counters   *counters
+	opts       *options
+	compiled   wazero.CompiledModule
 
 	slots chan struct{}  // one token per live instance (idle, busy or being created)
 	idle  chan *instance // instances ready for a call
@@ -119,11 +122,11 @@ func loadVersion(ctx context.Context, o *options, name, path string, wasm, confi
 	}
 	v.refs.Store(1)
 
-	compiled, err := o.engine.compile(ctx, wasm)
+	compiled, meteredSum, err := o.engine.compile(ctx, wasm)
 	if err != nil {
 		return nil, &Error{Plugin: name, Op: "compile", Err: err}
 	}
-	v.compiled = compiled
+	v.compiled, v.meteredSum = compiled, meteredSum
 	if err := checkExports(compiled); err != nil {
 		_ = compiled.Close(context.Background())
 		return nil, &Error{Plugin: name, Op: "load", Err: err}
