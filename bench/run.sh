@@ -21,7 +21,10 @@
 # processes under test and the load generator at that nice level, so that
 # other work on a shared machine disturbs them less), RATES (the fixed rates,
 # default 500,1000,2000,4000), DURATION (seconds per rate, overriding QUICK's
-# or the full run's), GO (go).
+# or the full run's), IDLE_SPIN=1 (keep the SUT CPU from halting when idle
+# with a busy loop at SCHED_IDLE priority, which anything else preempts: on a
+# virtual machine it takes the hypervisor's wake-up latency out of every
+# target; an experiment, not how the gateway runs), GO (go).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,6 +37,7 @@ SKIP_MICRO=${SKIP_MICRO:-0}
 PROFILE=${PROFILE:-0}
 WAIT_IDLE=${WAIT_IDLE:-0}
 NICE=${NICE:-0}
+IDLE_SPIN=${IDLE_SPIN:-0}
 PROFDIR=$ROOT/build/bench-prof
 BIN=$ROOT/build/bench/bin
 REPORT=$ROOT/build/bench-report.md
@@ -177,6 +181,13 @@ else
 fi
 
 # ---- the systems under test, on CPU_SUT
+if [ "$IDLE_SPIN" = 1 ]; then
+	command -v chrt >/dev/null || die "IDLE_SPIN=1 needs chrt (util-linux)"
+	# SCHED_IDLE: runs only when nothing else on the CPU wants to.
+	chrt -i 0 taskset -c "$CPU_SUT" sh -c 'while :; do :; done' &
+	PIDS+=($!)
+	log "IDLE_SPIN=1: CPU $CPU_SUT kept from halting by a SCHED_IDLE busy loop"
+fi
 start sim "$CPU_SUT" "$ROOT/bin/relay" sim -addr 127.0.0.1:9101 -latency "$SIM_LATENCY" -chunks 20 -chunk-gap 10ms
 SIM_PID=$STARTED_PID
 start sim-slow "$CPU_SUT" "$ROOT/bin/relay" sim -addr 127.0.0.1:9102 -chunks 60 -chunk-gap 1s
@@ -296,7 +307,11 @@ MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
 {
 	echo "# ModelRelay benchmark report"
 	echo
-	echo "Generated $(date -u +%Y-%m-%dT%H:%M:%SZ) by \`bench/run.sh\` (QUICK=$QUICK, SIM_LATENCY=$SIM_LATENCY, PROFILE=$PROFILE, NICE=$NICE)."
+	echo "Generated $(date -u +%Y-%m-%dT%H:%M:%SZ) by \`bench/run.sh\` (QUICK=$QUICK, SIM_LATENCY=$SIM_LATENCY, PROFILE=$PROFILE, NICE=$NICE, IDLE_SPIN=$IDLE_SPIN)."
+	if [ "$IDLE_SPIN" = 1 ]; then
+		echo
+		echo "**IDLE_SPIN=1: CPU $CPU_SUT was kept from halting by a SCHED_IDLE busy loop, which takes the hypervisor's wake-up latency out of every target. The gateway does not run so in production.**"
+	fi
 	echo
 	if [ "$PROFILE" = 1 ]; then
 		echo "**PROFILE=1: the gateway ran as bench/cmd/relayprof under the profiler; these numbers are not the benchmark's.**"
