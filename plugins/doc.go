@@ -56,7 +56,7 @@
 // A version with no call for Config.IdleRelease (default 1m) is parked: its
 // instances and compiled module are closed, keeping only what the catalogue
 // needs, and its next call compiles it again from the compilation cache and
-// the metered copy kept beside it, and starts an instance (about 150 ms:
+// the metered copy kept beside it, and starts an instance (about 145 ms:
 // BenchmarkUnpark). See park.go for the locking that keeps a
 // running call or an instance being created from losing its module.
 //

@@ -86,59 +86,70 @@ func newEngine(ctx context.Context, cfg *Config) (*engine, error) {
 }
 
 // compile meters wasm (wasmmeter.Instrument) and compiles the result. It
-// returns the metered module's checksum, under which, with a cache
-// directory, it keeps the metered bytes for recompile.
-func (e *engine) compile(ctx context.Context, wasm []byte) (wazero.CompiledModule, string, error) {
+// returns the metered bytes too, for keepMetered once the caller has
+// accepted the module.
+func (e *engine) compile(ctx context.Context, wasm []byte) (wazero.CompiledModule, []byte, error) {
 	metered, _, err := wasmmeter.Instrument(wasm, meterFuel)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
-	sum := sha256Hex(metered)
 	c, err := e.rt.CompileModule(ctx, metered)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
-	e.keepMetered(sum, metered)
-	return c, sum, nil
+	return c, metered, nil
 }
 
-// recompile compiles again the module compile metered into sum, from the
-// bytes keepMetered kept. It reports false, and compiles nothing, when
-// there are none or they are not those bytes any more: the caller then
-// meters the source again. Metering a Go plugin took about 55 ms of the
-// 180 ms an unpark cost; reading and checking the kept bytes takes a few.
+// recompile compiles again a module compile metered, from the copy
+// keepMetered kept under its checksum sum. It reports false, and compiles
+// nothing, when there is no such copy or it is not those bytes any more: the
+// caller then meters the source again. Anything at that path but a regular
+// file holding those bytes is logged and removed, so that keepMetered can
+// write it anew. Reading and checking the copy takes a few milliseconds;
+// metering a Go plugin again takes tens.
 func (e *engine) recompile(ctx context.Context, sum string) (wazero.CompiledModule, bool, error) {
 	if e.meteredDir == "" || sum == "" {
 		return nil, false, nil
 	}
 	path := filepath.Join(e.meteredDir, sum+".wasm")
-	metered, err := readFile(path, maxMeteredBytes)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			e.logger.Warn("plugins: cannot read a metered module; metering its source again", "path", path, "err", err)
-		}
-		return nil, false, nil
-	}
-	if sha256Hex(metered) != sum {
-		e.logger.Warn("plugins: a metered module changed on disk; metering its source again", "path", path)
+	fail := func(msg string, err error) (wazero.CompiledModule, bool, error) {
+		e.logger.Warn("plugins: "+msg+"; metering its source again", "path", path, "err", err)
 		_ = os.Remove(path)
 		return nil, false, nil
+	}
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, nil
+	case err != nil:
+		return fail("cannot read a metered module", err)
+	case !st.Mode().IsRegular(): // a FIFO would block the read
+		return fail("a metered module is not a regular file", fmt.Errorf("mode %v", st.Mode()))
+	}
+	metered, err := readFile(path, maxMeteredBytes)
+	if err != nil {
+		return fail("cannot read a metered module", err)
+	}
+	if sha256Hex(metered) != sum {
+		return fail("a metered module changed on disk", errors.New("checksum mismatch"))
 	}
 	c, err := e.rt.CompileModule(ctx, metered)
 	return c, true, err
 }
 
-// keepMetered writes metered to the cache directory under its checksum,
-// unless it is there already. The write is atomic (a temporary file
-// renamed), so a reader sees the whole module or none; a failure only
-// costs recompile its shortcut, and is logged.
-func (e *engine) keepMetered(sum string, metered []byte) {
+// keepMetered returns the checksum of metered and, with a cache directory,
+// writes it there under that checksum unless a file is there already. The
+// write is atomic (a temporary file renamed), so a reader sees the whole
+// module or none; a failure only costs recompile its shortcut, and is
+// logged.
+func (e *engine) keepMetered(metered []byte) string {
+	sum := sha256Hex(metered)
 	if e.meteredDir == "" {
-		return
+		return sum
 	}
 	path := filepath.Join(e.meteredDir, sum+".wasm")
-	if _, err := os.Stat(path); err == nil {
-		return
+	if _, err := os.Lstat(path); err == nil {
+		return sum
 	}
 	err := func() error {
 		if err := os.MkdirAll(e.meteredDir, 0o755); err != nil {
@@ -161,6 +172,7 @@ func (e *engine) keepMetered(sum string, metered []byte) {
 	if err != nil {
 		e.logger.Warn("plugins: cannot keep a metered module; unparking it will meter it again", "dir", e.meteredDir, "err", err)
 	}
+	return sum
 }
 
 func (e *engine) close(ctx context.Context) {

@@ -101,11 +101,12 @@ func TestRecompileKeptCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.close(ctx)
-	c, sum, err := e.compile(ctx, tinyModule)
+	c, metered, err := e.compile(ctx, tinyModule)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = c.Close(ctx)
+	sum := e.keepMetered(metered)
 	kept := filepath.Join(cache, "metered", sum+".wasm")
 	b, err := os.ReadFile(kept)
 	if err != nil || sha256Hex(b) != sum || bytes.Equal(b, tinyModule) {
@@ -130,8 +131,12 @@ func TestRecompileKeptCopy(t *testing.T) {
 	if _, err := os.Stat(kept); !errors.Is(err, fs.ErrNotExist) || !contains(logs.String(), "changed on disk") {
 		t.Errorf("a changed copy is removed and reported: %v\n%s", err, logs.String())
 	}
-	if _, sum2, err := e.compile(ctx, tinyModule); err != nil || sum2 != sum {
-		t.Fatalf("compile again: %s, %v (the meter is deterministic: want %s)", sum2, err, sum)
+	_, metered2, err := e.compile(ctx, tinyModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum2 := e.keepMetered(metered2); sum2 != sum {
+		t.Fatalf("kept again as %s (the meter is deterministic: want %s)", sum2, sum)
 	}
 	if b, err := os.ReadFile(kept); err != nil || sha256Hex(b) != sum {
 		t.Errorf("the copy was not written again: %v", err)
@@ -140,14 +145,32 @@ func TestRecompileKeptCopy(t *testing.T) {
 		t.Errorf("metered dir holds %d entries, want the one copy (no temporary files left)", len(entries))
 	}
 
+	// Not a regular file (a FIFO would block the read): removed, reported.
+	if err := os.Remove(kept); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(kept, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := e.recompile(ctx, sum); ok || err != nil {
+		t.Errorf("recompile of a directory: %v, %v", ok, err)
+	}
+	if _, err := os.Stat(kept); !errors.Is(err, fs.ErrNotExist) || !contains(logs.String(), "not a regular file") {
+		t.Errorf("a directory in the copy's place is removed and reported: %v\n%s", err, logs.String())
+	}
+
 	// Without a cache directory nothing is kept.
 	e2, err := newEngine(ctx, &Config{MemoryLimitPages: DefaultMemoryLimitPages})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e2.close(ctx)
-	if _, sum, err := e2.compile(ctx, tinyModule); err != nil || sum == "" {
-		t.Fatalf("compile without a cache: %q, %v", sum, err)
+	_, metered3, err := e2.compile(ctx, tinyModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := e2.keepMetered(metered3); s != sum {
+		t.Fatalf("checksum without a cache %q, want %q", s, sum)
 	}
 	if _, ok, _ := e2.recompile(ctx, sum); ok {
 		t.Error("recompile without a cache directory")

@@ -122,11 +122,11 @@ func loadVersion(ctx context.Context, o *options, name, path string, wasm, confi
 	}
 	v.refs.Store(1)
 
-	compiled, meteredSum, err := o.engine.compile(ctx, wasm)
+	compiled, metered, err := o.engine.compile(ctx, wasm)
 	if err != nil {
 		return nil, &Error{Plugin: name, Op: "compile", Err: err}
 	}
-	v.compiled, v.meteredSum = compiled, meteredSum
+	v.compiled = compiled
 	if err := checkExports(compiled); err != nil {
 		_ = compiled.Close(context.Background())
 		return nil, &Error{Plugin: name, Op: "load", Err: err}
@@ -145,6 +145,7 @@ func loadVersion(ctx context.Context, o *options, name, path string, wasm, confi
 	}
 	v.idle <- in
 	v.lastUse.Store(time.Now().UnixNano())
+	v.meteredSum = o.engine.keepMetered(metered) // a plugin refused above leaves no copy
 	return v, nil
 }
 
