@@ -181,13 +181,6 @@ else
 fi
 
 # ---- the systems under test, on CPU_SUT
-if [ "$IDLE_SPIN" = 1 ]; then
-	command -v chrt >/dev/null || die "IDLE_SPIN=1 needs chrt (util-linux)"
-	# SCHED_IDLE: runs only when nothing else on the CPU wants to.
-	chrt -i 0 taskset -c "$CPU_SUT" sh -c 'while :; do :; done' &
-	PIDS+=($!)
-	log "IDLE_SPIN=1: CPU $CPU_SUT kept from halting by a SCHED_IDLE busy loop"
-fi
 start sim "$CPU_SUT" "$ROOT/bin/relay" sim -addr 127.0.0.1:9101 -latency "$SIM_LATENCY" -chunks 20 -chunk-gap 10ms
 SIM_PID=$STARTED_PID
 start sim-slow "$CPU_SUT" "$ROOT/bin/relay" sim -addr 127.0.0.1:9102 -chunks 60 -chunk-gap 1s
@@ -268,6 +261,14 @@ cpu_ticks() { awk '/^cpu / {t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $
 wait_idle
 LOADAVG_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 read -r TICKS0 STEAL0 <<<"$(cpu_ticks)"
+if [ "$IDLE_SPIN" = 1 ]; then
+	# After wait_idle: an always-runnable task holds the load average at 1.
+	command -v chrt >/dev/null || die "IDLE_SPIN=1 needs chrt (util-linux)"
+	# SCHED_IDLE: runs only when nothing else on the CPU wants to.
+	chrt -i 0 taskset -c "$CPU_SUT" sh -c 'while :; do :; done' &
+	PIDS+=($!)
+	log "IDLE_SPIN=1: CPU $CPU_SUT kept from halting by a SCHED_IDLE busy loop"
+fi
 
 # ---- load, from CPU_LOAD (bounded: loadgen's phases have fixed durations)
 log "load phases (QUICK=$QUICK), the load generator on CPU $CPU_LOAD, the systems under test on CPU $CPU_SUT"
@@ -310,7 +311,7 @@ MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
 	echo "Generated $(date -u +%Y-%m-%dT%H:%M:%SZ) by \`bench/run.sh\` (QUICK=$QUICK, SIM_LATENCY=$SIM_LATENCY, PROFILE=$PROFILE, NICE=$NICE, IDLE_SPIN=$IDLE_SPIN)."
 	if [ "$IDLE_SPIN" = 1 ]; then
 		echo
-		echo "**IDLE_SPIN=1: CPU $CPU_SUT was kept from halting by a SCHED_IDLE busy loop, which takes the hypervisor's wake-up latency out of every target. The gateway does not run so in production.**"
+		echo "**IDLE_SPIN=1: CPU $CPU_SUT was kept from halting by a SCHED_IDLE busy loop during the load phases, which takes the hypervisor's wake-up latency out of every target (and adds 1 to the load average after them). The gateway does not run so in production.**"
 	fi
 	echo
 	if [ "$PROFILE" = 1 ]; then

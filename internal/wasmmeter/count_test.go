@@ -87,34 +87,43 @@ func genBlock(pick func(int) int, fn, nf, depth, nest int) []stmt {
 	return out
 }
 
-// run interprets the program: the charge points passed and the steps taken.
-func (p program) run(fn int) (charges, steps int64) {
-	charges = 1 // the function's entry
-	c, s := p.block(p.funcs[fn])
-	return charges + c, s
+// run interprets the program: the charge points passed and the steps taken
+// by a call of function 0. Each function is counted once, from the last to
+// the first (calls go only forward), and the counts stop growing past
+// maxCharges+1, so that a program too long to run is known at once.
+func (p program) run() (charges, steps int64) {
+	per := make([][2]int64, len(p.funcs))
+	for i := len(p.funcs) - 1; i >= 0; i-- {
+		c, n := p.block(p.funcs[i], per)
+		per[i] = [2]int64{capped(1 + c), capped(n)} // 1: the function's entry
+	}
+	return per[0][0], per[0][1]
 }
 
-func (p program) block(ss []stmt) (charges, steps int64) {
+// capped bounds a count at maxCharges+1.
+func capped(n int64) int64 { return min(n, maxCharges+1) }
+
+func (p program) block(ss []stmt, per [][2]int64) (charges, steps int64) {
 	for _, s := range ss {
 		var c, n int64
 		switch s.kind {
 		case stmtStep:
 			n = 1
 		case stmtLoop:
-			bc, bn := p.block(s.body)
+			bc, bn := p.block(s.body, per)
 			c, n = int64(s.k+1)+int64(s.k)*bc, int64(s.k)*bn
 		case stmtIf:
 			if s.k == 1 {
-				c, n = p.block(s.body)
+				c, n = p.block(s.body, per)
 			} else {
-				c, n = p.block(s.other)
+				c, n = p.block(s.other, per)
 			}
 		case stmtLeave:
-			c, n = p.block(s.body)
+			c, n = p.block(s.body, per)
 		case stmtCall:
-			c, n = p.run(s.fn)
+			c, n = per[s.fn][0], per[s.fn][1]
 		}
-		charges, steps = charges+c, steps+n
+		charges, steps = capped(charges+c), capped(steps+n)
 	}
 	return charges, steps
 }
@@ -176,7 +185,7 @@ func checkCounts(t *testing.T, p program) {
 	}
 	tk := &ticker{}
 	rt := newRuntime(t, tk)
-	wantCharges, wantSteps := p.run(0)
+	wantCharges, wantSteps := p.run()
 	for _, c := range []struct {
 		name string
 		wasm []byte
@@ -209,14 +218,16 @@ func TestMeterCountsExactly(t *testing.T) {
 	}
 	for i := range n {
 		p := gen(func(n int) int { return r.IntN(n) })
-		for c, _ := p.run(0); c > maxCharges; c, _ = p.run(0) {
+		for c, _ := p.run(); c > maxCharges; c, _ = p.run() {
 			p = gen(func(n int) int { return r.IntN(n) })
 		}
 		t.Run("", func(t *testing.T) {
+			defer func() {
+				if t.Failed() {
+					t.Logf("program %d: %+v", i, p)
+				}
+			}()
 			checkCounts(t, p)
-			if t.Failed() {
-				t.Logf("program %d: %+v", i, p)
-			}
 		})
 	}
 }
@@ -234,7 +245,7 @@ func FuzzMeterCounts(f *testing.F) {
 			i++
 			return int(b[i-1]) % n
 		})
-		if c, _ := p.run(0); c > maxCharges {
+		if c, _ := p.run(); c > maxCharges {
 			t.Skip("too long a run")
 		}
 		checkCounts(t, p)

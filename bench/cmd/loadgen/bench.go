@@ -224,6 +224,10 @@ func (b *bench) stolen() func() *float64 {
 			b.logf("steal: %v", err)
 			return nil
 		}
+		if s1 < s0 { // a counter that went back (a migrated VM): no reading
+			b.logf("steal: cpu%d's counter went back from %d to %d ticks", b.s.SUTCPU, s0, s1)
+			return nil
+		}
 		f := float64(s1-s0) * float64(time.Second/userHZ) / float64(el)
 		return &f
 	}

@@ -84,8 +84,11 @@ func TestPhasesEndToEnd(t *testing.T) {
 		t.Fatalf("%d latency runs", len(res.Latency))
 	}
 	for _, r := range res.Latency {
+		// An open loop never sends early, but a machine busy with the
+		// rest of the suite (-race, packages in parallel) can keep it from
+		// sending for a good part of a 400 ms window: at least half.
 		want := uint64(float64(r.Rate) * s.Duration.Seconds())
-		if r.Success != 1 || r.Requests < want*8/10 || r.Requests > want*12/10 || r.Lat.P50 <= 0 || r.Lat.P99 < r.Lat.P50 || r.Lat.Max < r.Lat.P99 || !stolenOK(r.Stolen) {
+		if r.Success != 1 || r.Requests < want/2 || r.Requests > want*12/10 || r.Lat.P50 <= 0 || r.Lat.P99 < r.Lat.P50 || r.Lat.Max < r.Lat.P99 || !stolenOK(r.Stolen) {
 			t.Errorf("latency run %+v (want about %d requests)", r, want)
 		}
 	}

@@ -213,6 +213,13 @@ func verdict(ok bool) string {
 // targetNames are the targets in the order the tables show them.
 var targetNames = []string{"direct", "proxy", "control", "gateway"}
 
+// hasStolen reports whether any measurement read the SUT CPU's steal.
+func hasStolen(res *Results) bool {
+	return slices.ContainsFunc(res.Latency, func(r LatencyRun) bool { return r.Stolen != nil }) ||
+		slices.ContainsFunc(res.Throughput, func(r ThroughputRun) bool { return r.Stolen != nil }) ||
+		slices.ContainsFunc(res.Stream, func(r StreamRun) bool { return r.Stolen != nil })
+}
+
 // hasControl reports whether the run measured the A/A control.
 func hasControl(res *Results) bool {
 	is := func(name string) bool { return name == "control" }
@@ -234,14 +241,15 @@ func renderReport(res *Results) string {
 		s.SimLatency, s.Rounds)
 	if hasControl(res) {
 		p("**control** is a second bare proxy, the same program as **proxy** in front of the same provider, measured the same way: " +
-			"the A/A test. **control/proxy** would be 1.00× on a quiet machine; how far it is from 1.00× is how far this run's noise " +
-			"alone moves a ratio, and a gw/proxy ratio within that distance of a limit is not a verdict on the gateway.\n\n")
+			"the A/A test. **control/proxy** would be 1.00× on a quiet machine; how far it is from 1.00× is a lower bound on how far this run's noise " +
+			"alone moves a ratio (one sample of it; the control always runs right after the proxy in the rotation), and a gw/proxy ratio within " +
+			"that distance of a limit is not a verdict on the gateway.\n\n")
 	}
-	if s.SUTCPU >= 0 {
+	if hasStolen(res) {
 		p("**stolen** is the share of each measurement's time the hypervisor took from CPU %d, where the systems under test run "+
 			"(`/proc/stat`, median over the rounds). While it is taken nothing there runs: a stall of tens of milliseconds "+
 			"sets a p99 by itself, for whichever target was being measured. A verdict below whose measurements lost more than "+
-			"%.0f%% is marked noisy.\n\n", s.SUTCPU, stolenLimit*100)
+			"%.0f%% (%.0f%% for p99, which the slowest 1%% of calls decide) is marked noisy.\n\n", s.SUTCPU, stolenLimit*100, stolenLimitP99*100)
 	}
 
 	if j := res.Jitter; j != nil {
@@ -423,7 +431,7 @@ func targetRows(res *Results) [][3]string {
 			m += fmt.Sprintf("; control %s: %s", signedMs(oc), ratio(float64(oc), float64(op)))
 			v += noise(float64(og)/float64(op)-limitP50Ratio, float64(oc)/float64(op)-1)
 		}
-		v += stolenNote(d.Stolen, px.Stolen, c.Stolen, g.Stolen)
+		v += stolenNote(stolenLimit, d.Stolen, px.Stolen, c.Stolen, g.Stolen)
 		rows = append(rows, [3]string{name, m, v})
 	} else {
 		notMeasured(name)
@@ -437,7 +445,7 @@ func targetRows(res *Results) [][3]string {
 			m += fmt.Sprintf(", control %s", signedMs(c.Lat.P99-d.Lat.P99))
 			v += noise(float64(og-limitP99), float64(c.Lat.P99-px.Lat.P99))
 		}
-		v += stolenNote(d.Stolen, px.Stolen, c.Stolen, g.Stolen)
+		v += stolenNote(stolenLimitP99, d.Stolen, px.Stolen, c.Stolen, g.Stolen)
 		rows = append(rows, [3]string{name, m + ")", v})
 	} else {
 		notMeasured(name)
@@ -451,7 +459,7 @@ func targetRows(res *Results) [][3]string {
 			m += fmt.Sprintf("; control %.0f/s: %s", tc.Throughput, ratio(tc.Throughput, tp.Throughput))
 			v += noise(tg.Throughput/tp.Throughput-limitThroughput, tc.Throughput/tp.Throughput-1)
 		}
-		v += stolenNote(tp.Stolen, tc.Stolen, tg.Stolen)
+		v += stolenNote(stolenLimit, tp.Stolen, tc.Stolen, tg.Stolen)
 		rows = append(rows, [3]string{name, m, v})
 	} else {
 		notMeasured(name)
@@ -470,7 +478,7 @@ func targetRows(res *Results) [][3]string {
 			}
 			m += ")"
 		}
-		v += stolenNote(sd.Stolen, sp.Stolen, sc.Stolen, sg.Stolen)
+		v += stolenNote(stolenLimit, sd.Stolen, sp.Stolen, sc.Stolen, sg.Stolen)
 		rows = append(rows, [3]string{name, m, v})
 	} else {
 		notMeasured(name)
@@ -503,30 +511,35 @@ func targetRows(res *Results) [][3]string {
 }
 
 // noise is the note a verdict gets when the A/A control says this run
-// cannot decide it: when two identical proxies measured at least as far
-// apart (spread) as the gateway's figure is from its limit (margin), in
-// the same unit. "" otherwise.
+// cannot decide it: when two identical proxies measured apart (spread) at
+// least as far as the gateway's figure is from its limit (margin), in the
+// same unit. "" otherwise, and when they measured exactly alike.
 func noise(margin, spread float64) string {
-	if math.Abs(spread) >= math.Abs(margin) {
+	if spread != 0 && math.Abs(spread) >= math.Abs(margin) {
 		return " (within the A/A spread)"
 	}
 	return ""
 }
 
 // stolenLimit is the share of the SUT CPU's time the hypervisor may take
-// during a measurement before the verdicts that use it are marked noisy.
-const stolenLimit = 0.05
+// during a measurement before the verdicts that use it are marked noisy;
+// stolenLimitP99 the same for a p99, which the slowest 1% of calls decide,
+// so that a stall of 1% of the window can set it.
+const (
+	stolenLimit    = 0.05
+	stolenLimitP99 = 0.01
+)
 
-// stolenNote marks a verdict whose measurements lost more than stolenLimit
-// of the SUT CPU to the hypervisor (the largest of them), "" otherwise.
-func stolenNote(stolen ...*float64) string {
+// stolenNote marks a verdict whose measurements lost more than limit of the
+// SUT CPU to the hypervisor (the largest of them), "" otherwise.
+func stolenNote(limit float64, stolen ...*float64) string {
 	worst := -1.0
 	for _, f := range stolen {
 		if f != nil {
 			worst = max(worst, *f)
 		}
 	}
-	if worst <= stolenLimit {
+	if worst <= limit {
 		return ""
 	}
 	return fmt.Sprintf(" (noisy: %.0f%% of the SUT CPU stolen)", worst*100)
