@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -151,11 +152,34 @@ func newClient(maxConns, idle int, timeout time.Duration) *http.Client {
 	}
 }
 
-// rotate returns ts starting at index r (mod len).
-func rotate(ts []target, r int) []target {
-	out := make([]target, 0, len(ts))
-	for i := range ts {
-		out = append(out, ts[(i+r)%len(ts)])
+// order is the targets' order in round r (from 1), from a Williams design: a
+// Latin square balanced for what runs before. Over n rounds (2n when n is
+// odd) every target runs once in every position and right after every
+// other target equally often, so that neither drift on the machine nor the
+// target measured just before favours one target (a rotation keeps
+// neighbours together: the A/A control would always follow the proxy).
+func order(ts []target, r int) []target {
+	n := len(ts)
+	first := make([]int, n) // 0, 1, n-1, 2, n-2, …
+	lo, hi := 1, n-1
+	for i := 1; i < n; i++ {
+		if i%2 == 1 {
+			first[i], lo = lo, lo+1
+		} else {
+			first[i], hi = hi, hi-1
+		}
+	}
+	rows := n
+	if n%2 == 1 {
+		rows = 2 * n // the square, then its rows reversed
+	}
+	row := (r - 1) % rows
+	out := make([]target, n)
+	for i := range n {
+		out[i] = ts[(first[i]+row)%n]
+	}
+	if row >= n {
+		slices.Reverse(out)
 	}
 	return out
 }
@@ -386,7 +410,7 @@ func (b *bench) latency(ctx context.Context, targets []target, res *Results) {
 	}()
 	for round := 1; round <= b.s.Rounds; round++ {
 		for _, rate := range b.s.Rates {
-			for _, t := range rotate(targets, round-1) {
+			for _, t := range order(targets, round) {
 				if ctx.Err() != nil {
 					return
 				}
@@ -417,7 +441,7 @@ func (b *bench) latency(ctx context.Context, targets []target, res *Results) {
 func (b *bench) throughput(ctx context.Context, targets []target, res *Results) {
 	n := uint64(b.s.Conns)
 	for round := 1; round <= b.s.Rounds; round++ {
-		for _, t := range rotate(targets, round-1) {
+		for _, t := range order(targets, round) {
 			if ctx.Err() != nil {
 				return
 			}

@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +175,43 @@ func TestRunFlags(t *testing.T) {
 				t.Fatalf("run(%q) = %v, want an error containing %q", c.args, err, c.want)
 			}
 		})
+	}
+}
+
+// order is a Williams design: over n rounds (2n for odd n) every target
+// runs once per round and right after every other target equally often.
+func TestOrder(t *testing.T) {
+	for n := 1; n <= 6; n++ {
+		var ts []target
+		for i := range n {
+			ts = append(ts, target{Name: string(rune('a' + i))})
+		}
+		rounds := n
+		if n%2 == 1 {
+			rounds = 2 * n
+		}
+		follows := map[[2]string]int{}
+		for r := 1; r <= rounds; r++ {
+			o := order(ts, r)
+			var got []string
+			for i, x := range o {
+				got = append(got, x.Name)
+				if i > 0 {
+					follows[[2]string{o[i-1].Name, x.Name}]++
+				}
+			}
+			slices.Sort(got)
+			if len(got) != n || len(slices.Compact(got)) != n {
+				t.Fatalf("n %d round %d: %v is not every target once", n, r, o)
+			}
+		}
+		if want := n * (n - 1); n > 1 && len(follows) != want {
+			t.Errorf("n %d: %d ordered neighbours, want all %d", n, len(follows), want)
+		}
+		for pair, c := range follows {
+			if c != rounds/n {
+				t.Errorf("n %d: %s right after %s %d times in %d rounds, want %d", n, pair[1], pair[0], c, rounds, rounds/n)
+			}
+		}
 	}
 }

@@ -236,13 +236,13 @@ func renderReport(res *Results) string {
 	p("## Load (loadgen, %s)\n\n", res.Started.Format(time.RFC3339))
 	p("Targets: **direct** = the simulated provider (`relay sim -latency %s`), **proxy** = a bare "+
 		"`httputil.ReverseProxy` in front of it (the floor), **gateway** = ModelRelay in front of it. "+
-		"Every value is the median over %d round(s); the targets' order rotates every round. "+
+		"Every value is the median over %d round(s); the targets' order changes every round (a Williams design: each runs right after each other equally often). "+
 		"Overhead = hop − direct at the same percentile; **gw/proxy** = gateway overhead ÷ proxy overhead.\n\n",
 		s.SimLatency, s.Rounds)
 	if hasControl(res) {
 		p("**control** is a second bare proxy, the same program as **proxy** in front of the same provider, measured the same way: " +
 			"the A/A test. **control/proxy** would be 1.00× on a quiet machine; how far it is from 1.00× is a lower bound on how far this run's noise " +
-			"alone moves a ratio (one sample of it; the control always runs right after the proxy in the rotation), and a gw/proxy ratio within " +
+			"alone moves a ratio (one sample of it), and a gw/proxy ratio within " +
 			"that distance of a limit is not a verdict on the gateway.\n\n")
 	}
 	if hasStolen(res) {

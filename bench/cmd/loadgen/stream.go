@@ -146,7 +146,7 @@ func (b *bench) stream(ctx context.Context, targets []target, res *Results) {
 		}
 	}()
 	for round := 1; round <= b.s.Rounds; round++ {
-		for _, t := range rotate(targets, round-1) {
+		for _, t := range order(targets, round) {
 			if ctx.Err() != nil {
 				return
 			}
