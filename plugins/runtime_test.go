@@ -90,6 +90,19 @@ var tinyModule = []byte("\x00asm\x01\x00\x00\x00" +
 	"\x03\x02\x01\x00" + // function section: one function of type 0
 	"\x0a\x04\x01\x02\x00\x0b") // code section: no locals, end
 
+// meterAndKeep compiles tinyModule on e as a load does and keeps its
+// metered copy, returning the copy's checksum.
+func meterAndKeep(t *testing.T, e *engine) string {
+	t.Helper()
+	ctx := context.Background()
+	c, metered, err := e.compile(ctx, tinyModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close(ctx)
+	return e.keepMetered(metered)
+}
+
 // The engine keeps what it metered under its checksum, and recompiles
 // from it only while the bytes are still those.
 func TestRecompileKeptCopy(t *testing.T) {
@@ -101,12 +114,7 @@ func TestRecompileKeptCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.close(ctx)
-	c, metered, err := e.compile(ctx, tinyModule)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Close(ctx)
-	sum := e.keepMetered(metered)
+	sum := meterAndKeep(t, e)
 	kept := filepath.Join(cache, "metered", sum+".wasm")
 	b, err := os.ReadFile(kept)
 	if err != nil || sha256Hex(b) != sum || bytes.Equal(b, tinyModule) {
@@ -131,11 +139,7 @@ func TestRecompileKeptCopy(t *testing.T) {
 	if _, err := os.Stat(kept); !errors.Is(err, fs.ErrNotExist) || !contains(logs.String(), "changed on disk") {
 		t.Errorf("a changed copy is removed and reported: %v\n%s", err, logs.String())
 	}
-	_, metered2, err := e.compile(ctx, tinyModule)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum2 := e.keepMetered(metered2); sum2 != sum {
+	if sum2 := meterAndKeep(t, e); sum2 != sum {
 		t.Fatalf("kept again as %s (the meter is deterministic: want %s)", sum2, sum)
 	}
 	if b, err := os.ReadFile(kept); err != nil || sha256Hex(b) != sum {
@@ -165,11 +169,7 @@ func TestRecompileKeptCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e2.close(ctx)
-	_, metered3, err := e2.compile(ctx, tinyModule)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := e2.keepMetered(metered3); s != sum {
+	if s := meterAndKeep(t, e2); s != sum {
 		t.Fatalf("checksum without a cache %q, want %q", s, sum)
 	}
 	if _, ok, _ := e2.recompile(ctx, sum); ok {

@@ -243,8 +243,7 @@ func (b *bench) stolen() func() *float64 {
 	}
 	return func() *float64 {
 		s1, err := readSteal(b.s.SUTCPU)
-		el := time.Since(t0)
-		if err != nil || el <= 0 {
+		if err != nil {
 			b.logf("steal: %v", err)
 			return nil
 		}
@@ -252,7 +251,7 @@ func (b *bench) stolen() func() *float64 {
 			b.logf("steal: cpu%d's counter went back from %d to %d ticks", b.s.SUTCPU, s0, s1)
 			return nil
 		}
-		f := float64(s1-s0) * float64(time.Second/userHZ) / float64(el)
+		f := float64(s1-s0) * float64(time.Second/userHZ) / float64(max(time.Since(t0), 1))
 		return &f
 	}
 }
