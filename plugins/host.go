@@ -26,8 +26,10 @@ type Config struct {
 	// into tens of milliseconds. Its subdirectory metered keeps every module
 	// as the meter rewrote it, named by its checksum, so that a parked
 	// plugin's next call compiles that copy instead of metering the file
-	// again. "" means neither (modules are still compiled only once per file
-	// version within a process).
+	// again; a copy no loaded version uses is removed a day after its last
+	// load (at Open, or a Reload that changes something). "" means neither
+	// (modules are still compiled only once per file version within a
+	// process).
 	CacheDir string
 	// PoolSize is the most instances of one plugin alive at once. 0 means 2
 	// (measured: more instances per plugin add memory, not throughput, on a

@@ -238,7 +238,20 @@ func (h *Host) loadAll(ctx context.Context) error {
 		h.logger.Info("plugin loaded", "plugin", info.Name, "file", info.File, "sha256", info.SHA256,
 			"implements", info.Implements, "models", len(info.Models), "engine", h.opts.engine.kind)
 	}
+	h.pruneMetered(cat)
 	return nil
+}
+
+// pruneMetered removes the metered copies that no version of cat uses and
+// that have gone unused for long (engine.pruneMetered). h.mu held.
+func (h *Host) pruneMetered(cat *Catalog) {
+	inUse := make(map[string]bool, len(cat.versions))
+	for _, v := range cat.versions {
+		inUse[v.meteredCopy()] = true
+	}
+	if n := h.opts.engine.pruneMetered(inUse, time.Now()); n > 0 {
+		h.logger.Info("plugins: removed metered modules no plugin has used for a day", "removed", n)
+	}
 }
 
 // Reload rescans the directory now: it loads added plugins, reloads replaced
@@ -392,6 +405,7 @@ func (h *Host) Reload(ctx context.Context) error {
 	if len(added)+len(replaced)+len(removed) > 0 {
 		h.logger.Info("plugins reloaded", "added", added, "replaced", replaced, "removed", removed)
 	}
+	h.pruneMetered(next)
 	return errors.Join(errs...)
 }
 

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -390,5 +392,77 @@ func TestLoadFile(t *testing.T) {
 			h.Close(ctx)
 			t.Errorf("LoadFile(%s) succeeded", bad)
 		}
+	}
+}
+
+// Open and every Reload that changes something prune the metered copies no
+// loaded plugin uses (engine.pruneMetered); the copies of loaded plugins
+// stay however old.
+func TestReloadPrunesMeteredCopies(t *testing.T) {
+	old := time.Now().Add(-meteredMaxAge - time.Hour)
+	age := func(path string) {
+		t.Helper()
+		if err := os.Chtimes(path, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exists := func(path string) bool {
+		_, err := os.Lstat(path)
+		return err == nil
+	}
+	// Open, on the shared cache: a copy of a module no plugin can have (its
+	// checksum is not one of bytes a meter wrote) goes, whichever process
+	// prunes it.
+	stale := filepath.Join(wasmCache, "metered", fmt.Sprintf("%064x.wasm", time.Now().UnixNano()))
+	writeFile(t, stale, []byte("an old plugin"))
+	age(stale)
+	dir := t.TempDir()
+	stage(t, dir, "panic")
+	h, _ := openDir(t, dir, Config{})
+	if exists(stale) {
+		t.Error("Open left a copy no plugin uses, unused for over a day")
+	}
+
+	// Reload, with the engine's copies moved to a directory of the test's
+	// own (the shared cache's compiled code keeps the test fast; pruning
+	// the shared copies of loaded plugins would race other tests).
+	mine := t.TempDir()
+	panicSum := h.Catalog().versions["panic"].meteredCopy()
+	b, err := os.ReadFile(filepath.Join(h.opts.engine.meteredDir, panicSum+".wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	panicCopy := filepath.Join(mine, panicSum+".wasm")
+	writeFile(t, panicCopy, b)
+	age(panicCopy)
+	stale = filepath.Join(mine, strings.Repeat("f", 64)+".wasm")
+	writeFile(t, stale, []byte("an old plugin"))
+	age(stale)
+	h.mu.Lock()
+	h.opts.engine.meteredDir = mine
+	h.mu.Unlock()
+
+	ctx := context.Background()
+	stage(t, dir, "loop")
+	if err := h.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if exists(stale) {
+		t.Error("a Reload that added a plugin left a copy no plugin uses, unused for over a day")
+	}
+	if !exists(panicCopy) {
+		t.Fatal("a Reload removed the copy of a plugin still loaded")
+	}
+	if err := os.Remove(filepath.Join(dir, "panic.wasm")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if exists(panicCopy) {
+		t.Error("the copy of a removed plugin, unused for over a day, outlived the Reload that removed it")
+	}
+	if loopCopy := filepath.Join(mine, h.Catalog().versions["loop"].meteredCopy()+".wasm"); !exists(loopCopy) {
+		t.Error("the loaded plugin's copy was not kept, or was removed")
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -149,6 +151,9 @@ func (e *engine) keepMetered(metered []byte) string {
 	}
 	path := filepath.Join(e.meteredDir, sum+".wasm")
 	if _, err := os.Lstat(path); err == nil {
+		// In use again: pruneMetered goes by the time of the last load.
+		now := time.Now()
+		_ = os.Chtimes(path, now, now)
 		return sum
 	}
 	err := func() error {
@@ -173,6 +178,75 @@ func (e *engine) keepMetered(metered []byte) string {
 		e.logger.Warn("plugins: cannot keep a metered module; unparking it will meter it again", "dir", e.meteredDir, "err", err)
 	}
 	return sum
+}
+
+// Pruning of the metered copies (pruneMetered).
+const (
+	// meteredMaxAge is how long a copy no loaded version uses stays, after
+	// the last load of its module by any process: processes may share the
+	// cache directory (a rolling restart, another gateway) and each loses
+	// only its shortcut if a copy it uses goes.
+	meteredMaxAge = 24 * time.Hour
+	// meteredTmpMaxAge is the age past which a temporary file is the
+	// leftover of a write that never finished (a crash); a write takes
+	// milliseconds.
+	meteredTmpMaxAge = time.Hour
+)
+
+// pruneMetered removes from the metered directory the copies no version in
+// inUse (checksums) uses and no process has loaded for meteredMaxAge, and the
+// temporary files older than meteredTmpMaxAge. It touches nothing else: only
+// regular files named as keepMetered names them. It returns how many files it
+// removed; what it cannot remove is logged and left.
+func (e *engine) pruneMetered(inUse map[string]bool, now time.Time) int {
+	if e.meteredDir == "" {
+		return 0
+	}
+	ents, err := os.ReadDir(e.meteredDir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			e.logger.Warn("plugins: cannot list the metered modules to prune them", "dir", e.meteredDir, "err", err)
+		}
+		return 0
+	}
+	removed := 0
+	for _, ent := range ents {
+		name := ent.Name()
+		var maxAge time.Duration
+		switch sum, ok := strings.CutSuffix(name, ".wasm"); {
+		case strings.HasPrefix(name, ".tmp-"):
+			maxAge = meteredTmpMaxAge
+		case ok && isSHA256Hex(sum) && !inUse[sum]:
+			maxAge = meteredMaxAge
+		default:
+			continue
+		}
+		info, err := ent.Info()
+		if err != nil || !info.Mode().IsRegular() || now.Sub(info.ModTime()) < maxAge {
+			continue
+		}
+		path := filepath.Join(e.meteredDir, name)
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			e.logger.Warn("plugins: cannot remove an unused metered module", "path", path, "err", err)
+			continue
+		}
+		removed++
+	}
+	return removed
+}
+
+// isSHA256Hex reports whether s is a lower-case hex sha256, as sha256Hex
+// writes it.
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *engine) close(ctx context.Context) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStderrLog(t *testing.T) {
@@ -174,5 +175,88 @@ func TestRecompileKeptCopy(t *testing.T) {
 	}
 	if _, ok, _ := e2.recompile(ctx, sum); ok {
 		t.Error("recompile without a cache directory")
+	}
+}
+
+// pruneMetered removes what no version uses once it is old, the leftovers of
+// writes that never finished, and nothing else.
+func TestPruneMetered(t *testing.T) {
+	ctx := context.Background()
+	logs := &testLogger{}
+	cache := t.TempDir()
+	e, err := newEngine(ctx, &Config{CacheDir: cache, MemoryLimitPages: DefaultMemoryLimitPages, Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close(ctx)
+	if n := e.pruneMetered(nil, time.Now()); n != 0 {
+		t.Fatalf("pruned %d files of a directory not yet made", n)
+	}
+	inUse := meterAndKeep(t, e)
+	dir := filepath.Join(cache, "metered")
+	now := time.Now()
+	old, recent := now.Add(-meteredMaxAge-time.Minute), now.Add(-meteredMaxAge+time.Minute)
+	place := func(name string, mtime time.Time) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	kept := filepath.Join(dir, inUse+".wasm")
+	if err := os.Chtimes(kept, old, old); err != nil {
+		t.Fatal(err)
+	}
+	unused := place(strings.Repeat("a", 64)+".wasm", old)
+	unusedRecent := place(strings.Repeat("b", 64)+".wasm", recent)
+	tmpOld := place(".tmp-123", now.Add(-meteredTmpMaxAge-time.Minute))
+	tmpRecent := place(".tmp-456", now.Add(-meteredTmpMaxAge+time.Minute))
+	notOurs := []string{
+		place("README", old),
+		place(strings.Repeat("A", 64)+".wasm", old), // upper case: not a name keepMetered writes
+		place(strings.Repeat("c", 63)+".wasm", old),
+		place(strings.Repeat("d", 64)+".wasm.bak", old),
+	}
+	subdir := filepath.Join(dir, strings.Repeat("e", 64)+".wasm")
+	if err := os.Mkdir(subdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(subdir, old, old); err != nil {
+		t.Fatal(err)
+	}
+
+	if n := e.pruneMetered(map[string]bool{inUse: true}, now); n != 2 {
+		t.Errorf("pruned %d files, want 2 (the old unused copy, the old temporary file)", n)
+	}
+	for _, gone := range []string{unused, tmpOld} {
+		if _, err := os.Lstat(gone); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: still there (%v)", filepath.Base(gone), err)
+		}
+	}
+	for _, stays := range append([]string{kept, unusedRecent, tmpRecent, subdir}, notOurs...) {
+		if _, err := os.Lstat(stays); err != nil {
+			t.Errorf("%s: removed (%v)", filepath.Base(stays), err)
+		}
+	}
+	if logs.String() != "" {
+		t.Errorf("pruning logged:\n%s", logs.String())
+	}
+
+	// Loading the module again marks its copy as used now: once no version
+	// uses it, it stays for another meteredMaxAge.
+	if sum := meterAndKeep(t, e); sum != inUse {
+		t.Fatalf("kept as %s, want %s", sum, inUse)
+	}
+	if n := e.pruneMetered(nil, time.Now()); n != 0 {
+		t.Errorf("pruned %d files right after the copy was used", n)
+	}
+	if n := e.pruneMetered(nil, time.Now().Add(meteredMaxAge+time.Minute)); n != 3 {
+		t.Errorf("a day later: pruned %d files, want 3 (the copy, the other unused copy, the other temporary file)", n)
+	}
+	if _, err := os.Lstat(kept); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the copy no version uses is still there a day later (%v)", err)
 	}
 }

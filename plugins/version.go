@@ -48,6 +48,8 @@ type version struct {
 	sum  string // hex sha256 of the .wasm bytes
 	// meteredSum is the hex sha256 of the module as metered and compiled:
 	// unpark compiles it again from the engine's copy (engine.recompile).
+	// Written only under life held exclusively (unpark); read it elsewhere
+	// with meteredCopy.
 	meteredSum string
 	cfgSum     string // hex sha256 of NAME.json; "" when absent
 	config     []byte // NAME.json, handed to OpConfigure of every instance
@@ -104,6 +106,13 @@ var requiredExports = []struct {
 // itself and validates the description. The first instance is kept in the
 // pool: a plugin that cannot serve fails here, at load, and not on a
 // request. Every error is an *Error naming the plugin.
+// meteredCopy is meteredSum, read under life.
+func (v *version) meteredCopy() string {
+	v.life.RLock()
+	defer v.life.RUnlock()
+	return v.meteredSum
+}
+
 func loadVersion(ctx context.Context, o *options, name, path string, wasm, config []byte, c *counters) (*version, error) {
 	v := &version{
 		name:     name,
