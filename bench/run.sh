@@ -87,13 +87,18 @@ if [ -n "${DURATION:-}" ]; then
 	LOAD_ARGS+=(-duration "$DURATION")
 fi
 # PHASES runs only some of loadgen's phases (latency, throughput, stream, rss);
-# MEMORY_LIMIT sets the gateway's memory_limit (default: the config's default).
+# MEMORY_LIMIT sets the gateway's memory_limit (default: the config's default);
+# OVERLOAD_DELAY its limits.overload_delay (-1s: never shed).
 if [ -n "${PHASES:-}" ]; then
 	LOAD_ARGS+=(-phases "$PHASES")
 fi
 MEMORY_LIMIT_LINE=
 if [ -n "${MEMORY_LIMIT:-}" ]; then
 	MEMORY_LIMIT_LINE="memory_limit: $MEMORY_LIMIT"
+fi
+OVERLOAD_DELAY_LINE=
+if [ -n "${OVERLOAD_DELAY:-}" ]; then
+	OVERLOAD_DELAY_LINE="  overload_delay: $OVERLOAD_DELAY"
 fi
 
 NPROC=$(nproc)
@@ -207,6 +212,7 @@ plugins:
   cache_dir: $RELAY_WASM_CACHE
 limits:
   key_rate: {rate: 1000000, burst: 1000000}
+$OVERLOAD_DELAY_LINE
 routes:
   - name: economy
   - name: standard

@@ -106,6 +106,12 @@ type LimitsConfig struct {
 	// PricingRate is the token bucket per client address on /api/pricing.
 	// Default 5/s, burst 20.
 	PricingRate RateConfig `yaml:"pricing_rate"`
+	// OverloadDelay is the queueing delay (how long the gateway's goroutines
+	// wait for a CPU, median over 25 ms) past which, once it has lasted 100
+	// ms, a growing share of new relayed calls is refused with 503
+	// "overloaded" and Retry-After: 1 (shed.go). Default 5ms; negative never
+	// sheds.
+	OverloadDelay time.Duration `yaml:"overload_delay"`
 }
 
 // RateConfig is a token bucket: Rate tokens per second, up to Burst.
@@ -267,6 +273,9 @@ func (c *Config) Resolve() error {
 	}
 	if err := c.Limits.PricingRate.resolve("limits.pricing_rate", 5, 20); err != nil {
 		return err
+	}
+	if c.Limits.OverloadDelay == 0 {
+		c.Limits.OverloadDelay = 100 * time.Millisecond
 	}
 	r := &c.Retry
 	if r.MaxTries == 0 {

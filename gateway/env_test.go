@@ -152,7 +152,10 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 			{Name: "std-msg", Protocol: ProtocolAnthropic, Models: []string{"*"}, Route: "standard"},
 			{Name: "eco-a", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "economy"},
 		},
-		Limits: LimitsConfig{KeyRate: RateConfig{Rate: 10000, Burst: 10000}},
+		// No shedding: a loaded machine running the tests under -race
+		// must not turn other tests' calls into 503s (TestOverloadSheds
+		// turns it on).
+		Limits: LimitsConfig{KeyRate: RateConfig{Rate: 10000, Burst: 10000}, OverloadDelay: -1},
 		Retry:  RetryConfig{BackoffMin: time.Millisecond, BackoffMax: 5 * time.Millisecond},
 	}
 	f := false

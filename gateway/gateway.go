@@ -54,6 +54,7 @@ type Gateway struct {
 	settling *settling // calls answered but not yet settled, per account
 	inflight sync.WaitGroup
 	closing  atomic.Bool
+	shed     *shedder
 }
 
 // New builds a Gateway.
@@ -82,6 +83,7 @@ func New(o Options) (*Gateway, error) {
 	}
 	g.lines = newLineSet(o.Config, o.Transport, o.Logger)
 	g.limits = newLimiters(o.Config)
+	g.shed = newShedder(o.Config.Limits.OverloadDelay)
 	g.met = newMetrics(g)
 	g.router = g.routes()
 	return g, nil

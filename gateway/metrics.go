@@ -56,6 +56,15 @@ func newMetrics(g *Gateway) *metrics {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "relay_open_holds", Help: "Holds taken by this process and not yet settled or released.",
 	}, func() float64 { return float64(m.openHolds.Load()) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "relay_overload_queue_delay_seconds", Help: "How long the gateway's goroutines waited for a CPU: the 99th percentile of the last 25 ms window measured (limits.overload_delay).",
+	}, func() float64 { return time.Duration(g.shed.delay.Load()).Seconds() }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "relay_overload_shed_share", Help: "The share of new relayed calls refused with 503 overloaded now, from 0 to 0.95.",
+	}, g.shed.share))
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "relay_overload_shed_total", Help: "Relayed calls refused with 503 overloaded, before any work was done for them.",
+	}, func() float64 { return float64(g.shed.shed.Load()) }))
 	m.reg.MustRegister(&lineCollector{g: g}, &pluginCollector{g: g})
 	return m
 }

@@ -98,6 +98,11 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		if g.closing.Load() {
 			return unavailable("shutting_down", "the gateway is shutting down; retry")
 		}
+		if g.shed.refuse(time.Now()) { // the real clock: it measures the real scheduler
+			e := unavailable("overloaded", "the gateway is overloaded; retry after %d second", shedRetryAfter)
+			e.RetryAfter = shedRetryAfter
+			return e
+		}
 		g.inflight.Add(1)
 		defer g.inflight.Done()
 		ctx := r.Context()
