@@ -42,6 +42,27 @@ func latOf(m *vegeta.Metrics) Lat {
 	return Lat{P50: m.Latencies.P50, P90: m.Latencies.P90, P99: m.Latencies.P99, Max: m.Latencies.Max}
 }
 
+// tally summarises results: vegeta's metrics over all of them (success,
+// throughput, errors), and over the answered ones (2xx) for the latencies,
+// so that calls refused at once (the gateway's 503 overloaded) do not
+// flatter a target's percentiles.
+type tally struct{ all, answered vegeta.Metrics }
+
+func (t *tally) add(r *vegeta.Result) {
+	t.all.Add(r)
+	if r.Code >= 200 && r.Code < 300 {
+		t.answered.Add(r)
+	}
+}
+
+func (t *tally) close() {
+	t.all.Close()
+	t.answered.Close()
+}
+
+// lat is the answered calls' latencies.
+func (t *tally) lat() Lat { return latOf(&t.answered) }
+
 // LatencyRun is one fixed-rate measurement.
 type LatencyRun struct {
 	Target   string   `json:"target"`
@@ -357,7 +378,7 @@ func checkStream(ctx context.Context, c *http.Client, t target, body []byte, who
 
 // attack runs one vegeta attack and summarises it. rate.Freq 0 is as fast
 // as workers allow (then workers must equal maxWorkers).
-func (b *bench) attack(ctx context.Context, c *http.Client, t target, rate vegeta.Rate, du time.Duration, workers, maxWorkers uint64) *vegeta.Metrics {
+func (b *bench) attack(ctx context.Context, c *http.Client, t target, rate vegeta.Rate, du time.Duration, workers, maxWorkers uint64) *tally {
 	a := vegeta.NewAttacker(
 		vegeta.Client(c),
 		vegeta.Workers(workers),
@@ -374,11 +395,11 @@ func (b *bench) attack(ctx context.Context, c *http.Client, t target, rate veget
 		case <-done:
 		}
 	}()
-	var m vegeta.Metrics
+	var m tally
 	for r := range a.Attack(tr, rate, du, t.Name) {
-		m.Add(r)
+		m.add(r)
 	}
-	m.Close()
+	m.close()
 	return &m
 }
 
@@ -425,8 +446,8 @@ func (b *bench) latency(ctx context.Context, targets []target, res *Results) {
 				m := b.attack(ctx, clients[t.Name], t, pacer, b.s.Duration, 16, b.s.MaxWorkers)
 				st := stolen()
 				wait()
-				r := LatencyRun{Target: t.Name, Rate: rate, Round: round, Lat: latOf(m), Success: m.Success,
-					Requests: m.Requests, Sent: m.Rate, Stolen: st, Errors: firstErrors(m.Errors)}
+				r := LatencyRun{Target: t.Name, Rate: rate, Round: round, Lat: m.lat(), Success: m.all.Success,
+					Requests: m.all.Requests, Sent: m.all.Rate, Stolen: st, Errors: firstErrors(m.all.Errors)}
 				res.Latency = append(res.Latency, r)
 				b.logf("latency round %d %5d/s %-8s p50 %v p99 %v max %v success %.4f sent %.0f/s",
 					round, rate, t.Name, r.Lat.P50, r.Lat.P99, r.Lat.Max, r.Success, r.Sent)
@@ -457,8 +478,8 @@ func (b *bench) throughput(ctx context.Context, targets []target, res *Results) 
 			st := stolen()
 			wait()
 			c.CloseIdleConnections()
-			r := ThroughputRun{Target: t.Name, Round: round, Throughput: m.Throughput, Success: m.Success,
-				Requests: m.Requests, Lat: latOf(m), Stolen: st, Errors: firstErrors(m.Errors)}
+			r := ThroughputRun{Target: t.Name, Round: round, Throughput: m.all.Throughput, Success: m.all.Success,
+				Requests: m.all.Requests, Lat: m.lat(), Stolen: st, Errors: firstErrors(m.all.Errors)}
 			res.Throughput = append(res.Throughput, r)
 			b.logf("throughput round %d %-8s %.0f/s success %.4f p50 %v p99 %v", round, t.Name, r.Throughput, r.Success, r.Lat.P50, r.Lat.P99)
 			b.pause(ctx)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
 	"github.com/modelrelay/modelrelay/sim"
 )
 
@@ -213,5 +215,23 @@ func TestOrder(t *testing.T) {
 				t.Errorf("n %d: %s right after %s %d times in %d rounds, want %d", n, pair[1], pair[0], c, rounds, rounds/n)
 			}
 		}
+	}
+}
+
+// The latencies are the answered calls' only: a fast refusal does not
+// flatter them, but counts against success.
+func TestTallyLatenciesOfAnsweredCalls(t *testing.T) {
+	var m tally
+	t0 := time.Now()
+	for i := range 100 {
+		m.add(&vegeta.Result{Timestamp: t0.Add(time.Duration(i) * time.Millisecond), Code: 200, Latency: 100 * time.Millisecond})
+		m.add(&vegeta.Result{Timestamp: t0.Add(time.Duration(i) * time.Millisecond), Code: 503, Latency: 50 * time.Microsecond, Error: "503 Service Unavailable"})
+	}
+	m.close()
+	if l := m.lat(); l.P50 != 100*time.Millisecond || l.P99 != 100*time.Millisecond {
+		t.Errorf("latencies %+v, want the answered calls' 100ms", l)
+	}
+	if m.all.Success != 0.5 || m.all.Requests != 200 {
+		t.Errorf("success %v of %d requests, want 0.5 of 200", m.all.Success, m.all.Requests)
 	}
 }

@@ -260,7 +260,8 @@ func renderReport(res *Results) string {
 
 	if len(res.Latency) > 0 {
 		p("### Fixed-rate latency\n\n")
-		p("Small non-streaming chat call (`%s`, max_tokens 64), open loop (vegeta), %v per rate and target after a %v warm-up at that rate.\n\n",
+		p("Small non-streaming chat call (`%s`, max_tokens 64), open loop (vegeta), %v per rate and target after a %v warm-up at that rate. "+
+			"Latencies are the answered (2xx) calls'; **success** is the share answered (past its capacity the gateway refuses calls with 503 `overloaded`).\n\n",
 			s.Model, s.Duration, s.Warmup)
 		p("| rate/s | target | p50 | p90 | p99 | max | success | sent/s | stolen | overhead p50 | overhead p90 | overhead p99 | overhead max |\n")
 		p("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")

@@ -93,8 +93,8 @@ func (r streamResult) toResults() (ttfb, total *vegeta.Result) {
 
 // streamLoad starts streams at a constant rate (vegeta's pacer, open loop)
 // for du and waits for all of them.
-func (b *bench) streamLoad(ctx context.Context, c *http.Client, t target, du time.Duration) (ttfb, total *vegeta.Metrics) {
-	ttfb, total = &vegeta.Metrics{}, &vegeta.Metrics{}
+func (b *bench) streamLoad(ctx context.Context, c *http.Client, t target, du time.Duration) (ttfb, total *tally) {
+	ttfb, total = &tally{}, &tally{}
 	pacer := vegeta.ConstantPacer{Freq: b.s.StreamRate, Per: time.Second}
 	body := streamBody(b.s.Model)
 	results := make(chan streamResult, 64)
@@ -104,8 +104,8 @@ func (b *bench) streamLoad(ctx context.Context, c *http.Client, t target, du tim
 		defer collected.Done()
 		for r := range results {
 			a, z := r.toResults()
-			ttfb.Add(a)
-			total.Add(z)
+			ttfb.add(a)
+			total.add(z)
 		}
 	}()
 	var wg sync.WaitGroup
@@ -129,8 +129,8 @@ func (b *bench) streamLoad(ctx context.Context, c *http.Client, t target, du tim
 	wg.Wait()
 	close(results)
 	collected.Wait()
-	ttfb.Close()
-	total.Close()
+	ttfb.close()
+	total.close()
 	return ttfb, total
 }
 
@@ -161,9 +161,9 @@ func (b *bench) stream(ctx context.Context, targets []target, res *Results) {
 			a, z := b.streamLoad(ctx, clients[t.Name], t, b.s.StreamDuration)
 			st := stolen()
 			wait()
-			errs := append(append([]string{}, a.Errors...), z.Errors...)
-			r := StreamRun{Target: t.Name, Round: round, TTFB: latOf(a), Total: latOf(z), Success: a.Success,
-				Streams: a.Requests, Stolen: st, Errors: firstErrors(dedup(errs))}
+			errs := append(append([]string{}, a.all.Errors...), z.all.Errors...)
+			r := StreamRun{Target: t.Name, Round: round, TTFB: a.lat(), Total: z.lat(), Success: a.all.Success,
+				Streams: a.all.Requests, Stolen: st, Errors: firstErrors(dedup(errs))}
 			res.Stream = append(res.Stream, r)
 			b.logf("stream round %d %-8s ttfb p50 %v p99 %v total p50 %v p99 %v success %.4f (%d streams)",
 				round, t.Name, r.TTFB.P50, r.TTFB.P99, r.Total.P50, r.Total.P99, r.Success, r.Streams)
