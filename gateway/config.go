@@ -107,10 +107,10 @@ type LimitsConfig struct {
 	// Default 5/s, burst 20.
 	PricingRate RateConfig `yaml:"pricing_rate"`
 	// OverloadDelay is the queueing delay (how long the gateway's goroutines
-	// wait for a CPU, median over 25 ms) past which, once it has lasted 100
-	// ms, a growing share of new relayed calls is refused with 503
-	// "overloaded" and Retry-After: 1 (shed.go). Default 5ms; negative never
-	// sheds.
+	// wait for a CPU: the 99th percentile of each 25 ms window) past which,
+	// once it has lasted 100 ms, a growing share of new relayed calls is
+	// refused with 503 "overloaded" and Retry-After: 1 (shed.go). Default
+	// 100ms; negative never sheds.
 	OverloadDelay time.Duration `yaml:"overload_delay"`
 }
 

@@ -207,7 +207,10 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 			} else {
 				e := g.writeError(sw, info.rid, err)
 				status = e.Status
-				if e.Status >= 500 {
+				// A refusal by design is not a failure: the access log and
+				// relay_overload_shed_total record it, and an error line per
+				// refused call would cost CPU just when there is none.
+				if e.Status >= 500 && e.Code != "overloaded" && e.Code != "shutting_down" {
 					g.log.Error("request failed", "request_id", info.rid, "endpoint", name, "error", err.Error())
 				}
 			}

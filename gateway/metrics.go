@@ -58,7 +58,7 @@ func newMetrics(g *Gateway) *metrics {
 	}, func() float64 { return float64(m.openHolds.Load()) }))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "relay_overload_queue_delay_seconds", Help: "How long the gateway's goroutines waited for a CPU: the 99th percentile of the last 25 ms window measured (limits.overload_delay).",
-	}, func() float64 { return time.Duration(g.shed.delay.Load()).Seconds() }))
+	}, func() float64 { return g.shed.queueDelay().Seconds() }))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "relay_overload_shed_share", Help: "The share of new relayed calls refused with 503 overloaded now, from 0 to 0.95.",
 	}, g.shed.share))

@@ -47,14 +47,15 @@ const (
 type shedder struct {
 	target time.Duration // <= 0: never shed
 	p      atomic.Uint32 // the share of new calls refused, of shedScale
-	next   atomic.Int64  // unix ns of the next window's end
+	epoch  time.Time     // the origin of next and last: the monotonic clock, which no clock step moves
+	next   atomic.Int64  // ns since epoch: the end of the current window
+	last   atomic.Int64  // ns since epoch: the last reading
 	delay  atomic.Int64  // the last window's queueing delay, ns (for /metrics)
 	shed   atomic.Uint64 // calls refused so far
 
 	mu         sync.Mutex // one caller steps at a time; the rest go on
 	sample     []rtmetrics.Sample
 	prev       []uint64  // the histogram's counts at the last reading
-	last       time.Time // the last reading
 	aboveSince time.Time // start of the run of windows above target; zero if none
 }
 
@@ -70,10 +71,13 @@ func newShedder(target time.Duration) *shedder {
 		return s
 	}
 	s.prev = append([]uint64(nil), s.sample[0].Value.Float64Histogram().Counts...)
-	s.last = time.Now()
-	s.next.Store(s.last.Add(shedWindow).UnixNano())
+	s.epoch = time.Now()
+	s.next.Store(int64(shedWindow))
 	return s
 }
+
+// since is now in ns since epoch (monotonic when now is from time.Now).
+func (s *shedder) since(now time.Time) int64 { return int64(now.Sub(s.epoch)) }
 
 // refuse reports whether to refuse a new call arriving at now, and counts it
 // if so. Once per shedWindow, one caller first measures the window and
@@ -82,8 +86,8 @@ func (s *shedder) refuse(now time.Time) bool {
 	if s.target <= 0 {
 		return false
 	}
-	if now.UnixNano() >= s.next.Load() && s.mu.TryLock() {
-		if now.UnixNano() >= s.next.Load() { // not done by another caller meanwhile
+	if t := s.since(now); t >= s.next.Load() && s.mu.TryLock() {
+		if t >= s.next.Load() { // not done by another caller meanwhile
 			s.measure(now)
 		}
 		s.mu.Unlock()
@@ -97,32 +101,39 @@ func (s *shedder) refuse(now time.Time) bool {
 }
 
 // measure reads the scheduler's histogram and steps on the window since the
-// last reading. A window much longer than shedWindow had no relayed call for
-// a while: what its runs waited is old news (the end of a burst drained, say)
+// last reading. A window longer than shedInterval had no relayed call for a
+// while: what its runs waited is old news (the end of a burst drained, say)
 // and says nothing of now, so the share only decays, as it would have in
-// each window of the gap. s.mu held.
+// each window of the gap. (Calls slower than that are no overload a gateway
+// sees: past capacity they arrive faster than they are served.) s.mu held.
 func (s *shedder) measure(now time.Time) {
 	rtmetrics.Read(s.sample)
 	h := s.sample[0].Value.Float64Histogram()
-	if gap := now.Sub(s.last); gap > 2*shedWindow {
+	t := s.since(now)
+	if gap := time.Duration(t - s.last.Load()); gap > shedInterval {
 		s.idle(int(gap / shedWindow))
 	} else {
 		s.step(now, windowQuantile(s.prev, h.Counts, h.Buckets, shedQuantile))
 	}
 	copy(s.prev, h.Counts)
-	s.last = now
-	s.next.Store(now.Add(shedWindow).UnixNano())
+	s.last.Store(t)
+	s.next.Store(t + int64(shedWindow))
 }
 
 // idle decays the share as windows windows under the target would. s.mu
 // held.
 func (s *shedder) idle(windows int) {
 	s.aboveSince = time.Time{}
-	p := s.p.Load()
+	s.delay.Store(0)
+	s.p.Store(decayN(s.p.Load(), windows))
+}
+
+// decayN is windows steps of decay.
+func decayN(p uint32, windows int) uint32 {
 	for ; windows > 0 && p > 0; windows-- {
 		p = decay(p)
 	}
-	s.p.Store(p)
+	return p
 }
 
 // decay is one window's step down of the share: an eighth, to 0 under
@@ -135,8 +146,26 @@ func decay(p uint32) uint32 {
 	return p
 }
 
-// share is the share of new calls being refused, in [0, 1].
-func (s *shedder) share() float64 { return float64(s.p.Load()) / shedScale }
+// share is the share of new calls being refused, in [0, 1]: with no call
+// for over shedInterval, what the next call will find (measure decays it).
+func (s *shedder) share() float64 {
+	p := s.p.Load()
+	if s.target > 0 {
+		if gap := time.Duration(s.since(time.Now()) - s.last.Load()); gap > shedInterval {
+			p = decayN(p, int(gap/shedWindow))
+		}
+	}
+	return float64(p) / shedScale
+}
+
+// queueDelay is the last window's queueing delay; 0 with no call for over
+// shedInterval (nothing measured since).
+func (s *shedder) queueDelay() time.Duration {
+	if s.target > 0 && time.Duration(s.since(time.Now())-s.last.Load()) > shedInterval {
+		return 0
+	}
+	return time.Duration(s.delay.Load())
+}
 
 // step updates the share from the queueing delay of the window ending at
 // now: up by a quarter (at least shedStart) while the delay is above the
@@ -168,6 +197,9 @@ func (s *shedder) step(now time.Time, delay time.Duration) {
 func windowQuantile(prev, cur []uint64, buckets []float64, q float64) time.Duration {
 	var n uint64
 	for i := range cur {
+		if cur[i] < prev[i] { // the runtime's counts only grow; if not, no evidence
+			return 0
+		}
 		n += cur[i] - prev[i]
 	}
 	if n < shedMinRuns {

@@ -151,10 +151,12 @@ func (e *engine) keepMetered(metered []byte) string {
 	}
 	path := filepath.Join(e.meteredDir, sum+".wasm")
 	if _, err := os.Lstat(path); err == nil {
-		// In use again: pruneMetered goes by the time of the last load.
+		// In use again: pruneMetered goes by the time of the last load. A
+		// copy another process pruned meanwhile is written again below.
 		now := time.Now()
-		_ = os.Chtimes(path, now, now)
-		return sum
+		if err := os.Chtimes(path, now, now); !errors.Is(err, fs.ErrNotExist) {
+			return sum
+		}
 	}
 	err := func() error {
 		if err := os.MkdirAll(e.meteredDir, 0o755); err != nil {

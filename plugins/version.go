@@ -101,11 +101,6 @@ var requiredExports = []struct {
 	{abi.ExportCall, []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI64}},
 }
 
-// loadVersion compiles wasm, checks its exports, creates the first instance
-// (which checks the ABI version and configures it), asks it to describe
-// itself and validates the description. The first instance is kept in the
-// pool: a plugin that cannot serve fails here, at load, and not on a
-// request. Every error is an *Error naming the plugin.
 // meteredCopy is meteredSum, read under life.
 func (v *version) meteredCopy() string {
 	v.life.RLock()
@@ -113,6 +108,11 @@ func (v *version) meteredCopy() string {
 	return v.meteredSum
 }
 
+// loadVersion compiles wasm, checks its exports, creates the first instance
+// (which checks the ABI version and configures it), asks it to describe
+// itself and validates the description. The first instance is kept in the
+// pool: a plugin that cannot serve fails here, at load, and not on a
+// request. Every error is an *Error naming the plugin.
 func loadVersion(ctx context.Context, o *options, name, path string, wasm, config []byte, c *counters) (*version, error) {
 	v := &version{
 		name:     name,

@@ -46,6 +46,10 @@ func medianDur(v []time.Duration) time.Duration {
 
 // medianLat is the field-wise median of summaries.
 func medianLat(ls []Lat) Lat {
+	ls = slices.DeleteFunc(slices.Clone(ls), Lat.none) // rounds with no call answered
+	if len(ls) == 0 {
+		return Lat{}
+	}
 	pick := func(f func(Lat) time.Duration) time.Duration {
 		v := make([]time.Duration, len(ls))
 		for i, l := range ls {
@@ -59,6 +63,17 @@ func medianLat(ls []Lat) Lat {
 		P99: pick(func(l Lat) time.Duration { return l.P99 }),
 		Max: pick(func(l Lat) time.Duration { return l.Max }),
 	}
+}
+
+// none reports a measurement with no call answered: every latency is zero.
+func (l Lat) none() bool { return l == Lat{} }
+
+// msOf is ms(d), one of l's latencies, or "—" when l has none.
+func msOf(l Lat, d time.Duration) string {
+	if l.none() {
+		return "—"
+	}
+	return ms(d)
 }
 
 func (l Lat) sub(o Lat) Lat {
@@ -274,15 +289,15 @@ func renderReport(res *Results) string {
 					continue
 				}
 				over := "— | — | — | —"
-				if name != "direct" && d.ok {
+				if name != "direct" && d.ok && !a.Lat.none() && !d.Lat.none() {
 					o := a.Lat.sub(d.Lat)
 					over = fmt.Sprintf("%s | %s | %s | %s", signedMs(o.P50), signedMs(o.P90), signedMs(o.P99), signedMs(o.Max))
 				}
-				p("| %d | %s | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", rate, name, ms(a.Lat.P50), ms(a.Lat.P90),
-					ms(a.Lat.P99), ms(a.Lat.Max), pct(a.Success), a.Sent, stolenCell(a.Stolen), over)
+				p("| %d | %s | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", rate, name, msOf(a.Lat, a.Lat.P50), msOf(a.Lat, a.Lat.P90),
+					msOf(a.Lat, a.Lat.P99), msOf(a.Lat, a.Lat.Max), pct(a.Success), a.Sent, stolenCell(a.Stolen), over)
 			}
 			for _, r := range [][2]string{{"gateway", "gw/proxy"}, {"control", "control/proxy"}} {
-				if g := aggLatency(res.Latency, r[0], rate); g.ok && px.ok && d.ok {
+				if g := aggLatency(res.Latency, r[0], rate); g.ok && px.ok && d.ok && !g.Lat.none() && !px.Lat.none() && !d.Lat.none() {
 					og, op := g.Lat.sub(d.Lat), px.Lat.sub(d.Lat)
 					p("| %d | **%s** | | | | | | | | %s | %s | %s | %s |\n", rate, r[1],
 						ratio(float64(og.P50), float64(op.P50)), ratio(float64(og.P90), float64(op.P90)),
@@ -308,7 +323,7 @@ func renderReport(res *Results) string {
 			if name != "proxy" && px.ok {
 				r = ratio(a.Throughput, px.Throughput)
 			}
-			p("| %s | %.0f | %s | %s | %s | %s | %s |\n", name, a.Throughput, pct(a.Success), ms(a.Lat.P50), ms(a.Lat.P99), stolenCell(a.Stolen), r)
+			p("| %s | %.0f | %s | %s | %s | %s | %s |\n", name, a.Throughput, pct(a.Success), msOf(a.Lat, a.Lat.P50), msOf(a.Lat, a.Lat.P99), stolenCell(a.Stolen), r)
 		}
 		p("\n")
 	}
@@ -327,15 +342,15 @@ func renderReport(res *Results) string {
 				continue
 			}
 			over := "— | — | — | —"
-			if name != "direct" && d.ok {
+			if name != "direct" && d.ok && !a.TTFB.none() && !d.TTFB.none() {
 				o1, o2 := a.TTFB.sub(d.TTFB), a.Total.sub(d.Total)
 				over = fmt.Sprintf("%s | %s | %s | %s", signedMs(o1.P50), signedMs(o1.P99), signedMs(o2.P50), signedMs(o2.P99))
 			}
-			p("| %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", name, ms(a.TTFB.P50), ms(a.TTFB.P99), ms(a.Total.P50), ms(a.Total.P99),
+			p("| %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", name, msOf(a.TTFB, a.TTFB.P50), msOf(a.TTFB, a.TTFB.P99), msOf(a.Total, a.Total.P50), msOf(a.Total, a.Total.P99),
 				pct(a.Success), a.Streams, stolenCell(a.Stolen), over)
 		}
 		for _, r := range [][2]string{{"gateway", "gw/proxy"}, {"control", "control/proxy"}} {
-			if g, px := aggStream(res.Stream, r[0]), aggStream(res.Stream, "proxy"); g.ok && px.ok && d.ok {
+			if g, px := aggStream(res.Stream, r[0]), aggStream(res.Stream, "proxy"); g.ok && px.ok && d.ok && !g.TTFB.none() && !px.TTFB.none() && !d.TTFB.none() {
 				g1, g2, p1, p2 := g.TTFB.sub(d.TTFB), g.Total.sub(d.Total), px.TTFB.sub(d.TTFB), px.Total.sub(d.Total)
 				p("| **%s** | | | | | | | | %s | %s | %s | %s |\n", r[1], ratio(float64(g1.P50), float64(p1.P50)), ratio(float64(g1.P99), float64(p1.P99)),
 					ratio(float64(g2.P50), float64(p2.P50)), ratio(float64(g2.P99), float64(p2.P99)))
@@ -421,6 +436,8 @@ func targetRows(res *Results) [][3]string {
 
 	d, px, g := aggLatency(res.Latency, "direct", targetRate), aggLatency(res.Latency, "proxy", targetRate), aggLatency(res.Latency, "gateway", targetRate)
 	c := aggLatency(res.Latency, "control", targetRate)
+	// A target with no call answered has no latency to compare.
+	d.ok, px.ok, g.ok, c.ok = d.ok && !d.Lat.none(), px.ok && !px.Lat.none(), g.ok && !g.Lat.none(), c.ok && !c.Lat.none()
 	name := "overhead p50 at 1,000 req/s ≤ 1.25× the bare proxy's"
 	if d.ok && px.ok && g.ok {
 		og, op := g.Lat.P50-d.Lat.P50, px.Lat.P50-d.Lat.P50
@@ -466,14 +483,14 @@ func targetRows(res *Results) [][3]string {
 		notMeasured(name)
 	}
 	name = "streaming TTFB overhead p50 ≤ 0.5 ms"
-	if sd, sg := aggStream(res.Stream, "direct"), aggStream(res.Stream, "gateway"); sd.ok && sg.ok {
+	if sd, sg := aggStream(res.Stream, "direct"), aggStream(res.Stream, "gateway"); sd.ok && sg.ok && !sd.TTFB.none() && !sg.TTFB.none() {
 		og := sg.TTFB.P50 - sd.TTFB.P50
 		m := fmt.Sprintf("gateway %s", signedMs(og))
 		v := verdict(og <= limitTTFB)
 		sp, sc := aggStream(res.Stream, "proxy"), aggStream(res.Stream, "control")
-		if sp.ok {
+		if sp.ok && !sp.TTFB.none() {
 			m += fmt.Sprintf(" (proxy %s", signedMs(sp.TTFB.P50-sd.TTFB.P50))
-			if sc.ok {
+			if sc.ok && !sc.TTFB.none() {
 				m += fmt.Sprintf(", control %s", signedMs(sc.TTFB.P50-sd.TTFB.P50))
 				v += noise(float64(og-limitTTFB), float64(sc.TTFB.P50-sp.TTFB.P50))
 			}

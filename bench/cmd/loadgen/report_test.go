@@ -165,3 +165,28 @@ func TestRenderReport(t *testing.T) {
 		t.Log(md)
 	}
 }
+
+// A round in which no call was answered has no latencies: it does not pull
+// the median over rounds to zero, and a target with none shows "—" rather
+// than 0 ms and a negative overhead.
+func TestNoCallAnswered(t *testing.T) {
+	lat := Lat{P50: time.Millisecond, P90: 2 * time.Millisecond, P99: 3 * time.Millisecond, Max: 4 * time.Millisecond}
+	if got := medianLat([]Lat{{}, lat, {}}); got != lat {
+		t.Errorf("median over rounds with one answered: %+v, want %+v", got, lat)
+	}
+	if got := medianLat([]Lat{{}, {}}); !got.none() {
+		t.Errorf("median over rounds with none answered: %+v", got)
+	}
+	res := &Results{Settings: Settings{Rates: []int{1000}}, Latency: []LatencyRun{
+		{Target: "direct", Rate: 1000, Round: 1, Lat: lat, Success: 1},
+		{Target: "proxy", Rate: 1000, Round: 1, Lat: lat, Success: 1},
+		{Target: "gateway", Rate: 1000, Round: 1, Success: 0},
+	}}
+	out := renderReport(res)
+	if !strings.Contains(out, "| 1000 | gateway | — | — | — | — | 0.00% |") {
+		t.Errorf("the gateway's row:\n%s", out)
+	}
+	if strings.Contains(out, "-1.000 ms") || strings.Contains(out, "| 1000 | **gw/proxy**") {
+		t.Errorf("an overhead computed from no latency:\n%s", out)
+	}
+}
