@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -257,8 +258,9 @@ func renderReport(res *Results) string {
 	if hasControl(res) {
 		p("**control** is a second bare proxy, the same program as **proxy** in front of the same provider, measured the same way: " +
 			"the A/A test. **control/proxy** would be 1.00× on a quiet machine; how far it is from 1.00× is a lower bound on how far this run's noise " +
-			"alone moves a ratio (one sample of it), and a gw/proxy ratio within " +
-			"that distance of a limit is not a verdict on the gateway.\n\n")
+			"alone moves a ratio, and a gw/proxy ratio within " +
+			"that distance of a limit is not a verdict on the gateway. The targets below hold each verdict against the widest the two proxies " +
+			"disagreed in any round, and give the range over rounds.\n\n")
 	}
 	if hasStolen(res) {
 		p("**stolen** is the share of each measurement's time the hypervisor took from CPU %d, where the systems under test run "+
@@ -438,6 +440,28 @@ func targetRows(res *Results) [][3]string {
 	c := aggLatency(res.Latency, "control", targetRate)
 	// A target with no call answered has no latency to compare.
 	d.ok, px.ok, g.ok, c.ok = d.ok && !d.Lat.none(), px.ok && !px.Lat.none(), g.ok && !g.Lat.none(), c.ok && !c.Lat.none()
+	// The control's spread in each round, on each target's terms.
+	latKey := func(r LatencyRun) (int, string, Lat, bool) {
+		return r.Round, r.Target, r.Lat, r.Rate == targetRate && !r.Lat.none()
+	}
+	has := func(m map[string]Lat, names ...string) bool {
+		for _, n := range names {
+			if _, ok := m[n]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	p50Spreads := perRound(res.Latency, latKey, func(m map[string]Lat) (float64, bool) {
+		op := m["proxy"].P50 - m["direct"].P50
+		if !has(m, "direct", "proxy", "control") || op <= 0 {
+			return 0, false
+		}
+		return float64(m["control"].P50-m["direct"].P50)/float64(op) - 1, true
+	})
+	p99Spreads := perRound(res.Latency, latKey, func(m map[string]Lat) (float64, bool) {
+		return float64(m["control"].P99 - m["proxy"].P99), has(m, "proxy", "control")
+	})
 	name := "overhead p50 at 1,000 req/s ≤ 1.25× the bare proxy's"
 	if d.ok && px.ok && g.ok {
 		og, op := g.Lat.P50-d.Lat.P50, px.Lat.P50-d.Lat.P50
@@ -447,7 +471,8 @@ func targetRows(res *Results) [][3]string {
 		if c.ok && op > 0 {
 			oc := c.Lat.P50 - d.Lat.P50
 			m += fmt.Sprintf("; control %s: %s", signedMs(oc), ratio(float64(oc), float64(op)))
-			v += noise(float64(og)/float64(op)-limitP50Ratio, float64(oc)/float64(op)-1)
+			m += spreadRange(p50Spreads, func(f float64) string { return fmt.Sprintf("%.2f×", 1+f) })
+			v += noise(float64(og)/float64(op)-limitP50Ratio, widest(p50Spreads, float64(oc)/float64(op)-1))
 		}
 		v += stolenNote(stolenLimit, d.Stolen, px.Stolen, c.Stolen, g.Stolen)
 		rows = append(rows, [3]string{name, m, v})
@@ -461,7 +486,8 @@ func targetRows(res *Results) [][3]string {
 		v := verdict(og <= limitP99)
 		if c.ok && px.ok {
 			m += fmt.Sprintf(", control %s", signedMs(c.Lat.P99-d.Lat.P99))
-			v += noise(float64(og-limitP99), float64(c.Lat.P99-px.Lat.P99))
+			m += spreadRange(p99Spreads, func(f float64) string { return "control−proxy " + signedMs(time.Duration(f)) })
+			v += noise(float64(og-limitP99), widest(p99Spreads, float64(c.Lat.P99-px.Lat.P99)))
 		}
 		v += stolenNote(stolenLimitP99, d.Stolen, px.Stolen, c.Stolen, g.Stolen)
 		rows = append(rows, [3]string{name, m + ")", v})
@@ -474,8 +500,16 @@ func targetRows(res *Results) [][3]string {
 		v := verdict(tg.Throughput >= limitThroughput*tp.Throughput)
 		tc := aggThroughput(res.Throughput, "control")
 		if tc.ok {
+			spreads := perRound(res.Throughput, func(r ThroughputRun) (int, string, float64, bool) {
+				return r.Round, r.Target, r.Throughput, true
+			}, func(m map[string]float64) (float64, bool) {
+				p, okp := m["proxy"]
+				c, okc := m["control"]
+				return c/p - 1, okp && okc && p > 0
+			})
 			m += fmt.Sprintf("; control %.0f/s: %s", tc.Throughput, ratio(tc.Throughput, tp.Throughput))
-			v += noise(tg.Throughput/tp.Throughput-limitThroughput, tc.Throughput/tp.Throughput-1)
+			m += spreadRange(spreads, func(f float64) string { return fmt.Sprintf("%.2f×", 1+f) })
+			v += noise(tg.Throughput/tp.Throughput-limitThroughput, widest(spreads, tc.Throughput/tp.Throughput-1))
 		}
 		v += stolenNote(stolenLimit, tp.Stolen, tc.Stolen, tg.Stolen)
 		rows = append(rows, [3]string{name, m, v})
@@ -491,8 +525,16 @@ func targetRows(res *Results) [][3]string {
 		if sp.ok && !sp.TTFB.none() {
 			m += fmt.Sprintf(" (proxy %s", signedMs(sp.TTFB.P50-sd.TTFB.P50))
 			if sc.ok && !sc.TTFB.none() {
+				spreads := perRound(res.Stream, func(r StreamRun) (int, string, Lat, bool) {
+					return r.Round, r.Target, r.TTFB, !r.TTFB.none()
+				}, func(m map[string]Lat) (float64, bool) {
+					p, okp := m["proxy"]
+					c, okc := m["control"]
+					return float64(c.P50 - p.P50), okp && okc
+				})
 				m += fmt.Sprintf(", control %s", signedMs(sc.TTFB.P50-sd.TTFB.P50))
-				v += noise(float64(og-limitTTFB), float64(sc.TTFB.P50-sp.TTFB.P50))
+				m += spreadRange(spreads, func(f float64) string { return "control−proxy " + signedMs(time.Duration(f)) })
+				v += noise(float64(og-limitTTFB), widest(spreads, float64(sc.TTFB.P50-sp.TTFB.P50)))
 			}
 			m += ")"
 		}
@@ -532,6 +574,52 @@ func targetRows(res *Results) [][3]string {
 // cannot decide it: when two identical proxies measured apart (spread) at
 // least as far as the gateway's figure is from its limit (margin), in the
 // same unit. "" otherwise, and when they measured exactly alike.
+// perRound returns, for each round (in order) that measured the targets f
+// needs, how far the control measured from the proxy on f's terms; f gets
+// that round's values by target. key picks a run's round, target and value,
+// and whether it has one.
+func perRound[R, V any](runs []R, key func(R) (round int, target string, v V, ok bool), f func(map[string]V) (float64, bool)) []float64 {
+	by := map[int]map[string]V{}
+	for _, r := range runs {
+		round, target, v, ok := key(r)
+		if !ok {
+			continue
+		}
+		if by[round] == nil {
+			by[round] = map[string]V{}
+		}
+		by[round][target] = v
+	}
+	var out []float64
+	for _, round := range slices.Sorted(maps.Keys(by)) {
+		if v, ok := f(by[round]); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// widest is the spread of largest magnitude, or median when there is none:
+// the noise a verdict is held against is the most two identical proxies
+// disagreed in any round, not only the median round.
+func widest(spreads []float64, median float64) float64 {
+	w := median
+	for _, v := range spreads {
+		if math.Abs(v) > math.Abs(w) {
+			w = v
+		}
+	}
+	return w
+}
+
+// spreadRange is ", per round a to b" for more than one round, in format.
+func spreadRange(spreads []float64, format func(float64) string) string {
+	if len(spreads) < 2 {
+		return ""
+	}
+	return fmt.Sprintf(", per round %s to %s", format(slices.Min(spreads)), format(slices.Max(spreads)))
+}
+
 func noise(margin, spread float64) string {
 	if spread != 0 && math.Abs(spread) >= math.Abs(margin) {
 		return " (within the A/A spread)"

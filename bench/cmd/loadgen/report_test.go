@@ -190,3 +190,28 @@ func TestNoCallAnswered(t *testing.T) {
 		t.Errorf("an overhead computed from no latency:\n%s", out)
 	}
 }
+
+// The noise a verdict is held against is the widest the two identical
+// proxies disagreed in any round, not the median round's, and the report
+// shows the range.
+func TestControlSpreadPerRound(t *testing.T) {
+	r := results(320*us, 900*us, 8000, 500*us, 1000, 1, 1000) // p50: 1.20×, 0.05 under the limit
+	r.Latency = nil
+	for round, control := range []time.Duration{300 * us, 302 * us, 360 * us} { // 1.00×, 1.02×, 1.60×
+		r.Latency = append(r.Latency,
+			LatencyRun{Target: "direct", Rate: 1000, Round: round + 1, Lat: lat(200*us, 400*us), Success: 1},
+			LatencyRun{Target: "proxy", Rate: 1000, Round: round + 1, Lat: lat(300*us, 500*us), Success: 1},
+			LatencyRun{Target: "control", Rate: 1000, Round: round + 1, Lat: lat(control, 500*us), Success: 1},
+			LatencyRun{Target: "gateway", Rate: 1000, Round: round + 1, Lat: lat(320*us, 900*us), Success: 1})
+	}
+	row := targetRows(r)[0]
+	if row[2] != "met (within the A/A spread)" || !strings.Contains(row[1], "control +0.102 ms: 1.02×, per round 1.00× to 1.60×") {
+		t.Errorf("p50 row %q", row)
+	}
+	// The same rounds without the one wide round: the median's spread
+	// (0.02) is under the margin (0.05), no note.
+	r.Latency = r.Latency[:8]
+	if row := targetRows(r)[0]; row[2] != "met" || !strings.Contains(row[1], "per round 1.00× to 1.02×") {
+		t.Errorf("p50 row without the wide round %q", row)
+	}
+}
