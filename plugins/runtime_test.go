@@ -104,17 +104,25 @@ func meterAndKeep(t *testing.T, e *engine) string {
 	return e.keepMetered(metered)
 }
 
+// engineWithCache is an engine on a cache directory of the test's own,
+// logging to the returned logger.
+func engineWithCache(t *testing.T) (*engine, string, *testLogger) {
+	t.Helper()
+	logs := &testLogger{}
+	cache := t.TempDir()
+	e, err := newEngine(context.Background(), &Config{CacheDir: cache, MemoryLimitPages: DefaultMemoryLimitPages, Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.close(context.Background()) })
+	return e, cache, logs
+}
+
 // The engine keeps what it metered under its checksum, and recompiles
 // from it only while the bytes are still those.
 func TestRecompileKeptCopy(t *testing.T) {
 	ctx := context.Background()
-	logs := &testLogger{}
-	cache := t.TempDir()
-	e, err := newEngine(ctx, &Config{CacheDir: cache, MemoryLimitPages: DefaultMemoryLimitPages, Logger: logs.logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.close(ctx)
+	e, cache, logs := engineWithCache(t)
 	sum := meterAndKeep(t, e)
 	kept := filepath.Join(cache, "metered", sum+".wasm")
 	b, err := os.ReadFile(kept)
@@ -181,14 +189,7 @@ func TestRecompileKeptCopy(t *testing.T) {
 // pruneMetered removes what no version uses once it is old, the leftovers of
 // writes that never finished, and nothing else.
 func TestPruneMetered(t *testing.T) {
-	ctx := context.Background()
-	logs := &testLogger{}
-	cache := t.TempDir()
-	e, err := newEngine(ctx, &Config{CacheDir: cache, MemoryLimitPages: DefaultMemoryLimitPages, Logger: logs.logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.close(ctx)
+	e, cache, logs := engineWithCache(t)
 	if n := e.pruneMetered(nil, time.Now()); n != 0 {
 		t.Fatalf("pruned %d files of a directory not yet made", n)
 	}
