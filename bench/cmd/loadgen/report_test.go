@@ -215,3 +215,18 @@ func TestControlSpreadPerRound(t *testing.T) {
 		t.Errorf("p50 row without the wide round %q", row)
 	}
 }
+
+// A gateway that refused calls at the target's rate did not carry it: the
+// latency targets are missed whatever the answered calls' latency.
+func TestLatencyTargetsNeedTheCallsAnswered(t *testing.T) {
+	r := results(320*us, 600*us, 8000, 500*us, 1000, 1, 1000) // both latency targets met
+	if v := verdicts(r); v[0] != "met" || v[1] != "met" {
+		t.Fatalf("verdicts %q", v[:2])
+	}
+	r.Latency[2].Success = 0.8
+	for i, v := range verdicts(r)[:2] {
+		if v != "**missed** (the gateway answered only 80.00% of the calls)" {
+			t.Errorf("row %d verdict %q", i, v)
+		}
+	}
+}
