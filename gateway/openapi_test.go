@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
@@ -324,6 +325,23 @@ func TestOpenAPIConformanceModelNotFound(t *testing.T) {
 	}
 	if a := e.balance("acme"); a.Balance != 5*pricing.NanoPerUSD {
 		t.Errorf("a failed call was charged: balance %s", a.Balance)
+	}
+}
+
+// The gateway's own overload refusal (503 overloaded, Retry-After) is in
+// the document.
+func TestOpenAPIConformanceOverloaded(t *testing.T) {
+	c := loadConformance(t)
+	e := newEnv(t, func(cfg *Config) { cfg.Limits.OverloadDelay = time.Hour })
+	e.account("acme", "5")
+	key := e.key("acme", "standard")
+	e.gw.shed.next.Store(math.MaxInt64) // no window ends: the share set here stays
+	e.gw.shed.p.Store(shedScale)        // every call refused
+	h, body := c.run(t, e, exchange{method: "POST", path: "/v1/chat/completions",
+		header: map[string]string{"Authorization": "Bearer " + key},
+		body:   []byte(chatBody("modelf-flash", "hi")), wantStatus: 503})
+	if _, _, code := errBody(t, body); code != "overloaded" || h.Get("Retry-After") != "1" {
+		t.Errorf("code %v, Retry-After %q", code, h.Get("Retry-After"))
 	}
 }
 

@@ -481,7 +481,7 @@ func targetRows(res *Results) [][3]string {
 		if c.ok && op > 0 {
 			oc := c.Lat.P50 - d.Lat.P50
 			m += fmt.Sprintf("; control %s: %s", signedMs(oc), ratio(float64(oc), float64(op)))
-			m += spreadRange(p50Spreads, func(f float64) string { return fmt.Sprintf("%.2f×", 1+f) })
+			m += spreadRange(p50Spreads, "", func(f float64) string { return fmt.Sprintf("%.2f×", 1+f) })
 			v += noise(float64(og)/float64(op)-limitP50Ratio, widest(p50Spreads, float64(oc)/float64(op)-1))
 		}
 		v += short + stolenNote(stolenLimit, d.Stolen, px.Stolen, c.Stolen, g.Stolen)
@@ -497,7 +497,7 @@ func targetRows(res *Results) [][3]string {
 		v := verdict(ok)
 		if c.ok && px.ok {
 			m += fmt.Sprintf(", control %s", signedMs(c.Lat.P99-d.Lat.P99))
-			m += spreadRange(p99Spreads, func(f float64) string { return "control−proxy " + signedMs(time.Duration(f)) })
+			m += spreadRange(p99Spreads, "control − proxy ", func(f float64) string { return signedMs(time.Duration(f)) })
 			v += noise(float64(og-limitP99), widest(p99Spreads, float64(c.Lat.P99-px.Lat.P99)))
 		}
 		v += short + stolenNote(stolenLimitP99, d.Stolen, px.Stolen, c.Stolen, g.Stolen)
@@ -519,7 +519,7 @@ func targetRows(res *Results) [][3]string {
 				return c/p - 1, okp && okc && p > 0
 			})
 			m += fmt.Sprintf("; control %.0f/s: %s", tc.Throughput, ratio(tc.Throughput, tp.Throughput))
-			m += spreadRange(spreads, func(f float64) string { return fmt.Sprintf("%.2f×", 1+f) })
+			m += spreadRange(spreads, "", func(f float64) string { return fmt.Sprintf("%.2f×", 1+f) })
 			v += noise(tg.Throughput/tp.Throughput-limitThroughput, widest(spreads, tc.Throughput/tp.Throughput-1))
 		}
 		v += stolenNote(stolenLimit, tp.Stolen, tc.Stolen, tg.Stolen)
@@ -544,7 +544,7 @@ func targetRows(res *Results) [][3]string {
 					return float64(c.P50 - p.P50), okp && okc
 				})
 				m += fmt.Sprintf(", control %s", signedMs(sc.TTFB.P50-sd.TTFB.P50))
-				m += spreadRange(spreads, func(f float64) string { return "control−proxy " + signedMs(time.Duration(f)) })
+				m += spreadRange(spreads, "control − proxy ", func(f float64) string { return signedMs(time.Duration(f)) })
 				v += noise(float64(og-limitTTFB), widest(spreads, float64(sc.TTFB.P50-sp.TTFB.P50)))
 			}
 			m += ")"
@@ -623,12 +623,13 @@ func widest(spreads []float64, median float64) float64 {
 	return w
 }
 
-// spreadRange is ", per round a to b" for more than one round, in format.
-func spreadRange(spreads []float64, format func(float64) string) string {
+// spreadRange is ", per round <label>a to b" for more than one round, a and
+// b in format.
+func spreadRange(spreads []float64, label string, format func(float64) string) string {
 	if len(spreads) < 2 {
 		return ""
 	}
-	return fmt.Sprintf(", per round %s to %s", format(slices.Min(spreads)), format(slices.Max(spreads)))
+	return fmt.Sprintf(", per round %s%s to %s", label, format(slices.Min(spreads)), format(slices.Max(spreads)))
 }
 
 func noise(margin, spread float64) string {

@@ -210,6 +210,9 @@ func TestControlSpreadPerRound(t *testing.T) {
 	}
 	// The same rounds without the one wide round: the median's spread
 	// (0.02) is under the margin (0.05), no note.
+	if row := targetRows(r)[1]; !strings.Contains(row[1], "per round control − proxy +0.000 ms to +0.000 ms") {
+		t.Errorf("p99 row %q", row)
+	}
 	r.Latency = r.Latency[:8]
 	if row := targetRows(r)[0]; row[2] != "met" || !strings.Contains(row[1], "per round 1.00× to 1.02×") {
 		t.Errorf("p50 row without the wide round %q", row)
