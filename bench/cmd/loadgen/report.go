@@ -581,10 +581,6 @@ func targetRows(res *Results) [][3]string {
 	return rows
 }
 
-// noise is the note a verdict gets when the A/A control says this run
-// cannot decide it: when two identical proxies measured apart (spread) at
-// least as far as the gateway's figure is from its limit (margin), in the
-// same unit. "" otherwise, and when they measured exactly alike.
 // perRound returns, for each round (in order) that measured the targets f
 // needs, how far the control measured from the proxy on f's terms; f gets
 // that round's values by target. key picks a run's round, target and value,
@@ -632,6 +628,10 @@ func spreadRange(spreads []float64, label string, format func(float64) string) s
 	return fmt.Sprintf(", per round %s%s to %s", label, format(slices.Min(spreads)), format(slices.Max(spreads)))
 }
 
+// noise is the note a verdict gets when the A/A control says this run
+// cannot decide it: when two identical proxies measured apart (spread) at
+// least as far as the gateway's figure is from its limit (margin), in the
+// same unit. "" otherwise, and when they measured exactly alike.
 func noise(margin, spread float64) string {
 	if spread != 0 && math.Abs(spread) >= math.Abs(margin) {
 		return " (within the A/A spread)"
