@@ -21,6 +21,9 @@ type Error struct {
 	Code       any // string, integer or nil
 	Message    string
 	RetryAfter int // seconds; sent as Retry-After when > 0
+	// refusal marks a call turned away by design (overload, shutdown): the
+	// access log records it, but it is not logged as a failure.
+	refusal bool
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -55,6 +58,14 @@ func notFound(format string, args ...any) *Error {
 
 func unavailable(code, format string, args ...any) *Error {
 	return errf(http.StatusServiceUnavailable, "service_unavailable_error", code, format, args...)
+}
+
+// refusal is a 503 the gateway gives by design, asking the client to retry
+// after retryAfter seconds (0: no Retry-After).
+func refusal(code string, retryAfter int, format string, args ...any) *Error {
+	e := unavailable(code, format, args...)
+	e.RetryAfter, e.refusal = retryAfter, true
+	return e
 }
 
 func internal(code, format string, args ...any) *Error {

@@ -210,7 +210,7 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 				// A refusal by design is not a failure: the access log and
 				// relay_overload_shed_total record it, and an error line per
 				// refused call would cost CPU just when there is none.
-				if e.Status >= 500 && e.Code != "overloaded" && e.Code != "shutting_down" {
+				if e.Status >= 500 && !e.refusal {
 					g.log.Error("request failed", "request_id", info.rid, "endpoint", name, "error", err.Error())
 				}
 			}

@@ -96,12 +96,10 @@ type call struct {
 func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params, info *reqInfo) error {
 		if g.closing.Load() {
-			return unavailable("shutting_down", "the gateway is shutting down; retry")
+			return refusal("shutting_down", 0, "the gateway is shutting down; retry")
 		}
 		if g.shed.refuse(time.Now()) { // the real clock: it measures the real scheduler
-			e := unavailable("overloaded", "the gateway is overloaded; retry after %d second", shedRetryAfter)
-			e.RetryAfter = shedRetryAfter
-			return e
+			return refusal("overloaded", shedRetryAfter, "the gateway is overloaded; retry after %d second", shedRetryAfter)
 		}
 		g.inflight.Add(1)
 		defer g.inflight.Done()

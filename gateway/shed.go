@@ -79,6 +79,11 @@ func newShedder(target time.Duration) *shedder {
 // since is now in ns since epoch (monotonic when now is from time.Now).
 func (s *shedder) since(now time.Time) int64 { return int64(now.Sub(s.epoch)) }
 
+// sinceLast is how long before now the histogram was last read.
+func (s *shedder) sinceLast(now time.Time) time.Duration {
+	return time.Duration(s.since(now) - s.last.Load())
+}
+
 // refuse reports whether to refuse a new call arriving at now, and counts it
 // if so. Once per shedWindow, one caller first measures the window and
 // updates the share.
@@ -109,13 +114,13 @@ func (s *shedder) refuse(now time.Time) bool {
 func (s *shedder) measure(now time.Time) {
 	rtmetrics.Read(s.sample)
 	h := s.sample[0].Value.Float64Histogram()
-	t := s.since(now)
-	if gap := time.Duration(t - s.last.Load()); gap > shedInterval {
+	if gap := s.sinceLast(now); gap > shedInterval {
 		s.idle(int(gap / shedWindow))
 	} else {
 		s.step(now, windowQuantile(s.prev, h.Counts, h.Buckets, shedQuantile))
 	}
 	copy(s.prev, h.Counts)
+	t := s.since(now)
 	s.last.Store(t)
 	s.next.Store(t + int64(shedWindow))
 }
@@ -151,7 +156,7 @@ func decay(p uint32) uint32 {
 func (s *shedder) share() float64 {
 	p := s.p.Load()
 	if s.target > 0 {
-		if gap := time.Duration(s.since(time.Now()) - s.last.Load()); gap > shedInterval {
+		if gap := s.sinceLast(time.Now()); gap > shedInterval {
 			p = decayN(p, int(gap/shedWindow))
 		}
 	}
@@ -161,7 +166,7 @@ func (s *shedder) share() float64 {
 // queueDelay is the last window's queueing delay; 0 with no call for over
 // shedInterval (nothing measured since).
 func (s *shedder) queueDelay() time.Duration {
-	if s.target > 0 && time.Duration(s.since(time.Now())-s.last.Load()) > shedInterval {
+	if s.target > 0 && s.sinceLast(time.Now()) > shedInterval {
 		return 0
 	}
 	return time.Duration(s.delay.Load())
