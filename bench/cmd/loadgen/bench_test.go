@@ -69,7 +69,7 @@ func TestPhasesEndToEnd(t *testing.T) {
 		Model: "modelf-flash", Rates: []int{50, 100}, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond,
 		Rounds: 1, MaxWorkers: 64, Timeout: 5 * time.Second, TPDuration: 300 * time.Millisecond, Conns: 4,
 		StreamRate: 20, StreamDuration: 300 * time.Millisecond, Chunks: 5, ChunkGap: 2 * time.Millisecond,
-		OpenStreams: 20, OpenRate: 200, OpenTimeout: 5 * time.Second, Phases: allPhases, Pause: 50 * time.Millisecond,
+		OpenStreams: 20, OpenRate: 200, OpenTimeout: 30 * time.Second, Phases: allPhases, Pause: 50 * time.Millisecond,
 		Jitter: 200 * time.Millisecond, SUTCPU: 0,
 	}
 	res := &Results{Settings: s}
