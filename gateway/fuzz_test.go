@@ -143,3 +143,72 @@ func BenchmarkSSE(b *testing.B) {
 		e.relayEvents(w, c, up, pricing.NewChatMeter(), true)
 	}
 }
+
+func TestStreamText(t *testing.T) {
+	cases := []struct {
+		name string
+		text func([]byte) int
+		data string
+		want int
+	}{
+		{"chat content", chatText, `{"id":"c","choices":[{"index":0,"delta":{"content":"some words "},"finish_reason":null}],"usage":null}`, 11},
+		{"chat escapes", chatText, `{"choices":[{"delta":{"content":"a\n\"b\""}}]}`, 5},
+		{"chat \\u escape (decoded)", chatText, `{"choices":[{"delta":{"content":"caf\u00e9"}}]}`, 5},
+		{"chat non-ASCII", chatText, `{"choices":[{"delta":{"content":"café"}}]}`, 5},
+		{"chat reasoning and tools", chatText, `{"choices":[{"delta":{"reasoning_content":"hmm","tool_calls":[{"index":0,"function":{"name":"f","arguments":"{\"a\":1}"}},null,{"function":null}]}}]}`, 10},
+		{"chat two choices", chatText, `{"choices":[{"delta":{"content":"ab"}},{"delta":{"content":"cde"}},null,{"delta":null}]}`, 5},
+		{"chat role only", chatText, `{"choices":[{"delta":{"role":"assistant","content":null}}]}`, 0},
+		{"chat usage chunk", chatText, `{"choices":[],"usage":{"prompt_tokens":3}}`, 0},
+		{"chat odd type refused", chatText, `{"choices":[{"delta":{"content":7}}]}`, 0},
+		{"chat choices not an array", chatText, `{"choices":{"delta":{"content":"x"}}}`, 0},
+		{"chat key in other case", chatText, `{"choices":[{"delta":{"Content":"abc"}}]}`, 3},
+		{"chat repeated key", chatText, `{"choices":[{"delta":{"content":"a","content":"bcd"}}]}`, 3},
+		{"chat not JSON", chatText, `[DONE]`, 0},
+		{"messages text", messagesText, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`, 5},
+		{"messages tool input", messagesText, `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"q\":"}}`, 5},
+		{"messages thinking", messagesText, `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`, 2},
+		{"messages stop", messagesText, `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}`, 0},
+		{"messages no delta", messagesText, `{"type":"message_stop"}`, 0},
+		{"responses delta", responsesText, `{"type":"response.output_text.delta","item_id":"m","delta":"Hi there"}`, 8},
+		{"responses other", responsesText, `{"type":"response.completed","response":{"usage":{"input_tokens":1}}}`, 0},
+		{"responses object delta refused", responsesText, `{"type":"x","delta":{"a":"b"}}`, 0},
+	}
+	for _, c := range cases {
+		if got := c.text([]byte(c.data)); got != c.want {
+			t.Errorf("%s: %d text bytes, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// FuzzStreamText: the scanning text readers give encoding/json's answer on
+// every well-formed event.
+func FuzzStreamText(f *testing.F) {
+	for _, s := range []string{
+		`{"choices":[{"delta":{"content":"a\nb","tool_calls":[{"function":{"arguments":"{}"}}]}}]}`,
+		`{"choices":[{"delta":{"content":"caf\u00e9"}},null]}`,
+		`{"type":"content_block_delta","delta":{"type":"text_delta","text":"Hi"}}`,
+		`{"type":"response.output_text.delta","delta":"x"}`,
+		`{"choices":[{"delta":{"content":7}}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// The readers' own cheap guards (data starts with '{', names
+		// "delta") come before either path.
+		if !json.Valid(data) || data[0] != '{' {
+			return
+		}
+		if got, want := chatText(data), decodeChatText(data); got != want {
+			t.Fatalf("chatText(%s) = %d; encoding/json: %d", data, got, want)
+		}
+		if !bytes.Contains(data, []byte(`"delta"`)) {
+			return
+		}
+		if got, want := messagesText(data), decodeMessagesText(data); got != want {
+			t.Fatalf("messagesText(%s) = %d; encoding/json: %d", data, got, want)
+		}
+		if got, want := responsesText(data), decodeResponsesText(data); got != want {
+			t.Fatalf("responsesText(%s) = %d; encoding/json: %d", data, got, want)
+		}
+	})
+}

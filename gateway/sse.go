@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/modelrelay/modelrelay/internal/jsonscan"
 	"github.com/modelrelay/modelrelay/pricing"
 )
 
@@ -126,11 +127,79 @@ func rebuildData(ev, data []byte) []byte {
 
 // Delivered text of one SSE event, for the estimate of a stream that ends
 // without usage: the bytes of generated text (content, reasoning, tool-call
-// arguments) it carried.
+// arguments) it carried. Every event of every stream is measured, so each
+// reader scans for its few strings (textScan) and decodes the event with
+// encoding/json, four times slower, only when the scan is not sure of the
+// answer (a \u escape, a repeated or odd-cased key, a member of another
+// type: decodeChatText and its kind).
 func chatText(data []byte) int {
 	if len(data) == 0 || data[0] != '{' {
 		return 0
 	}
+	if n, ok := scanChatText(data); ok {
+		return n
+	}
+	return decodeChatText(data)
+}
+
+// scanChatText sums choices[].delta's content, reasoning_content and
+// tool_calls[].function.arguments.
+func scanChatText(data []byte) (int, bool) {
+	choices, ok := textField(data, "choices", '[')
+	if !ok || choices == nil {
+		return 0, ok
+	}
+	return sumElements(choices, scanChoiceText)
+}
+
+func scanChoiceText(choice []byte) (int, bool) {
+	delta, ok := nullOr(choice, '{')
+	if ok && delta != nil {
+		delta, ok = textField(delta, "delta", '{')
+	}
+	if !ok || delta == nil {
+		return 0, ok
+	}
+	n := 0
+	for _, k := range [...]string{"content", "reasoning_content"} {
+		m, ok := textString(delta, k)
+		if !ok {
+			return 0, false
+		}
+		n += m
+	}
+	calls, ok := textField(delta, "tool_calls", '[')
+	if !ok || calls == nil {
+		return n, ok
+	}
+	m, ok := sumElements(calls, scanCallText)
+	return n + m, ok
+}
+
+func scanCallText(call []byte) (int, bool) {
+	fn, ok := nullOr(call, '{')
+	if ok && fn != nil {
+		fn, ok = textField(fn, "function", '{')
+	}
+	if !ok || fn == nil {
+		return 0, ok
+	}
+	return textString(fn, "arguments")
+}
+
+// sumElements adds up text over the elements of the array arr, stopping at
+// the first element text is not sure of.
+func sumElements(arr []byte, text func(elem []byte) (int, bool)) (int, bool) {
+	n, sure := 0, true
+	walked := jsonscan.Elements(arr, func(elem []byte) bool {
+		m, ok := text(elem)
+		n, sure = n+m, ok
+		return ok
+	})
+	return n, walked && sure
+}
+
+func decodeChatText(data []byte) int {
 	var ch struct {
 		Choices []struct {
 			Delta struct {
@@ -161,6 +230,13 @@ func responsesText(data []byte) int {
 	if !bytes.Contains(data, []byte(`"delta"`)) {
 		return 0
 	}
+	if n, ok := textString(data, "delta"); ok {
+		return n
+	}
+	return decodeResponsesText(data)
+}
+
+func decodeResponsesText(data []byte) int {
 	var ev struct {
 		Delta string `json:"delta"`
 	}
@@ -174,6 +250,13 @@ func messagesText(data []byte) int {
 	if !bytes.Contains(data, []byte(`"delta"`)) {
 		return 0
 	}
+	if n, ok := scanMessagesText(data); ok {
+		return n
+	}
+	return decodeMessagesText(data)
+}
+
+func decodeMessagesText(data []byte) int {
 	var ev struct {
 		Delta struct {
 			Text        string `json:"text"`
@@ -185,6 +268,55 @@ func messagesText(data []byte) int {
 		return 0
 	}
 	return len(ev.Delta.Text) + len(ev.Delta.PartialJSON) + len(ev.Delta.Thinking)
+}
+
+func scanMessagesText(data []byte) (n int, ok bool) {
+	delta, ok := textField(data, "delta", '{')
+	if !ok || delta == nil {
+		return 0, ok
+	}
+	for _, k := range [...]string{"text", "partial_json", "thinking"} {
+		m, ok := textString(delta, k)
+		if !ok {
+			return 0, false
+		}
+		n += m
+	}
+	return n, true
+}
+
+// textField is member key of the object obj when it is of the kind its
+// first byte names ('{', '[' or '"'); nil when absent or null. ok is false
+// when the scan is not sure or the member is of another kind (which
+// encoding/json refuses, making the whole event count nothing).
+func textField(obj []byte, key string, kind byte) (val []byte, ok bool) {
+	val, _, found, ok := jsonscan.Member(obj, key)
+	if !ok || !found {
+		return nil, ok
+	}
+	return nullOr(val, kind)
+}
+
+// nullOr is val when it is of the kind its first byte names, nil when it is
+// null, and not ok otherwise.
+func nullOr(val []byte, kind byte) ([]byte, bool) {
+	switch {
+	case string(val) == "null":
+		return nil, true
+	case len(val) > 0 && val[0] == kind:
+		return val, true
+	}
+	return nil, false
+}
+
+// textString is the decoded length of the string member key of obj: 0 when
+// absent or null.
+func textString(obj []byte, key string) (int, bool) {
+	val, ok := textField(obj, key, '"')
+	if !ok || val == nil {
+		return 0, ok
+	}
+	return jsonscan.StringLen(val)
 }
 
 // streamResult is what relayEvents saw.

@@ -1,14 +1,19 @@
-// Package jsonscan finds a member of a JSON object's top level without
-// decoding the rest of the document: strings and brackets are skipped byte
-// by byte. The gateway uses it where a whole decode would be wasted work on
-// a hot path — the usage of an answer, the stream options of a request.
+// Package jsonscan finds a member of a JSON object's top level (Member) or
+// the elements of an array (Elements) without decoding the rest of the
+// document: strings and brackets are skipped byte by byte. StringLen measures
+// a string literal as it would decode. The gateway uses them where a whole
+// decode would be wasted work on a hot path — the usage of an answer, the
+// stream options of a request, the text of every streamed chunk.
 //
-// It is not a validator. Member reports ok only when its answer is the one
-// encoding/json would give for a well-formed document; anything it is not
-// sure of (see Member) is for the caller's full decoder.
+// It is not a validator. Each function reports ok only when its answer is
+// the one encoding/json would give for a well-formed document; anything it
+// is not sure of is for the caller's full decoder.
 package jsonscan
 
-import "bytes"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // Member finds the value of the top-level member key of the JSON object in
 // body: val is the value's bytes (white space trimmed), a sub-slice of body
@@ -119,3 +124,103 @@ func trimRight(b []byte) []byte {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// Elements calls fn with each element of the JSON array arr, white space
+// trimmed, in order, until fn returns false. ok is false when arr is not an
+// array whose strings close and whose own bracket closes where it ends, or
+// when an element is empty (`[1,,2]`, `[1,]`). As in Member, the elements
+// themselves are not validated.
+func Elements(arr []byte, fn func(elem []byte) bool) (ok bool) {
+	i := skipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return false
+	}
+	i = skipSpace(arr, i+1)
+	if i < len(arr) && arr[i] == ']' {
+		return skipSpace(arr, i+1) == len(arr)
+	}
+	calling := true
+	for {
+		start, depth := i, 0
+	element:
+		for ; i < len(arr); i++ {
+			switch arr[i] {
+			case '"':
+				j := i + 1
+				for j < len(arr) && arr[j] != '"' {
+					if arr[j] == '\\' {
+						j++
+					}
+					j++
+				}
+				if j >= len(arr) {
+					return false
+				}
+				i = j
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth == 0 {
+					break element // the array's own closing bracket
+				}
+				depth--
+			case ',':
+				if depth == 0 {
+					break element
+				}
+			}
+		}
+		if i >= len(arr) {
+			return false
+		}
+		elem := trimRight(arr[start:i])
+		if len(elem) == 0 {
+			return false
+		}
+		if calling && !fn(elem) {
+			calling = false // scan on: ok still says whether the array closes
+		}
+		switch arr[i] {
+		case ']':
+			return skipSpace(arr, i+1) == len(arr)
+		case '}':
+			return false
+		}
+		i = skipSpace(arr, i+1)
+	}
+}
+
+// StringLen is the length in bytes of the JSON string literal s, quotes
+// included in s, once decoded as encoding/json decodes it. ok is false when s
+// is not one string literal, or when it holds what only the full decoder
+// should answer for: a \u escape, a control character or bytes that are
+// not UTF-8.
+func StringLen(s []byte) (n int, ok bool) {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return 0, false
+	}
+	ascii := true
+	for i := 1; i < len(s)-1; i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			if i+1 >= len(s)-1 {
+				return 0, false
+			}
+			switch s[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			default: // \u and anything invalid
+				return 0, false
+			}
+		case c == '"' || c < 0x20:
+			return 0, false
+		case c >= 0x80:
+			ascii = false
+		}
+		n++
+	}
+	if !ascii && !utf8.Valid(s[1:len(s)-1]) {
+		return 0, false
+	}
+	return n, true
+}

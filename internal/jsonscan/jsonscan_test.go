@@ -3,7 +3,9 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestMember(t *testing.T) {
@@ -68,6 +70,120 @@ func FuzzMember(f *testing.F) {
 		}
 		if found && !bytes.Equal(body[start:start+len(val)], val) {
 			t.Fatalf("start %d does not point at the value", start)
+		}
+	})
+}
+
+func TestElements(t *testing.T) {
+	tests := []struct {
+		name string
+		arr  string
+		want []string
+		okay bool
+	}{
+		{"empty", `[]`, nil, true},
+		{"empty with space", " [ \n ] ", nil, true},
+		{"scalars", `[1, "a,b" ,null]`, []string{`1`, `"a,b"`, `null`}, true},
+		{"nested", `[{"a":[1,2]},[3,{"b":"]"}], "\"]"]`, []string{`{"a":[1,2]}`, `[3,{"b":"]"}]`, `"\"]"`}, true},
+		{"one", `[{"delta":{}}]`, []string{`{"delta":{}}`}, true},
+		{"not an array", `{"a":1}`, nil, false},
+		{"empty element", `[1,,2]`, nil, false},
+		{"trailing comma", `[1,]`, nil, false},
+		{"leading comma", `[,1]`, nil, false},
+		{"unclosed", `[1,2`, nil, false},
+		{"unclosed string", `["a]`, nil, false},
+		{"closed by a brace", `[1}`, nil, false},
+		{"trailing text", `[1] x`, nil, false},
+		{"blank", ``, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			ok := Elements([]byte(tt.arr), func(e []byte) bool { got = append(got, string(e)); return true })
+			if ok != tt.okay || ok && !slices.Equal(got, tt.want) {
+				t.Fatalf("Elements(%s) = %q, %v; want %q, %v", tt.arr, got, ok, tt.want, tt.okay)
+			}
+		})
+	}
+	var seen int
+	if !Elements([]byte(`[1,2,3]`), func([]byte) bool { seen++; return false }) || seen != 1 {
+		t.Fatalf("after fn returned false: %d calls (want 1), or not ok", seen)
+	}
+	if Elements([]byte(`[1,2,3`), func([]byte) bool { return false }) {
+		t.Fatal("an unclosed array is ok once fn stops")
+	}
+}
+
+// FuzzElements: on well-formed JSON arrays Elements is ok, and its elements
+// are encoding/json's.
+func FuzzElements(f *testing.F) {
+	for _, s := range []string{`[]`, `[1,"a",{"b":[2]}]`, `[[],[[]]]`, ` ["\"", "\\"] `, `[1,,2]`, `{"a":[]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, arr []byte) {
+		var got [][]byte
+		ok := Elements(arr, func(e []byte) bool { got = append(got, e); return true })
+		var want []json.RawMessage
+		if json.Unmarshal(arr, &want) != nil || want == nil {
+			return // not an array (or null): nothing to compare with
+		}
+		if !ok || len(got) != len(want) {
+			t.Fatalf("Elements(%s) = %d elements, %v; encoding/json: %d", arr, len(got), ok, len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(bytes.TrimSpace(want[i]), got[i]) {
+				t.Fatalf("Elements(%s)[%d] = %s; encoding/json: %s", arr, i, got[i], want[i])
+			}
+		}
+	})
+}
+
+func TestStringLen(t *testing.T) {
+	tests := []struct {
+		s    string
+		n    int
+		okay bool
+	}{
+		{`""`, 0, true},
+		{`"hello"`, 5, true},
+		{`"a\nb\"c\\d\/e\tf"`, 11, true},
+		{`"héllo"`, 6, true},
+		{`"\u00e9"`, 0, false},
+		{`"\x"`, 0, false},
+		{`"a\"`, 0, false},
+		{`"a"b"`, 0, false},
+		{"\"a\tb\"", 0, false},
+		{"\"\xff\"", 0, false},
+		{`"a`, 0, false},
+		{`a"`, 0, false},
+		{`12`, 0, false},
+		{`"`, 0, false},
+	}
+	for _, tt := range tests {
+		n, ok := StringLen([]byte(tt.s))
+		if n != tt.n && ok || ok != tt.okay {
+			t.Errorf("StringLen(%s) = %d, %v; want %d, %v", tt.s, n, ok, tt.n, tt.okay)
+		}
+	}
+}
+
+// FuzzStringLen: when StringLen is sure, encoding/json decodes the literal to
+// a string of that length; and it is sure of every well-formed literal
+// without \u escapes whose bytes are UTF-8.
+func FuzzStringLen(f *testing.F) {
+	for _, s := range []string{`""`, `"a\nb"`, `"héllo"`, `"\u00e9"`, `"a\"`, "\"\xff\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) {
+		n, ok := StringLen(s)
+		var v string
+		err := json.Unmarshal(s, &v)
+		lit := len(s) > 0 && s[0] == '"' // Unmarshal also trims space around the literal
+		switch {
+		case ok && (err != nil || len(v) != n):
+			t.Fatalf("StringLen(%q) = %d; encoding/json: %q (%d bytes), %v", s, n, v, len(v), err)
+		case !ok && err == nil && lit && s[len(s)-1] == '"' && !bytes.Contains(s, []byte(`\u`)) && utf8.Valid(s):
+			t.Fatalf("StringLen(%q) is not sure of a plain literal", s)
 		}
 	})
 }
