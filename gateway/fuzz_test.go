@@ -145,37 +145,50 @@ func BenchmarkSSE(b *testing.B) {
 }
 
 func TestStreamText(t *testing.T) {
+	const sure, unsure = true, false
 	cases := []struct {
 		name string
 		text func([]byte) int
 		data string
 		want int
+		scan bool // the scan answers alone, without encoding/json
 	}{
-		{"chat content", chatText, `{"id":"c","choices":[{"index":0,"delta":{"content":"some words "},"finish_reason":null}],"usage":null}`, 11},
-		{"chat escapes", chatText, `{"choices":[{"delta":{"content":"a\n\"b\""}}]}`, 5},
-		{"chat \\u escape (decoded)", chatText, `{"choices":[{"delta":{"content":"caf\u00e9"}}]}`, 5},
-		{"chat non-ASCII", chatText, `{"choices":[{"delta":{"content":"café"}}]}`, 5},
-		{"chat reasoning and tools", chatText, `{"choices":[{"delta":{"reasoning_content":"hmm","tool_calls":[{"index":0,"function":{"name":"f","arguments":"{\"a\":1}"}},null,{"function":null}]}}]}`, 10},
-		{"chat two choices", chatText, `{"choices":[{"delta":{"content":"ab"}},{"delta":{"content":"cde"}},null,{"delta":null}]}`, 5},
-		{"chat role only", chatText, `{"choices":[{"delta":{"role":"assistant","content":null}}]}`, 0},
-		{"chat usage chunk", chatText, `{"choices":[],"usage":{"prompt_tokens":3}}`, 0},
-		{"chat odd type refused", chatText, `{"choices":[{"delta":{"content":7}}]}`, 0},
-		{"chat choices not an array", chatText, `{"choices":{"delta":{"content":"x"}}}`, 0},
-		{"chat key in other case", chatText, `{"choices":[{"delta":{"Content":"abc"}}]}`, 3},
-		{"chat repeated key", chatText, `{"choices":[{"delta":{"content":"a","content":"bcd"}}]}`, 3},
-		{"chat not JSON", chatText, `[DONE]`, 0},
-		{"messages text", messagesText, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`, 5},
-		{"messages tool input", messagesText, `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"q\":"}}`, 5},
-		{"messages thinking", messagesText, `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`, 2},
-		{"messages stop", messagesText, `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}`, 0},
-		{"messages no delta", messagesText, `{"type":"message_stop"}`, 0},
-		{"responses delta", responsesText, `{"type":"response.output_text.delta","item_id":"m","delta":"Hi there"}`, 8},
-		{"responses other", responsesText, `{"type":"response.completed","response":{"usage":{"input_tokens":1}}}`, 0},
-		{"responses object delta refused", responsesText, `{"type":"x","delta":{"a":"b"}}`, 0},
+		{"chat content", chatText, `{"id":"c","choices":[{"index":0,"delta":{"content":"some words "},"finish_reason":null}],"usage":null}`, 11, sure},
+		{"chat escapes", chatText, `{"choices":[{"delta":{"content":"a\n\"b\""}}]}`, 5, sure},
+		{"chat \\u escape (decoded)", chatText, `{"choices":[{"delta":{"content":"caf\u00e9"}}]}`, 5, unsure},
+		{"chat non-ASCII", chatText, `{"choices":[{"delta":{"content":"café"}}]}`, 5, sure},
+		{"chat reasoning and tools", chatText, `{"choices":[{"delta":{"reasoning_content":"hmm","tool_calls":[{"index":0,"function":{"name":"f","arguments":"{\"a\":1}"}},null,{"function":null}]}}]}`, 10, sure},
+		{"chat two choices", chatText, `{"choices":[{"delta":{"content":"ab"}},{"delta":{"content":"cde"}},null,{"delta":null}]}`, 5, sure},
+		{"chat role only", chatText, `{"choices":[{"delta":{"role":"assistant","content":null}}]}`, 0, sure},
+		{"chat usage chunk", chatText, `{"choices":[],"usage":{"prompt_tokens":3}}`, 0, sure},
+		{"chat odd type refused", chatText, `{"choices":[{"delta":{"content":7}}]}`, 0, unsure},
+		{"chat choices not an array", chatText, `{"choices":{"delta":{"content":"x"}}}`, 0, unsure},
+		{"chat key in other case", chatText, `{"choices":[{"delta":{"Content":"abc"}}]}`, 3, unsure},
+		{"chat repeated key", chatText, `{"choices":[{"delta":{"content":"a","content":"bcd"}}]}`, 3, unsure},
+		{"chat not JSON", chatText, `[DONE]`, 0, unsure},
+		{"messages text", messagesText, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`, 5, sure},
+		{"messages tool input", messagesText, `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"q\":"}}`, 5, sure},
+		{"messages thinking", messagesText, `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`, 2, sure},
+		{"messages stop", messagesText, `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}`, 0, sure},
+		{"messages no delta", messagesText, `{"type":"message_stop"}`, 0, sure},
+		{"responses delta", responsesText, `{"type":"response.output_text.delta","item_id":"m","delta":"Hi there"}`, 8, sure},
+		{"responses other", responsesText, `{"type":"response.completed","response":{"usage":{"input_tokens":1}}}`, 0, sure},
+		{"responses object delta refused", responsesText, `{"type":"x","delta":{"a":"b"}}`, 0, unsure},
+	}
+	scanners := map[string]func([]byte) (int, bool){ // by reader, as each reader calls its scan
+		"chat":      scanChatText,
+		"messages":  scanMessagesText,
+		"responses": func(d []byte) (int, bool) { return textString(d, "delta") },
 	}
 	for _, c := range cases {
 		if got := c.text([]byte(c.data)); got != c.want {
 			t.Errorf("%s: %d text bytes, want %d", c.name, got, c.want)
+		}
+		// Were the scan never sure, every count above would still be
+		// right, by decoding: this is what keeps the fast path in use.
+		n, ok := scanners[strings.Fields(c.name)[0]]([]byte(c.data))
+		if ok != c.scan || ok && n != c.want {
+			t.Errorf("%s: the scan says %d, sure %v; want sure %v", c.name, n, ok, c.scan)
 		}
 	}
 }

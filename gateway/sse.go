@@ -128,10 +128,14 @@ func rebuildData(ev, data []byte) []byte {
 // Delivered text of one SSE event, for the estimate of a stream that ends
 // without usage: the bytes of generated text (content, reasoning, tool-call
 // arguments) it carried. Every event of every stream is measured, so each
-// reader scans for its few strings (textScan) and decodes the event with
-// encoding/json, four times slower, only when the scan is not sure of the
-// answer (a \u escape, a repeated or odd-cased key, a member of another
-// type: decodeChatText and its kind).
+// reader scans for its few strings (scanChatText, scanMessagesText,
+// textString) and decodes the event with encoding/json (decodeChatText,
+// decodeMessagesText, decodeResponsesText) only when the scan is not sure of
+// encoding/json's answer: a string with a \u escape, a control character or
+// bytes that are not UTF-8; a key repeated, escaped, non-ASCII or in another
+// case; a member of another type. The rest of an event is not validated: a
+// malformed event whose text the scan finds counts that text (it was
+// delivered), where a decode would have counted nothing.
 func chatText(data []byte) int {
 	if len(data) == 0 || data[0] != '{' {
 		return 0
@@ -153,20 +157,13 @@ func scanChatText(data []byte) (int, bool) {
 }
 
 func scanChoiceText(choice []byte) (int, bool) {
-	delta, ok := nullOr(choice, '{')
-	if ok && delta != nil {
-		delta, ok = textField(delta, "delta", '{')
-	}
+	delta, ok := elementField(choice, "delta", '{')
 	if !ok || delta == nil {
 		return 0, ok
 	}
-	n := 0
-	for _, k := range [...]string{"content", "reasoning_content"} {
-		m, ok := textString(delta, k)
-		if !ok {
-			return 0, false
-		}
-		n += m
+	n, ok := sumStrings(delta, "content", "reasoning_content")
+	if !ok {
+		return 0, false
 	}
 	calls, ok := textField(delta, "tool_calls", '[')
 	if !ok || calls == nil {
@@ -177,10 +174,7 @@ func scanChoiceText(choice []byte) (int, bool) {
 }
 
 func scanCallText(call []byte) (int, bool) {
-	fn, ok := nullOr(call, '{')
-	if ok && fn != nil {
-		fn, ok = textField(fn, "function", '{')
-	}
+	fn, ok := elementField(call, "function", '{')
 	if !ok || fn == nil {
 		return 0, ok
 	}
@@ -270,13 +264,18 @@ func decodeMessagesText(data []byte) int {
 	return len(ev.Delta.Text) + len(ev.Delta.PartialJSON) + len(ev.Delta.Thinking)
 }
 
-func scanMessagesText(data []byte) (n int, ok bool) {
+func scanMessagesText(data []byte) (int, bool) {
 	delta, ok := textField(data, "delta", '{')
 	if !ok || delta == nil {
 		return 0, ok
 	}
-	for _, k := range [...]string{"text", "partial_json", "thinking"} {
-		m, ok := textString(delta, k)
+	return sumStrings(delta, "text", "partial_json", "thinking")
+}
+
+// sumStrings adds up the decoded lengths of obj's string members named keys.
+func sumStrings(obj []byte, keys ...string) (n int, ok bool) {
+	for _, k := range keys {
+		m, ok := textString(obj, k)
 		if !ok {
 			return 0, false
 		}
@@ -295,6 +294,16 @@ func textField(obj []byte, key string, kind byte) (val []byte, ok bool) {
 		return nil, ok
 	}
 	return nullOr(val, kind)
+}
+
+// elementField is textField of an array element that is an object or null
+// (nil, as encoding/json decodes null into a struct).
+func elementField(elem []byte, key string, kind byte) ([]byte, bool) {
+	obj, ok := nullOr(elem, '{')
+	if !ok || obj == nil {
+		return nil, ok
+	}
+	return textField(obj, key, kind)
 }
 
 // nullOr is val when it is of the kind its first byte names, nil when it is

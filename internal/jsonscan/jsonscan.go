@@ -128,8 +128,9 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 // Elements calls fn with each element of the JSON array arr, white space
 // trimmed, in order, until fn returns false. ok is false when arr is not an
 // array whose strings close and whose own bracket closes where it ends, or
-// when an element is empty (`[1,,2]`, `[1,]`). As in Member, the elements
-// themselves are not validated.
+// when an element is empty (`[1,,2]`, `[1,]`); it does not depend on fn,
+// since the scan goes on to the end after fn stops it. As in Member, the
+// elements themselves are not validated.
 func Elements(arr []byte, fn func(elem []byte) bool) (ok bool) {
 	i := skipSpace(arr, 0)
 	if i >= len(arr) || arr[i] != '[' {
