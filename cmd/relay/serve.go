@@ -35,6 +35,9 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := presizeFDTable(fdTableTarget); err != nil {
+		log.Warn("the file descriptor table could not be grown at start; it will grow under load", "error", err.Error())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := startServer(ctx, cfg, log, nil)
