@@ -6,14 +6,11 @@ import (
 	"syscall"
 )
 
-// fdTableTarget is how many descriptors presizeFDTable makes room for: a
-// gateway holds two per open stream (the client's and the provider's), so
-// 1,000 streams and their keep-alive connections need a few thousand.
-const fdTableTarget = 1 << 16
-
 // presizeFDTable grows this process's file descriptor table, once, at start,
 // to hold min(want, the soft RLIMIT_NOFILE) descriptors, and returns that
-// size. Linux grows the table by doubling whenever a new descriptor does not
+// number (nothing is grown when it is under 2). Go's syscall package raises
+// the soft limit to the hard one when the process starts, so this is in
+// effect the hard limit (ulimit -Hn). Linux grows the table by doubling whenever a new descriptor does not
 // fit, and in a multi-threaded process each growth waits for an RCU grace
 // period (expand_files → synchronize_rcu). The thread accepting a connection
 // or dialling the provider waits with it: measured on the benchmark host,
@@ -43,6 +40,6 @@ func presizeFDTable(want int) (int, error) {
 	if errno != 0 {
 		return 0, fmt.Errorf("fcntl(F_DUPFD_CLOEXEC, %d): %w", n-1, errno)
 	}
-	syscall.Close(int(fd))
+	syscall.Close(int(fd)) // only its slot was wanted; closing a fresh dup cannot fail usefully
 	return n, nil
 }

@@ -2,7 +2,5 @@
 
 package main
 
-const fdTableTarget = 1 << 16
-
 // presizeFDTable does nothing outside Linux (see fdtable_linux.go).
 func presizeFDTable(want int) (int, error) { return 0, nil }
