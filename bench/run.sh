@@ -280,7 +280,7 @@ fi
 log "load phases (QUICK=$QUICK), the load generator on CPU $CPU_LOAD, the systems under test on CPU $CPU_SUT"
 timeout --signal=INT 1800 nice -n "$NICE" taskset -c "$CPU_LOAD" "$BIN/loadgen" \
 	-direct http://127.0.0.1:9101 -proxy http://127.0.0.1:9201 -control http://127.0.0.1:9203 -gateway "$GW" -key "$KEY" \
-	-sut-cpu "$CPU_SUT" \
+	-sut-cpu "$CPU_SUT" -load-cpu "$CPU_LOAD" \
 	-hold-proxy http://127.0.0.1:9202 -hold-key "$HOLD_KEY" \
 	-gateway-pid "$GATEWAY_PID" -proxy-pid "$PROXY_PID" -hold-proxy-pid "$PROXY_SLOW_PID" \
 	-rates "$RATES" -conns 64 -stream-rate 50 -chunks 20 -chunk-gap 10ms \

@@ -46,12 +46,21 @@ func latOf(m *vegeta.Metrics) Lat {
 // throughput, errors), and over the answered ones (2xx) for the latencies,
 // so that calls refused at once (the gateway's 503 overloaded) do not
 // flatter a target's percentiles.
-type tally struct{ all, answered vegeta.Metrics }
+// With record, it also keeps every answered call's start and latency, for
+// clearOf.
+type tally struct {
+	all, answered vegeta.Metrics
+	record        bool
+	calls         []call
+}
 
 func (t *tally) add(r *vegeta.Result) {
 	t.all.Add(r)
 	if r.Code >= 200 && r.Code < 300 {
 		t.answered.Add(r)
+		if t.record {
+			t.calls = append(t.calls, call{start: r.Timestamp, lat: r.Latency})
+		}
 	}
 }
 
@@ -73,6 +82,7 @@ type LatencyRun struct {
 	Requests uint64   `json:"requests"`
 	Sent     float64  `json:"sent_per_s"`           // the rate vegeta achieved
 	Stolen   *float64 `json:"sut_stolen,omitempty"` // share of the window stolen from the SUT CPU (-sut-cpu)
+	Clear    *Clear   `json:"clear,omitempty"`      // the calls no stall touched (-sut-cpu, -load-cpu)
 	Errors   []string `json:"errors,omitempty"`
 }
 
@@ -376,9 +386,10 @@ func checkStream(ctx context.Context, c *http.Client, t target, body []byte, who
 	return err
 }
 
-// attack runs one vegeta attack and summarises it. rate.Freq 0 is as fast
-// as workers allow (then workers must equal maxWorkers).
-func (b *bench) attack(ctx context.Context, c *http.Client, t target, rate vegeta.Rate, du time.Duration, workers, maxWorkers uint64) *tally {
+// attack runs one vegeta attack and summarises it; with record, the tally
+// keeps every answered call. rate.Freq 0 is as fast as workers allow (then
+// workers must equal maxWorkers).
+func (b *bench) attack(ctx context.Context, c *http.Client, t target, rate vegeta.Rate, du time.Duration, workers, maxWorkers uint64, record bool) *tally {
 	a := vegeta.NewAttacker(
 		vegeta.Client(c),
 		vegeta.Workers(workers),
@@ -395,7 +406,7 @@ func (b *bench) attack(ctx context.Context, c *http.Client, t target, rate veget
 		case <-done:
 		}
 	}()
-	var m tally
+	m := tally{record: record}
 	for r := range a.Attack(tr, rate, du, t.Name) {
 		m.add(r)
 	}
@@ -436,21 +447,28 @@ func (b *bench) latency(ctx context.Context, targets []target, res *Results) {
 				}
 				pacer := vegeta.Rate{Freq: rate, Per: time.Second}
 				if b.s.Warmup > 0 {
-					b.attack(ctx, clients[t.Name], t, pacer, b.s.Warmup, 16, b.s.MaxWorkers)
+					b.attack(ctx, clients[t.Name], t, pacer, b.s.Warmup, 16, b.s.MaxWorkers, false)
 				}
 				wait := func() {}
 				if t.Name == "gateway" && round == 1 {
 					wait = b.prof.cpu(ctx, fmt.Sprintf("cpu-latency-%d", rate), b.s.Duration)
 				}
 				stolen := b.stolen()
-				m := b.attack(ctx, clients[t.Name], t, pacer, b.s.Duration, 16, b.s.MaxWorkers)
+				stalls := watchStalls(b.s.stallCPUs())
+				m := b.attack(ctx, clients[t.Name], t, pacer, b.s.Duration, 16, b.s.MaxWorkers, stalls != nil)
+				spans, ticks, err := stalls.end()
 				st := stolen()
 				wait()
 				r := LatencyRun{Target: t.Name, Rate: rate, Round: round, Lat: m.lat(), Success: m.all.Success,
 					Requests: m.all.Requests, Sent: m.all.Rate, Stolen: st, Errors: firstErrors(m.all.Errors)}
+				if err != nil {
+					b.logf("stalls: %v", err)
+				} else if stalls != nil {
+					r.Clear = clearOf(m.calls, spans, ticks)
+				}
 				res.Latency = append(res.Latency, r)
-				b.logf("latency round %d %5d/s %-8s p50 %v p99 %v max %v success %.4f sent %.0f/s",
-					round, rate, t.Name, r.Lat.P50, r.Lat.P99, r.Lat.Max, r.Success, r.Sent)
+				b.logf("latency round %d %5d/s %-8s p50 %v p99 %v max %v success %.4f sent %.0f/s%s",
+					round, rate, t.Name, r.Lat.P50, r.Lat.P99, r.Lat.Max, r.Success, r.Sent, r.Clear.summary())
 				b.pause(ctx)
 			}
 		}
@@ -467,14 +485,14 @@ func (b *bench) throughput(ctx context.Context, targets []target, res *Results) 
 			}
 			c := newClient(b.s.Conns, b.s.Conns, b.s.Timeout)
 			if b.s.Warmup > 0 {
-				b.attack(ctx, c, t, vegeta.Rate{}, b.s.Warmup, n, n)
+				b.attack(ctx, c, t, vegeta.Rate{}, b.s.Warmup, n, n, false)
 			}
 			wait := func() {}
 			if t.Name == "gateway" && round == 1 {
 				wait = b.prof.cpu(ctx, "cpu-throughput", b.s.TPDuration)
 			}
 			stolen := b.stolen()
-			m := b.attack(ctx, c, t, vegeta.Rate{}, b.s.TPDuration, n, n)
+			m := b.attack(ctx, c, t, vegeta.Rate{}, b.s.TPDuration, n, n, false)
 			st := stolen()
 			wait()
 			c.CloseIdleConnections()

@@ -52,7 +52,19 @@ type Settings struct {
 	SimLatency     string        `json:"sim_latency"`
 	Jitter         time.Duration `json:"jitter"`
 	Phases         []string      `json:"phases"`
-	SUTCPU         int           `json:"sut_cpu"` // -1: steal not measured
+	SUTCPU         int           `json:"sut_cpu"`  // -1: steal not measured
+	LoadCPU        int           `json:"load_cpu"` // -1: not watched for stalls
+}
+
+// stallCPUs are the CPUs whose stalls the latency phase watches for.
+func (s Settings) stallCPUs() []int {
+	var cpus []int
+	for _, c := range []int{s.SUTCPU, s.LoadCPU} {
+		if c >= 0 && !slices.Contains(cpus, c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
 }
 
 var allPhases = []string{"latency", "throughput", "stream", "rss"}
@@ -90,6 +102,7 @@ func run(args []string) error {
 	fs.DurationVar(&s.OpenTimeout, "open-timeout", 60*time.Second, "rss: most time to get every stream open")
 	fs.StringVar(&s.SimLatency, "sim-latency", "0s", "the provider's -latency (for the report)")
 	fs.IntVar(&s.SUTCPU, "sut-cpu", -1, "CPU the systems under test are pinned to: record the time the hypervisor steals from it during each measurement (-1 = do not)")
+	fs.IntVar(&s.LoadCPU, "load-cpu", -1, "CPU loadgen is pinned to: latency also reports the calls clear of any stall of it or of -sut-cpu (-1 = only -sut-cpu)")
 	fs.DurationVar(&s.Jitter, "jitter", 3*time.Second, "measure the timer wake-up jitter of loadgen's CPU this long first (0 = skip)")
 	profileURL := fs.String("profile", "", "base URL of the gateway's net/http/pprof (relayprof): save CPU and heap profiles")
 	profileDir := fs.String("profile-dir", "build/bench-prof", "where -profile saves them")
@@ -212,6 +225,8 @@ func (s Settings) validate() error {
 		return errors.New("-open-timeout must be positive")
 	case s.SUTCPU < -1 || s.SUTCPU > 4095:
 		return errors.New("-sut-cpu must be a CPU number, or -1")
+	case s.LoadCPU < -1 || s.LoadCPU > 4095:
+		return errors.New("-load-cpu must be a CPU number, or -1")
 	}
 	return nil
 }

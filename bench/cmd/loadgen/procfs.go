@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -234,24 +235,43 @@ func readSteal(cpu int) (int64, error) {
 // parseSteal finds the line "cpuN user nice system idle iowait irq softirq
 // steal ..." of a /proc/stat file and returns its steal field.
 func parseSteal(r io.Reader, cpu int) (int64, error) {
-	want := "cpu" + strconv.Itoa(cpu)
+	n, err := parseSteals(r, []int{cpu})
+	if err != nil {
+		return 0, err
+	}
+	return n[0], nil
+}
+
+// parseSteals is parseSteal for several CPUs at once, in their order.
+func parseSteals(r io.Reader, cpus []int) ([]int64, error) {
+	out := make([]int64, len(cpus))
+	seen := make([]bool, len(cpus))
+	found := 0
 	sc := bufio.NewScanner(r)
-	for sc.Scan() {
+	for sc.Scan() && found < len(cpus) {
 		f := strings.Fields(sc.Text())
-		if len(f) == 0 || f[0] != want {
+		if len(f) == 0 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		i := slices.IndexFunc(cpus, func(c int) bool { return f[0] == "cpu"+strconv.Itoa(c) })
+		if i < 0 || seen[i] {
 			continue
 		}
 		if len(f) < 9 {
-			return 0, fmt.Errorf("%s: %d fields, no steal time (Linux before 2.6.11?)", want, len(f)-1)
+			return nil, fmt.Errorf("%s: %d fields, no steal time (Linux before 2.6.11?)", f[0], len(f)-1)
 		}
 		n, err := strconv.ParseInt(f[8], 10, 64)
 		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%s: steal %q is not a count of ticks", want, f[8])
+			return nil, fmt.Errorf("%s: steal %q is not a count of ticks", f[0], f[8])
 		}
-		return n, nil
+		out[i], seen[i] = n, true
+		found++
 	}
 	if err := sc.Err(); err != nil {
-		return 0, err
+		return nil, err
 	}
-	return 0, fmt.Errorf("no line for %s", want)
+	if i := slices.Index(seen, false); i >= 0 {
+		return nil, fmt.Errorf("no line for cpu%d", cpus[i])
+	}
+	return out, nil
 }
