@@ -171,7 +171,7 @@ wait_idle() {
 
 # ---- micro-benchmarks (both CPUs, nothing else running)
 wait_idle
-MICRO_RE='BenchmarkRequest|BenchmarkCall|BenchmarkHoldSettle|BenchmarkSSE|BenchmarkDecode|BenchmarkOverhead'
+MICRO_RE='BenchmarkRequest|BenchmarkCall|BenchmarkGC$|BenchmarkHoldSettle|BenchmarkSSE|BenchmarkDecode|BenchmarkOverhead'
 MICRO_CMD=("$GO" test -run '^$' -bench "$MICRO_RE" ./plugins/ ./store/ ./gateway/ -benchmem "${MICRO_ARGS[@]}")
 MICRO_FLAG=()
 if [ "$SKIP_MICRO" = 1 ]; then

@@ -61,6 +61,11 @@ type Stats struct {
 	Functions int // function bodies, each charged at entry
 	Loops     int // loop headers
 	Bulk      int // bulk memory and table operations
+
+	// DataSegments is the data segments of a module whose segments were
+	// joined (data.go), DataSegmentsJoined how many they became; 0 and 0
+	// when none were.
+	DataSegments, DataSegmentsJoined int
 }
 
 var errModule = errors.New("wasmmeter")
@@ -412,8 +417,10 @@ func (m *module) section(out *[]byte, id byte, body []byte, fuel uint32, added m
 		body, err = m.elementSection(body)
 	case secCode:
 		body, err = m.codeSection(body)
-	case secMemory, secData:
+	case secMemory:
 		err = m.checkSection(id, body)
+	case secData:
+		body, err = m.dataSection(body)
 	}
 	if err != nil {
 		return fmt.Errorf("section %d: %w", id, err)
