@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
@@ -56,6 +57,8 @@ func TestJoinDataSegments(t *testing.T) {
 		{"empty segments join", dataModule(false, seg(10, ""), seg(10, "ab"), seg(12, ""), seg(13, "c")), 1},
 		{"one segment", dataModule(false, seg(10, "ab")), 0},
 		{"out of bounds still fails", dataModule(false, seg(65530, "abcd"), seg(65534, "efgh")), 1},
+		{"an empty segment inside a segment does not zero its end", dataModule(false, seg(5, "abcdef"), seg(10, ""), seg(12, "c")), 0},
+		{"negative offsets are high addresses", dataModule(false, seg(-4, "ab"), seg(-1, "")), 1},
 	}
 	rt := newRuntime(t, &ticker{})
 	for _, c := range cases {
@@ -72,10 +75,32 @@ func TestJoinDataSegments(t *testing.T) {
 			if (werr == nil) != (gerr == nil) {
 				t.Fatalf("instantiation: original %v, metered %v", werr, gerr)
 			}
+			if strings.Contains(c.name, "fails") && werr == nil {
+				t.Fatal("the original instantiated: the case tests nothing")
+			}
 			if !bytes.Equal(got, want) {
 				t.Error("the metered module's memory differs from the original's")
 			}
 		})
+	}
+}
+
+// TestDataNotJoined: a module that imports its memory, or writes an offset
+// wazero refuses, keeps its data section as it was.
+func TestDataNotJoined(t *testing.T) {
+	segs := sec(secData, vec(seg(10, "ab"), seg(12, "cd")))
+	imported := wasmModule(sec(secImport, vec(cat(name("env"), name("mem"), []byte{0x02, 0x00, 0x01}))), segs)
+	// i32.const 0 as five bytes whose last does not sign-extend bit 31.
+	badOff := cat(u32(0), []byte{opI32Const, 0x80, 0x80, 0x80, 0x80, 0x10, opEnd}, u32(2), []byte("ab"))
+	unsigned := wasmModule(sec(secMemory, vec([]byte{0x00, 0x01})), sec(secData, vec(badOff, seg(2, "cd"))))
+	for name, wasm := range map[string][]byte{"imported memory": imported, "non-canonical offset": unsigned} {
+		_, st, err := Instrument(wasm, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if st.DataSegmentsJoined != 0 {
+			t.Errorf("%s: joined into %d segments", name, st.DataSegmentsJoined)
+		}
 	}
 }
 
@@ -115,17 +140,19 @@ func TestJoinGoDataSegments(t *testing.T) {
 // FuzzJoinData: whatever the segments (overlapping, out of order, empty,
 // out of bounds), the metered module starts with the memory the original
 // starts with, or fails to start as it does. The input is a list of
-// segments, each an offset (two bytes, little endian, in a memory of one
-// page: past its end is out of bounds), a length byte and that many bytes.
+// segments, each an offset (two bytes, a little-endian int16: a negative
+// one is an address near 4 GiB, and the memory is one page), a length byte
+// and that many bytes.
 func FuzzJoinData(f *testing.F) {
 	f.Add([]byte{10, 0, 2, 'a', 'b', 12, 0, 2, 'c', 'd', 50, 0, 1, 'e'})
 	f.Add([]byte{10, 0, 4, 'a', 'b', 'c', 'd', 12, 0, 1, 'X', 0, 0, 0})
 	f.Add([]byte{0xfe, 0xff, 4, 1, 2, 3, 4})
+	f.Add([]byte{5, 0, 6, 'a', 'b', 'c', 'd', 'e', 'f', 10, 0, 0, 12, 0, 1, 'c'})
 	rt := newRuntime(f, &ticker{})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var segs [][]byte
 		for len(in) >= 3 && len(segs) < 64 {
-			off, n := int32(in[0])|int32(in[1])<<8, int(in[2])
+			off, n := int32(int16(uint16(in[0])|uint16(in[1])<<8)), int(in[2])
 			in = in[3:]
 			n = min(n, len(in))
 			segs = append(segs, seg(off, string(in[:n])))

@@ -137,6 +137,7 @@ type module struct {
 
 	types        []int    // parameter count of each type
 	funcImports  uint32   // imported functions: they keep their indices
+	memImport    bool     // the module imports a memory: it need not start zeroed
 	importTypes  []uint32 // type of each imported function
 	funcsEnd     uint32   // imported and defined functions
 	elements     uint32   // element segments: the wrappers' declaration comes after
@@ -260,6 +261,7 @@ func (m *module) readImports(b []byte) error {
 			}
 		case 0x02:
 			limits(r)
+			m.memImport = true
 		case 0x03:
 			if c := r.byte(); !isValType(c) {
 				r.fail("import %d: unknown value type %#x", i, c)

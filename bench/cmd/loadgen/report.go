@@ -473,8 +473,9 @@ func renderClear(p func(string, ...any), res *Results) {
 		"The load generator read both CPUs' steal every %v; a reading that found steal charged marks a **stall**, and every "+
 		"call in flight from a tick before the stall could have begun (its ticks, plus one for the counter's rounding) until %v "+
 		"after it ended (twice its length, if longer: the calls that came meanwhile wait for the backlog) is **excluded**. "+
-		"The percentiles below are the other calls'; the raw ones above are the verdicts'. A stall shorter than a tick "+
-		"can go unseen, so these are an upper bound on what the targets add on a quiet host.\n\n", stallSample, stallDrain)
+		"The percentiles below are the other calls' (medians over the rounds); **stalls**, **stolen** (both CPUs, in 10 ms ticks) and **excluded** "+
+		"are totals over the rounds. The raw percentiles above are the verdicts'; the targets give this p99 for information. "+
+		"A stall shorter than a tick can go unseen, so these are an upper bound on what the targets add on a quiet host.\n\n", stallSample, stallDrain)
 	p("| rate/s | target | stalls | stolen | excluded | p50 | p90 | p99 | max | overhead p50 | overhead p99 | overhead max |\n")
 	p("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, rate := range s.Rates {
@@ -583,7 +584,7 @@ func targetRows(res *Results) [][3]string {
 		}
 		m += fmt.Sprintf("; %s of the gateway's calls excluded", pct(g.Clear.excludedShare()))
 		ok, short := answered(og <= limitP99)
-		v := verdict(ok) + short
+		v := "for information: " + verdict(ok) + short
 		if g.Clear.excludedShare() > maxExcluded {
 			v += fmt.Sprintf(" (more than %s of the calls excluded: not a p99 of the run)", pct(maxExcluded))
 		}
@@ -727,14 +728,14 @@ func noise(margin, spread float64) string {
 // during a measurement before the verdicts that use it are marked noisy;
 // stolenLimitP99 the same for a p99, which the slowest 1% of calls decide,
 // so that a stall of 1% of the window can set it.
-// maxExcluded is the most of a target's calls the stalls may touch for the
-// rest to stand for it.
-const maxExcluded = 0.10
-
 const (
 	stolenLimit    = 0.05
 	stolenLimitP99 = 0.01
 )
+
+// maxExcluded is the most of a target's calls the stalls may touch for the
+// rest to stand for it.
+const maxExcluded = 0.10
 
 // stolenNote marks a verdict whose measurements lost more than limit of the
 // SUT CPU to the hypervisor (the largest of them), "" otherwise.

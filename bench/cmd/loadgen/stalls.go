@@ -67,10 +67,10 @@ func (w *stallWatch) run(prev []int64, at time.Time) {
 	defer close(w.done)
 	t := time.NewTicker(stallSample)
 	defer t.Stop()
-	for {
+	for stopped := false; !stopped; {
 		select {
 		case <-w.stop:
-			return
+			stopped = true // one more reading: steal charged since the last
 		case <-t.C:
 		}
 		cur, err := readSteals(w.cpus)
@@ -90,10 +90,11 @@ func (w *stallWatch) run(prev []int64, at time.Time) {
 }
 
 // stallSpan is the time a stall of d ticks, charged between two readings
-// taken at a and b, can have touched calls in. It ended before b; it began
-// no earlier than d+1 ticks before a (the counter shows whole ticks, and a
-// stall is charged at the CPU's next tick or switch after it, one more tick
-// at most); the calls after it wait for the backlog (stallDrain).
+// taken at a and b, can have touched calls in. It ended before b. It lasted
+// less than d+1 ticks (the counter shows whole ticks) and was charged at
+// most a tick after it ended (at the CPU's next tick or switch), so it began
+// no earlier than d+2 ticks before a. The calls after it wait for the
+// backlog (stallDrain).
 func stallSpan(a, b time.Time, d int64) span {
 	length := time.Duration(d+1) * tickDur
 	return span{from: a.Add(-length - tickDur), to: b.Add(max(stallDrain, 2*length))}
@@ -139,7 +140,7 @@ type Clear struct {
 	Lat      Lat    `json:"latency"`
 	Calls    uint64 `json:"calls"`    // answered calls clear of every stall
 	Excluded uint64 `json:"excluded"` // answered calls a stall touched
-	Stalls   int    `json:"stalls"`   // readings that found steal charged
+	Stalls   int    `json:"stalls"`   // stall spans: a reading that found steal charged to a CPU, one per CPU
 	Ticks    int64  `json:"ticks"`    // steal charged over the measurement, in ticks of 10 ms
 }
 

@@ -124,7 +124,7 @@ func TestRenderClear(t *testing.T) {
 			row = x
 		}
 	}
-	if row[2] != "met" || !strings.Contains(row[1], "gateway +0.500 ms (proxy +1.000 ms)") {
+	if row[2] != "for information: met" || !strings.Contains(row[1], "gateway +0.500 ms (proxy +1.000 ms)") {
 		t.Errorf("clear row %q", row)
 	}
 	// Too many calls excluded: the verdict says so.
