@@ -18,13 +18,14 @@ import (
 // Instrument therefore writes such a data section back with its segments
 // joined: segments next to each other in the section, each at a higher
 // offset than the one before, are one segment when the zeros between them
-// are at most maxDataGap bytes. Memory starts zeroed, so the joined segment
-// writes what its parts wrote. It joins only when every segment is active,
-// in memory 0, at an i32.const offset, and no two segments overlap (so no
-// zeros it writes land on another segment's bytes), and only when the module
-// has no data count section (whose count, and the segment indices of
-// memory.init and data.drop, would change). Otherwise the section is left
-// as it was.
+// are at most maxDataGap bytes. A memory the module defines starts zeroed,
+// so the joined segment writes what its parts wrote. It joins only when
+// every segment is active, in memory 0, at an i32.const offset, no two
+// segments that write overlap, and no bytes of another segment lie in a gap
+// (so no zeros it writes land on them); and only when the module has no
+// data count section (whose count, and the segment indices of memory.init
+// and data.drop, would change) and imports no memory (whose bytes the zeros
+// would overwrite). Otherwise the section is left as it was.
 
 // maxDataGap is the longest run of zeros a joined segment carries between two
 // of its parts: 64 bytes is what joins a Go module's segments into about ten
