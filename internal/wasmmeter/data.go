@@ -28,7 +28,7 @@ import (
 // would overwrite). Otherwise the section is left as it was.
 
 // maxDataGap is the longest run of zeros a joined segment carries between two
-// of its parts: 64 bytes is what joins a Go module's segments into about ten
+// of its parts: 64 bytes is what joins a Go module's segments into about a dozen
 // (tokens.wasm: 40,751 into 12, with 0.7 MB of zeros between them).
 const maxDataGap = 64
 
