@@ -10,8 +10,9 @@ import (
 // to hold min(want, the soft RLIMIT_NOFILE) descriptors, and returns that
 // number (nothing is grown when it is under 2). Go's syscall package raises
 // the soft limit to the hard one when the process starts, so this is in
-// effect the hard limit (ulimit -Hn). Linux grows the table by doubling whenever a new descriptor does not
-// fit, and in a multi-threaded process each growth waits for an RCU grace
+// effect the hard limit (ulimit -Hn). Linux grows the table by doubling
+// whenever a new descriptor does not fit, and in a multi-threaded process
+// each growth waits for an RCU grace
 // period (expand_files → synchronize_rcu). The thread accepting a connection
 // or dialling the provider waits with it: measured on the benchmark host,
 // 16–530 ms per growth, five growths in one minute of load, each a stall in

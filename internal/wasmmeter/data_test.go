@@ -3,8 +3,6 @@ package wasmmeter
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -107,14 +105,7 @@ func TestDataNotJoined(t *testing.T) {
 // TestJoinGoDataSegments: a Go module (a first-party plugin, when built)
 // starts with the same memory with its data segments joined, and has few.
 func TestJoinGoDataSegments(t *testing.T) {
-	dir := os.Getenv("RELAY_PLUGIN_DIR")
-	if dir == "" {
-		t.Skip("RELAY_PLUGIN_DIR is not set (make test sets it)")
-	}
-	wasm, err := os.ReadFile(filepath.Join(dir, "tokens.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	wasm := tokensWasm(t)
 	metered, st, err := Instrument(wasm, 0)
 	if err != nil {
 		t.Fatal(err)

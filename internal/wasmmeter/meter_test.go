@@ -406,17 +406,25 @@ func TestHugeDeclarations(t *testing.T) {
 	}
 }
 
-// BenchmarkInstrument meters a real Go plugin (tokens.wasm from
-// RELAY_PLUGIN_DIR): the time it adds to every load of a plugin.
-func BenchmarkInstrument(b *testing.B) {
+// tokensWasm is a real Go plugin, tokens.wasm from RELAY_PLUGIN_DIR; the
+// test is skipped without one.
+func tokensWasm(tb testing.TB) []byte {
+	tb.Helper()
 	dir := os.Getenv("RELAY_PLUGIN_DIR")
 	if dir == "" {
-		b.Skip("RELAY_PLUGIN_DIR is not set (make test sets it)")
+		tb.Skip("RELAY_PLUGIN_DIR is not set (make test sets it)")
 	}
 	wasm, err := os.ReadFile(filepath.Join(dir, "tokens.wasm"))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
+	return wasm
+}
+
+// BenchmarkInstrument meters a real Go plugin (tokens.wasm from
+// RELAY_PLUGIN_DIR): the time it adds to every load of a plugin.
+func BenchmarkInstrument(b *testing.B) {
+	wasm := tokensWasm(b)
 	b.SetBytes(int64(len(wasm)))
 	b.ReportAllocs()
 	for b.Loop() {

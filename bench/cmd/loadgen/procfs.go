@@ -220,16 +220,11 @@ const userHZ = 100
 // readSteal reads the time the hypervisor has stolen from cpu since boot,
 // from /proc/stat, in USER_HZ ticks.
 func readSteal(cpu int) (int64, error) {
-	f, err := os.Open("/proc/stat")
+	n, err := readSteals([]int{cpu})
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	n, err := parseSteal(f, cpu)
-	if err != nil {
-		return 0, fmt.Errorf("/proc/stat: %w", err)
-	}
-	return n, nil
+	return n[0], nil
 }
 
 // parseSteal finds the line "cpuN user nice system idle iowait irq softirq

@@ -172,7 +172,11 @@ func readSteals(cpus []int) ([]int64, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return parseSteals(f, cpus)
+	n, err := parseSteals(f, cpus)
+	if err != nil {
+		return nil, fmt.Errorf("/proc/stat: %w", err)
+	}
+	return n, nil
 }
 
 // summary is the log's note on c: "" for nil.
