@@ -181,7 +181,10 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+		// ReadFrom wants MinRead bytes free before each read, the one that
+		// finds the end included: without them a body of exactly
+		// ContentLength bytes is copied into a buffer twice its size.
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
 	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
 	if err != nil {
