@@ -24,7 +24,12 @@
 # or the full run's), IDLE_SPIN=1 (keep the SUT CPU from halting when idle
 # with a busy loop at SCHED_IDLE priority, which anything else preempts: on a
 # virtual machine it takes the hypervisor's wake-up latency out of every
-# target; an experiment, not how the gateway runs), GO (go).
+# target; an experiment, not how the gateway runs), GATEWAY_GOGC and
+# GATEWAY_GODEBUG (GOGC and GODEBUG for the gateway alone), GATEWAY_BIN (a
+# relay binary to run as the gateway instead of bin/relay: an A/B of two
+# builds, the sim unchanged), CALLS_DIR (loadgen writes every call of each
+# latency measurement there: start and latency, one CSV per measurement),
+# GO (go).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -234,7 +239,7 @@ if [ "$PROFILE" = 1 ]; then
 	start gateway "$CPU_SUT" "$BIN/relayprof" -config "$WORK/relay.yaml" -log-level "$LOG_LEVEL" -pprof 127.0.0.1:6060
 	PROFILE_FLAG=(-profile http://127.0.0.1:6060 -profile-dir "$PROFDIR")
 else
-	start gateway "$CPU_SUT" env ${GATEWAY_GOGC:+GOGC=$GATEWAY_GOGC} "$ROOT/bin/relay" serve -config "$WORK/relay.yaml" -log-level "$LOG_LEVEL"
+	start gateway "$CPU_SUT" env ${GATEWAY_GOGC:+GOGC=$GATEWAY_GOGC} ${GATEWAY_GODEBUG:+GODEBUG=$GATEWAY_GODEBUG} "${GATEWAY_BIN:-$ROOT/bin/relay}" serve -config "$WORK/relay.yaml" -log-level "$LOG_LEVEL"
 fi
 GATEWAY_PID=$STARTED_PID
 
@@ -282,10 +287,10 @@ timeout --signal=INT 1800 nice -n "$NICE" taskset -c "$CPU_LOAD" "$BIN/loadgen" 
 	-direct http://127.0.0.1:9101 -proxy http://127.0.0.1:9201 -control http://127.0.0.1:9203 -gateway "$GW" -key "$KEY" \
 	-sut-cpu "$CPU_SUT" -load-cpu "$CPU_LOAD" \
 	-hold-proxy http://127.0.0.1:9202 -hold-key "$HOLD_KEY" \
-	-gateway-pid "$GATEWAY_PID" -proxy-pid "$PROXY_PID" -hold-proxy-pid "$PROXY_SLOW_PID" \
+	-gateway-pid "$GATEWAY_PID" -proxy-pid "$PROXY_PID" -control-pid "$CONTROL_PID" -sim-pid "$SIM_PID" -hold-proxy-pid "$PROXY_SLOW_PID" \
 	-rates "$RATES" -conns 64 -stream-rate 50 -chunks 20 -chunk-gap 10ms \
 	-open-streams 1000 -open-rate 500 -open-timeout 45s -sim-latency "$SIM_LATENCY" \
-	"${LOAD_ARGS[@]}" "${MICRO_FLAG[@]}" "${PROFILE_FLAG[@]}" -json "$ROOT/build/bench-results.json" -md "$WORK/load.md"
+	"${LOAD_ARGS[@]}" "${MICRO_FLAG[@]}" "${PROFILE_FLAG[@]}" ${CALLS_DIR:+-calls-dir "$CALLS_DIR"} -json "$ROOT/build/bench-results.json" -md "$WORK/load.md"
 
 read -r TICKS1 STEAL1 <<<"$(cpu_ticks)"
 LOADAVG_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -83,6 +84,7 @@ type LatencyRun struct {
 	Sent     float64  `json:"sent_per_s"`           // the rate vegeta achieved
 	Stolen   *float64 `json:"sut_stolen,omitempty"` // share of the window stolen from the SUT CPU (-sut-cpu)
 	Clear    *Clear   `json:"clear,omitempty"`      // the calls no stall touched (-sut-cpu, -load-cpu)
+	CPU      *CPU     `json:"cpu_per_call,omitempty"`
 	Errors   []string `json:"errors,omitempty"`
 }
 
@@ -139,9 +141,11 @@ type PeakRSS struct {
 
 // bench runs the phases.
 type bench struct {
-	s    Settings
-	log  io.Writer
-	prof *profiler // nil: no profiles
+	s        Settings
+	log      io.Writer
+	prof     *profiler // nil: no profiles
+	callsDir string    // "": keep no per-call record (-calls-dir)
+	simPID   int       // the provider's process; 0: no CPU per call (-sim-pid)
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -454,21 +458,29 @@ func (b *bench) latency(ctx context.Context, targets []target, res *Results) {
 					wait = b.prof.cpu(ctx, fmt.Sprintf("cpu-latency-%d", rate), b.s.Duration)
 				}
 				stolen := b.stolen()
+				cpu := b.cpuMeter(t)
 				stalls := watchStalls(b.s.stallCPUs())
-				m := b.attack(ctx, clients[t.Name], t, pacer, b.s.Duration, 16, b.s.MaxWorkers, stalls != nil)
+				m := b.attack(ctx, clients[t.Name], t, pacer, b.s.Duration, 16, b.s.MaxWorkers, stalls != nil || b.callsDir != "")
 				spans, ticks, err := stalls.end()
+				perCall := cpu(m.all.Requests)
+				if b.callsDir != "" {
+					name := filepath.Join(b.callsDir, fmt.Sprintf("latency-%d-%s-%d.csv", rate, t.Name, round))
+					if err := writeCalls(name, m.calls); err != nil {
+						b.logf("calls: %v", err)
+					}
+				}
 				st := stolen()
 				wait()
 				r := LatencyRun{Target: t.Name, Rate: rate, Round: round, Lat: m.lat(), Success: m.all.Success,
-					Requests: m.all.Requests, Sent: m.all.Rate, Stolen: st, Errors: firstErrors(m.all.Errors)}
+					Requests: m.all.Requests, Sent: m.all.Rate, Stolen: st, CPU: perCall, Errors: firstErrors(m.all.Errors)}
 				if err != nil {
 					b.logf("stalls: %v", err)
 				} else if stalls != nil {
 					r.Clear = clearOf(m.calls, spans, ticks)
 				}
 				res.Latency = append(res.Latency, r)
-				b.logf("latency round %d %5d/s %-8s p50 %v p99 %v max %v success %.4f sent %.0f/s%s",
-					round, rate, t.Name, r.Lat.P50, r.Lat.P99, r.Lat.Max, r.Success, r.Sent, r.Clear.summary())
+				b.logf("latency round %d %5d/s %-8s p50 %v p99 %v max %v success %.4f sent %.0f/s%s%s",
+					round, rate, t.Name, r.Lat.P50, r.Lat.P99, r.Lat.Max, r.Success, r.Sent, r.CPU.summary(), r.Clear.summary())
 				b.pause(ctx)
 			}
 		}

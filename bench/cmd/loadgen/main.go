@@ -79,8 +79,10 @@ func run(args []string) error {
 	key := fs.String("key", "", "gateway key whose route reaches -direct (required)")
 	holdProxy := fs.String("hold-proxy", "", "rss: base URL of a bare proxy in front of a provider with a long chunk gap")
 	holdKey := fs.String("hold-key", "", "rss: gateway key whose route reaches that provider")
-	gatewayPID := fs.Int("gateway-pid", 0, "gateway process id (memory)")
-	proxyPID := fs.Int("proxy-pid", 0, "pid of the -proxy process (memory)")
+	gatewayPID := fs.Int("gateway-pid", 0, "gateway process id (memory, CPU per call)")
+	proxyPID := fs.Int("proxy-pid", 0, "pid of the -proxy process (memory, CPU per call)")
+	controlPID := fs.Int("control-pid", 0, "pid of the -control process (memory, CPU per call)")
+	simPID := fs.Int("sim-pid", 0, "pid of the -direct provider: latency then reports the CPU time per call of it and of each hop with a pid (optional)")
 	holdProxyPID := fs.Int("hold-proxy-pid", 0, "pid of the -hold-proxy process (memory)")
 	rates := fs.String("rates", "500,1000,2000,4000", "latency: fixed rates, requests/s")
 	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run")
@@ -106,6 +108,7 @@ func run(args []string) error {
 	fs.DurationVar(&s.Jitter, "jitter", 3*time.Second, "measure the timer wake-up jitter of loadgen's CPU this long first (0 = skip)")
 	profileURL := fs.String("profile", "", "base URL of the gateway's net/http/pprof (relayprof): save CPU and heap profiles")
 	profileDir := fs.String("profile-dir", "build/bench-prof", "where -profile saves them")
+	callsDir := fs.String("calls-dir", "", "latency: write every answered call of each measurement (start in Unix ns, latency in ns) to a CSV file here, for analysis beside other traces (optional)")
 	microPath := fs.String("micro", "", "go test -bench output to check the plugin time in (optional)")
 	jsonOut := fs.String("json", "", "write the results as JSON here (optional)")
 	mdOut := fs.String("md", "", "write the markdown report here (default: stdout)")
@@ -136,7 +139,7 @@ func run(args []string) error {
 		{Name: "gateway", URL: *gateway, Key: *key, PID: *gatewayPID},
 	}
 	if *control != "" {
-		targets = slices.Insert(targets, 2, target{Name: "control", URL: *control, Key: *key})
+		targets = slices.Insert(targets, 2, target{Name: "control", URL: *control, Key: *key, PID: *controlPID})
 	}
 	var hold []target
 	if s.has("rss") {
@@ -152,7 +155,12 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res := &Results{Settings: s, Started: time.Now().UTC()}
-	b := &bench{s: s, log: os.Stderr}
+	b := &bench{s: s, log: os.Stderr, callsDir: *callsDir, simPID: *simPID}
+	if b.callsDir != "" {
+		if err := os.MkdirAll(b.callsDir, 0o755); err != nil {
+			return err
+		}
+	}
 	if *profileURL != "" {
 		if b.prof, err = newProfiler(*profileURL, *profileDir, b.logf); err != nil {
 			return err

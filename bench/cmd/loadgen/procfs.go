@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // memStatus is what the benchmark reads of /proc/PID/status, in bytes.
@@ -269,4 +272,48 @@ func parseSteals(r io.Reader, cpus []int) ([]int64, error) {
 		return nil, fmt.Errorf("no line for cpu%d", cpus[i])
 	}
 	return out, nil
+}
+
+// readCPU returns the CPU time the threads of process pid have run so far:
+// the sum of the first field of /proc/PID/task/*/schedstat (nanoseconds on a
+// CPU, kept by the scheduler itself, unlike /proc/PID/stat's utime and stime,
+// which are counted in ticks). A thread that exits takes its time with it;
+// the Go runtime keeps its threads, so over one measurement the sum is what
+// the process ran.
+func readCPU(pid int) (time.Duration, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the thread has just exited
+		}
+		if err != nil {
+			return 0, err
+		}
+		ns, err := parseSchedstat(b)
+		if err != nil {
+			return 0, fmt.Errorf("%s/%s/schedstat: %w", dir, t.Name(), err)
+		}
+		sum += ns
+	}
+	return time.Duration(sum), nil
+}
+
+// parseSchedstat reads the first of /proc/PID/task/TID/schedstat's three
+// fields: time on a CPU (ns), time waiting for one (ns), timeslices run.
+func parseSchedstat(b []byte) (int64, error) {
+	f := strings.Fields(string(b))
+	if len(f) != 3 {
+		return 0, fmt.Errorf("%d fields, want 3 (run ns, wait ns, slices)", len(f))
+	}
+	ns, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil || ns < 0 {
+		return 0, fmt.Errorf("run time %q is not a count of nanoseconds", f[0])
+	}
+	return ns, nil
 }

@@ -338,6 +338,7 @@ func renderReport(res *Results) string {
 			}
 		}
 		p("\n")
+		renderCPU(p, res)
 		renderClear(p, res)
 	}
 
@@ -497,6 +498,56 @@ func renderClear(p func(string, ...any), res *Results) {
 	}
 	p("\n")
 }
+
+// renderCPU is the CPU time per call of each target's processes, from the
+// runs that measured it (-sim-pid).
+func renderCPU(p func(string, ...any), res *Results) {
+	if !slices.ContainsFunc(res.Latency, func(r LatencyRun) bool { return r.CPU != nil }) {
+		return
+	}
+	p("#### CPU time per call\n\n")
+	p("The CPU time the target's own process (**hop**) and the provider ran during each measurement, divided by the calls made " +
+		"(the sum over their threads of `/proc/PID/task/*/schedstat`, medians over the rounds). Both run on the CPU the systems under test share: " +
+		"**total** is how long each call keeps it busy, and the busier it is the longer any burst of work (a collection, a stall) " +
+		"keeps calls waiting, so a hop's tail grows with its total before its median does.\n\n")
+	p("| rate/s | target | hop | provider | total | hop ÷ proxy's |\n|---:|---|---:|---:|---:|---:|\n")
+	for _, rate := range res.Settings.Rates {
+		px, okPx := aggCPU(res.Latency, "proxy", rate)
+		for _, name := range targetNames {
+			c, ok := aggCPU(res.Latency, name, rate)
+			if !ok {
+				continue
+			}
+			hop, vs := "—", "—"
+			if name != "direct" && c.Hop > 0 {
+				hop = micros(c.Hop)
+				if okPx && px.Hop > 0 {
+					vs = ratio(float64(c.Hop), float64(px.Hop))
+				}
+			}
+			p("| %d | %s | %s | %s | %s | %s |\n", rate, name, hop, micros(c.Provider), micros(c.Hop+c.Provider), vs)
+		}
+	}
+	p("\n")
+}
+
+// aggCPU is the median over the rounds of name's CPU time per call at rate,
+// hop and provider each.
+func aggCPU(runs []LatencyRun, name string, rate int) (CPU, bool) {
+	var hop, provider []time.Duration
+	for _, r := range runs {
+		if r.Target == name && r.Rate == rate && r.CPU != nil {
+			hop = append(hop, r.CPU.Hop)
+			provider = append(provider, r.CPU.Provider)
+		}
+	}
+	if len(hop) == 0 {
+		return CPU{}, false
+	}
+	return CPU{Hop: medianDur(hop), Provider: medianDur(provider)}, true
+}
+
+func micros(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/1e3) }
 
 // targetRows evaluates the limits of issue 9 against the medians.
 func targetRows(res *Results) [][3]string {
