@@ -27,12 +27,15 @@
 # target; an experiment, not how the gateway runs), GATEWAY_GOGC and
 # GATEWAY_GODEBUG (GOGC and GODEBUG for the gateway alone), GATEWAY_BIN (a
 # relay binary to run as the gateway instead of bin/relay: an A/B of two
-# builds, the sim unchanged), CALLS_DIR (loadgen writes every call of each
+# builds, the sim unchanged), CALLS_DIR (loadgen writes every answered call of each
 # latency measurement there: start and latency, one CSV per measurement),
 # GO (go).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Paths the caller gave are relative to where it ran us, not to $ROOT.
+[ -z "${GATEWAY_BIN:-}" ] || GATEWAY_BIN=$(realpath -m -- "$GATEWAY_BIN")
+[ -z "${CALLS_DIR:-}" ] || CALLS_DIR=$(realpath -m -- "$CALLS_DIR")
 cd "$ROOT"
 GO=${GO:-go}
 QUICK=${QUICK:-0}
@@ -52,6 +55,15 @@ export RELAY_WASM_CACHE=${RELAY_WASM_CACHE:-$ROOT/build/wasm-cache}
 
 log() { printf 'bench: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
+
+if [ "$PROFILE" = 1 ] && [ -n "${GATEWAY_BIN:-}${GATEWAY_GOGC:-}${GATEWAY_GODEBUG:-}" ]; then
+	die "PROFILE=1 runs bench/cmd/relayprof as the gateway: GATEWAY_BIN, GATEWAY_GOGC and GATEWAY_GODEBUG do not apply to it"
+fi
+# GATEWAY (for the report): how the gateway ran, when not as in production.
+GATEWAY_EXPERIMENT=""
+for v in GATEWAY_BIN GATEWAY_GOGC GATEWAY_GODEBUG MEMORY_LIMIT OVERLOAD_DELAY; do
+	[ -z "${!v:-}" ] || GATEWAY_EXPERIMENT+="${GATEWAY_EXPERIMENT:+, }$v=${!v}"
+done
 
 # ---------------------------------------------------------------- outside: build
 if [ "${RELAY_BENCH_NETNS:-}" != 1 ]; then
@@ -239,7 +251,7 @@ if [ "$PROFILE" = 1 ]; then
 	start gateway "$CPU_SUT" "$BIN/relayprof" -config "$WORK/relay.yaml" -log-level "$LOG_LEVEL" -pprof 127.0.0.1:6060
 	PROFILE_FLAG=(-profile http://127.0.0.1:6060 -profile-dir "$PROFDIR")
 else
-	start gateway "$CPU_SUT" env ${GATEWAY_GOGC:+GOGC=$GATEWAY_GOGC} ${GATEWAY_GODEBUG:+GODEBUG=$GATEWAY_GODEBUG} "${GATEWAY_BIN:-$ROOT/bin/relay}" serve -config "$WORK/relay.yaml" -log-level "$LOG_LEVEL"
+	start gateway "$CPU_SUT" env ${GATEWAY_GOGC:+"GOGC=$GATEWAY_GOGC"} ${GATEWAY_GODEBUG:+"GODEBUG=$GATEWAY_GODEBUG"} "${GATEWAY_BIN:-$ROOT/bin/relay}" serve -config "$WORK/relay.yaml" -log-level "$LOG_LEVEL"
 fi
 GATEWAY_PID=$STARTED_PID
 
@@ -327,6 +339,10 @@ MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
 	echo
 	if [ "$PROFILE" = 1 ]; then
 		echo "**PROFILE=1: the gateway ran as bench/cmd/relayprof under the profiler; these numbers are not the benchmark's.**"
+		echo
+	fi
+	if [ -n "$GATEWAY_EXPERIMENT" ]; then
+		echo "**An experiment: the gateway ran with $GATEWAY_EXPERIMENT, not as in production.**"
 		echo
 	fi
 	echo "## Machine"

@@ -81,10 +81,10 @@ type LatencyRun struct {
 	Lat      Lat      `json:"latency"`
 	Success  float64  `json:"success"`
 	Requests uint64   `json:"requests"`
-	Sent     float64  `json:"sent_per_s"`           // the rate vegeta achieved
-	Stolen   *float64 `json:"sut_stolen,omitempty"` // share of the window stolen from the SUT CPU (-sut-cpu)
-	Clear    *Clear   `json:"clear,omitempty"`      // the calls no stall touched (-sut-cpu, -load-cpu)
-	CPU      *CPU     `json:"cpu_per_call,omitempty"`
+	Sent     float64  `json:"sent_per_s"`             // the rate vegeta achieved
+	Stolen   *float64 `json:"sut_stolen,omitempty"`   // share of the window stolen from the SUT CPU (-sut-cpu)
+	Clear    *Clear   `json:"clear,omitempty"`        // the calls no stall touched (-sut-cpu, -load-cpu)
+	CPU      *CPU     `json:"cpu_per_call,omitempty"` // CPU time per call of the hop and the provider (-sim-pid)
 	Errors   []string `json:"errors,omitempty"`
 }
 
@@ -463,14 +463,14 @@ func (b *bench) latency(ctx context.Context, targets []target, res *Results) {
 				m := b.attack(ctx, clients[t.Name], t, pacer, b.s.Duration, 16, b.s.MaxWorkers, stalls != nil || b.callsDir != "")
 				spans, ticks, err := stalls.end()
 				perCall := cpu(m.all.Requests)
+				st := stolen()
+				wait()
 				if b.callsDir != "" {
 					name := filepath.Join(b.callsDir, fmt.Sprintf("latency-%d-%s-%d.csv", rate, t.Name, round))
 					if err := writeCalls(name, m.calls); err != nil {
 						b.logf("calls: %v", err)
 					}
 				}
-				st := stolen()
-				wait()
 				r := LatencyRun{Target: t.Name, Rate: rate, Round: round, Lat: m.lat(), Success: m.all.Success,
 					Requests: m.all.Requests, Sent: m.all.Rate, Stolen: st, CPU: perCall, Errors: firstErrors(m.all.Errors)}
 				if err != nil {

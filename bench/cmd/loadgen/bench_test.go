@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -73,10 +76,13 @@ func TestPhasesEndToEnd(t *testing.T) {
 		Jitter: 200 * time.Millisecond, SUTCPU: 0,
 	}
 	res := &Results{Settings: s}
-	b := &bench{s: s, log: io.Discard}
+	calls := t.TempDir()
+	// This process plays the provider too: its CPU time is read as the sim's.
+	b := &bench{s: s, log: io.Discard, simPID: pid, callsDir: calls}
 	if err := b.runAll(context.Background(), targets, hold, res); err != nil {
 		t.Fatal(err)
 	}
+	_, cpuErr := readCPU(pid)
 
 	// The steal of CPU 0 is read around every measurement where /proc/stat is.
 	_, statErr := os.Stat("/proc/stat")
@@ -93,6 +99,17 @@ func TestPhasesEndToEnd(t *testing.T) {
 		want := uint64(float64(r.Rate) * s.Duration.Seconds())
 		if r.Success != 1 || r.Requests < want/2 || r.Requests > want*12/10 || r.Lat.P50 <= 0 || r.Lat.P99 < r.Lat.P50 || r.Lat.Max < r.Lat.P99 || !stolenOK(r.Stolen) {
 			t.Errorf("latency run %+v (want about %d requests)", r, want)
+		}
+		// CPU per call where schedstat is: a hop only for the targets
+		// with a pid (proxy, gateway), the provider for every one.
+		hasPID := r.Target == "proxy" || r.Target == "gateway"
+		if cpuErr == nil && (r.CPU == nil || r.CPU.Provider <= 0 || (r.CPU.Hop > 0) != hasPID) {
+			t.Errorf("latency run %s at %d/s: CPU %+v", r.Target, r.Rate, r.CPU)
+		}
+		// Every answered call in its CSV, one line each after the header.
+		b, err := os.ReadFile(filepath.Join(calls, fmt.Sprintf("latency-%d-%s-%d.csv", r.Rate, r.Target, r.Round)))
+		if lines := bytes.Count(b, []byte("\n")); err != nil || uint64(lines) != r.Requests+1 {
+			t.Errorf("calls of %s at %d/s: %d lines for %d requests, %v", r.Target, r.Rate, lines, r.Requests, err)
 		}
 	}
 	if len(res.Throughput) != 4 {

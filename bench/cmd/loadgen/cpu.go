@@ -46,8 +46,8 @@ func (b *bench) cpuMeter(t target) func(calls uint64) *CPU {
 			b.logf("cpu per call: %v", err)
 			return nil
 		}
-		if calls == 0 {
-			return nil
+		if calls == 0 || h1 < h0 || p1 < p0 {
+			return nil // no calls, or a thread exited with more time than the window added
 		}
 		n := time.Duration(calls)
 		return &CPU{Hop: (h1 - h0) / n, Provider: (p1 - p0) / n}

@@ -98,8 +98,10 @@ func TestRenderCPU(t *testing.T) {
 	r.Latency[0].CPU = &CPU{Provider: 130 * us}
 	r.Latency[1].CPU = &CPU{Hop: 200 * us, Provider: 110 * us}
 	r.Latency[2].CPU = &CPU{Hop: 300 * us, Provider: 90 * us}
+	// A hop whose process was not read: its provider, no hop, no total.
+	r.Latency = append(r.Latency, LatencyRun{Target: "control", Rate: 1000, Round: 1, Lat: lat(350*us, 900*us), Success: 1, CPU: &CPU{Provider: 100 * us}})
 	out := renderReport(r)
-	for _, want := range []string{"#### CPU time per call", "| 1000 | direct | — | 130 µs | 130 µs | — |",
+	for _, want := range []string{"#### CPU time per call", "| 1000 | direct | — | 130 µs | 130 µs | — |", "| 1000 | control | — | 100 µs | — | — |",
 		"| 1000 | proxy | 200 µs | 110 µs | 310 µs | 1.00× |", "| 1000 | gateway | 300 µs | 90 µs | 390 µs | 1.50× |"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)

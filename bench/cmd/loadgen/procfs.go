@@ -287,9 +287,15 @@ func readCPU(pid int) (time.Duration, error) {
 		return 0, err
 	}
 	var sum int64
+	read := 0
 	for _, t := range tasks {
 		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
 		if errors.Is(err, fs.ErrNotExist) {
+			if _, serr := os.Stat(filepath.Join(dir, t.Name())); serr == nil {
+				// The thread is there and has no schedstat: a kernel
+				// without CONFIG_SCHED_INFO (or a sandbox like gVisor).
+				return 0, fmt.Errorf("%s/%s: no schedstat: %w", dir, t.Name(), err)
+			}
 			continue // the thread has just exited
 		}
 		if err != nil {
@@ -300,6 +306,10 @@ func readCPU(pid int) (time.Duration, error) {
 			return 0, fmt.Errorf("%s/%s/schedstat: %w", dir, t.Name(), err)
 		}
 		sum += ns
+		read++
+	}
+	if read == 0 {
+		return 0, fmt.Errorf("%s: no thread could be read", dir)
 	}
 	return time.Duration(sum), nil
 }

@@ -518,14 +518,17 @@ func renderCPU(p func(string, ...any), res *Results) {
 			if !ok {
 				continue
 			}
-			hop, vs := "—", "—"
-			if name != "direct" && c.Hop > 0 {
-				hop = micros(c.Hop)
-				if okPx && px.Hop > 0 {
-					vs = ratio(float64(c.Hop), float64(px.Hop))
+			hop, total, vs := "—", micros(c.Provider), "—"
+			if name != "direct" {
+				total = "—" // a hop whose process was not read: no total
+				if c.Hop > 0 {
+					hop, total = micros(c.Hop), micros(c.Hop+c.Provider)
+					if okPx && px.Hop > 0 {
+						vs = ratio(float64(c.Hop), float64(px.Hop))
+					}
 				}
 			}
-			p("| %d | %s | %s | %s | %s | %s |\n", rate, name, hop, micros(c.Provider), micros(c.Hop+c.Provider), vs)
+			p("| %d | %s | %s | %s | %s | %s |\n", rate, name, hop, micros(c.Provider), total, vs)
 		}
 	}
 	p("\n")
