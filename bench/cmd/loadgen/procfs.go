@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -297,6 +298,9 @@ func readCPU(pid int) (time.Duration, error) {
 				return 0, fmt.Errorf("%s/%s: no schedstat: %w", dir, t.Name(), err)
 			}
 			continue // the thread has just exited
+		}
+		if errors.Is(err, syscall.ESRCH) {
+			continue // it exited between the open and the read
 		}
 		if err != nil {
 			return 0, err
