@@ -63,15 +63,7 @@ type Badger struct {
 	closed    atomic.Bool // Close has begun: Hold refuses
 	closeOnce sync.Once
 	closeErr  error
-
-	pageOutStop chan struct{} // nil: no table page-out loop (in memory)
-	pageOutDone chan struct{}
 }
-
-// tablePageOutEvery is how often the ledger's new tables have their data
-// blocks paged out (tables_linux.go): at 1,000 calls a second a memtable
-// becomes a table every 10–20 s.
-const tablePageOutEvery = 30 * time.Second
 
 var (
 	_ Ledger = (*Badger)(nil)
@@ -156,44 +148,7 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 	}
 	b := &Badger{db: db, owner: owner, log: logger, holdLog: hl}
 	b.mem.init()
-	if !opts.InMemory {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			b.Close()
-			return nil, fmt.Errorf("store: open badger: %w", err)
-		}
-		b.startPageOut(abs, tablePageOutEvery)
-	}
 	return b, nil
-}
-
-// startPageOut pages out the data blocks of dir's tables every interval,
-// until Close. It stops for good where the kernel cannot (before Linux 5.4,
-// or not Linux), saying so once.
-func (b *Badger) startPageOut(dir string, every time.Duration) {
-	b.pageOutStop, b.pageOutDone = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(b.pageOutDone)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-b.pageOutStop:
-				return
-			case <-t.C:
-			}
-			n, err := pageOutTables(dir)
-			if errors.Is(err, errPageOutUnsupported) {
-				b.log.Info("ledger tables stay resident", "reason", err.Error())
-				return
-			}
-			if err != nil {
-				b.log.Warn("paging out the ledger's tables", "error", err.Error())
-				continue
-			}
-			b.log.Debug("ledger tables paged out", "bytes", n)
-		}
-	}()
 }
 
 // Owner is this process's boot id, as written on the holds it takes.
@@ -206,10 +161,6 @@ func (b *Badger) Owner() string { return b.owner }
 func (b *Badger) Close() error {
 	b.closeOnce.Do(func() {
 		b.closed.Store(true)
-		if b.pageOutStop != nil {
-			close(b.pageOutStop)
-			<-b.pageOutDone
-		}
 		b.holdLog.close()
 		if err := b.db.Close(); err != nil {
 			b.closeErr = fmt.Errorf("store: close badger: %w", err)
