@@ -12,8 +12,8 @@ import (
 // the soft limit to the hard one when the process starts, so this is in
 // effect the hard limit (ulimit -Hn). Linux grows the table by doubling
 // whenever a new descriptor does not fit, and in a multi-threaded process
-// each growth waits for an RCU grace
-// period (expand_files → synchronize_rcu). The thread accepting a connection
+// each growth waits for an RCU grace period (expand_files →
+// synchronize_rcu). The thread accepting a connection
 // or dialling the provider waits with it: measured on the benchmark host,
 // 16–530 ms per growth, five growths in one minute of load, each a stall in
 // the latency tail. Grown here, before serving, the table never grows under

@@ -111,8 +111,8 @@ func TestRenderCPU(t *testing.T) {
 	r.Latency = append(r.Latency,
 		LatencyRun{Target: "gateway", Rate: 1000, Round: 2, Lat: lat(350*us, 900*us), Success: 1, CPU: &CPU{Hop: 100 * us, Provider: 80 * us}},
 		LatencyRun{Target: "gateway", Rate: 1000, Round: 3, Lat: lat(350*us, 900*us), Success: 1, CPU: &CPU{Hop: 900 * us, Provider: 70 * us}})
-	if c, ok := aggCPU(r.Latency, "gateway", 1000); !ok || c.Hop != 300*us || c.Provider != 80*us {
-		t.Errorf("medians: %+v %v", c, ok)
+	if c := aggLatency(r.Latency, "gateway", 1000).CPU; c == nil || c.Hop != 300*us || c.Provider != 80*us {
+		t.Errorf("medians: %+v", c)
 	}
 }
 

@@ -231,17 +231,9 @@ func readSteal(cpu int) (int64, error) {
 	return n[0], nil
 }
 
-// parseSteal finds the line "cpuN user nice system idle iowait irq softirq
-// steal ..." of a /proc/stat file and returns its steal field.
-func parseSteal(r io.Reader, cpu int) (int64, error) {
-	n, err := parseSteals(r, []int{cpu})
-	if err != nil {
-		return 0, err
-	}
-	return n[0], nil
-}
-
-// parseSteals is parseSteal for several CPUs at once, in their order.
+// parseSteals finds the lines "cpuN user nice system idle iowait irq
+// softirq steal ..." of a /proc/stat file for each of cpus and returns their
+// steal fields, in the order of cpus.
 func parseSteals(r io.Reader, cpus []int) ([]int64, error) {
 	out := make([]int64, len(cpus))
 	seen := make([]bool, len(cpus))

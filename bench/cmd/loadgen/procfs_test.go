@@ -175,9 +175,9 @@ func TestParseSteal(t *testing.T) {
 		"cpu10 1 2 3 4 5 6 7 99 0 0\n" +
 		"intr 12345\n"
 	for cpu, want := range map[int]int64{0: 92246, 1: 81432, 10: 99} {
-		got, err := parseSteal(strings.NewReader(stat), cpu)
-		if err != nil || got != want {
-			t.Errorf("cpu%d: %d, %v; want %d", cpu, got, err, want)
+		got, err := parseSteals(strings.NewReader(stat), []int{cpu})
+		if err != nil || got[0] != want {
+			t.Errorf("cpu%d: %v, %v; want %d", cpu, got, err, want)
 		}
 	}
 	for name, c := range map[string]struct {
@@ -189,8 +189,8 @@ func TestParseSteal(t *testing.T) {
 		"not a number": {"cpu0 1 2 3 4 5 6 7 x\n", 0},
 		"negative":     {"cpu0 1 2 3 4 5 6 7 -1\n", 0},
 	} {
-		if n, err := parseSteal(strings.NewReader(c.stat), c.cpu); err == nil {
-			t.Errorf("%s: %d, no error", name, n)
+		if n, err := parseSteals(strings.NewReader(c.stat), []int{c.cpu}); err == nil {
+			t.Errorf("%s: %v, no error", name, n)
 		}
 	}
 }

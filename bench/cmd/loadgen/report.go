@@ -90,6 +90,7 @@ type latAgg struct {
 	Requests uint64
 	Stolen   *float64
 	Clear    *clearAgg // nil when no round watched for stalls
+	CPU      *CPU      // medians of hop and provider over the rounds that read them; nil if none
 	Errors   []string
 	ok       bool
 }
@@ -113,11 +114,15 @@ func aggLatency(runs []LatencyRun, name string, rate int) latAgg {
 	var ls []Lat
 	var succ, sent, stolen []float64
 	var clear []Lat
+	var hop, provider []time.Duration
 	for _, r := range runs {
 		if r.Target != name || r.Rate != rate {
 			continue
 		}
 		stolen = appendStolen(stolen, r.Stolen)
+		if c := r.CPU; c != nil {
+			hop, provider = append(hop, c.Hop), append(provider, c.Provider)
+		}
 		if c := r.Clear; c != nil {
 			if a.Clear == nil {
 				a.Clear = &clearAgg{}
@@ -140,6 +145,9 @@ func aggLatency(runs []LatencyRun, name string, rate int) latAgg {
 	a.Lat, a.Success, a.Sent, a.Stolen, a.ok = medianLat(ls), median(succ), median(sent), medianStolen(stolen), true
 	if a.Clear != nil {
 		a.Clear.Lat = medianLat(clear)
+	}
+	if len(hop) > 0 {
+		a.CPU = &CPU{Hop: medianDur(hop), Provider: medianDur(provider)}
 	}
 	a.Errors = dedup(a.Errors)
 	return a
@@ -512,10 +520,10 @@ func renderCPU(p func(string, ...any), res *Results) {
 		"keeps calls waiting, so a hop's tail grows with its total before its median does.\n\n")
 	p("| rate/s | target | hop | provider | total | hop ÷ proxy's |\n|---:|---|---:|---:|---:|---:|\n")
 	for _, rate := range res.Settings.Rates {
-		px, okPx := aggCPU(res.Latency, "proxy", rate)
+		px := aggLatency(res.Latency, "proxy", rate).CPU
 		for _, name := range targetNames {
-			c, ok := aggCPU(res.Latency, name, rate)
-			if !ok {
+			c := aggLatency(res.Latency, name, rate).CPU
+			if c == nil {
 				continue
 			}
 			hop, total, vs := "—", micros(c.Provider), "—"
@@ -523,7 +531,7 @@ func renderCPU(p func(string, ...any), res *Results) {
 				total = "—" // a hop whose process was not read: no total
 				if c.Hop > 0 {
 					hop, total = micros(c.Hop), micros(c.Hop+c.Provider)
-					if okPx && px.Hop > 0 {
+					if px != nil && px.Hop > 0 {
 						vs = ratio(float64(c.Hop), float64(px.Hop))
 					}
 				}
@@ -532,22 +540,6 @@ func renderCPU(p func(string, ...any), res *Results) {
 		}
 	}
 	p("\n")
-}
-
-// aggCPU is the median over the rounds of name's CPU time per call at rate,
-// hop and provider each.
-func aggCPU(runs []LatencyRun, name string, rate int) (CPU, bool) {
-	var hop, provider []time.Duration
-	for _, r := range runs {
-		if r.Target == name && r.Rate == rate && r.CPU != nil {
-			hop = append(hop, r.CPU.Hop)
-			provider = append(provider, r.CPU.Provider)
-		}
-	}
-	if len(hop) == 0 {
-		return CPU{}, false
-	}
-	return CPU{Hop: medianDur(hop), Provider: medianDur(provider)}, true
 }
 
 func micros(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/1e3) }
