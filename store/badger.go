@@ -63,7 +63,18 @@ type Badger struct {
 	closed    atomic.Bool // Close has begun: Hold refuses
 	closeOnce sync.Once
 	closeErr  error
+
+	releaseStop chan struct{} // nil: no table release loop (in memory)
+	releaseDone chan struct{}
 }
+
+// tableReleaseEvery is how often the data blocks of the ledger's tables are
+// released from the resident set (tables_linux.go): at 1,000 calls a second
+// a memtable becomes a table every 10–20 s.
+const tableReleaseEvery = 10 * time.Second
+
+// errReleaseUnsupported: releaseTables cannot work here.
+var errReleaseUnsupported = errors.New("store: releasing the ledger's tables from memory needs Linux")
 
 var (
 	_ Ledger = (*Badger)(nil)
@@ -148,7 +159,49 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 	}
 	b := &Badger{db: db, owner: owner, log: logger, holdLog: hl}
 	b.mem.init()
+	if !opts.InMemory {
+		// /proc/self/maps names a mapped file by its real path.
+		real, err := filepath.Abs(dir)
+		if err == nil {
+			real, err = filepath.EvalSymlinks(real)
+		}
+		if err != nil {
+			b.Close()
+			return nil, fmt.Errorf("store: open badger in %q: %w", dir, err)
+		}
+		b.startRelease(real, tableReleaseEvery)
+	}
 	return b, nil
+}
+
+// startRelease releases the data blocks of the tables in dir from the
+// resident set every interval, until Close. Where it cannot (not Linux),
+// it says so once and stops.
+func (b *Badger) startRelease(dir string, every time.Duration) {
+	b.releaseStop, b.releaseDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(b.releaseDone)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		dataLen := make(map[uint64]int64)
+		for {
+			select {
+			case <-b.releaseStop:
+				return
+			case <-t.C:
+			}
+			n, err := b.releaseTables(dir, dataLen)
+			if errors.Is(err, errReleaseUnsupported) {
+				b.log.Info("the ledger's tables stay in the resident set", "reason", err.Error())
+				return
+			}
+			if err != nil {
+				b.log.Warn("releasing the ledger's tables from the resident set", "error", err.Error())
+				continue
+			}
+			b.log.Debug("ledger tables released from the resident set", "bytes", n)
+		}
+	}()
 }
 
 // Owner is this process's boot id, as written on the holds it takes.
@@ -161,6 +214,10 @@ func (b *Badger) Owner() string { return b.owner }
 func (b *Badger) Close() error {
 	b.closeOnce.Do(func() {
 		b.closed.Store(true)
+		if b.releaseStop != nil {
+			close(b.releaseStop)
+			<-b.releaseDone
+		}
 		b.holdLog.close()
 		if err := b.db.Close(); err != nil {
 			b.closeErr = fmt.Errorf("store: close badger: %w", err)

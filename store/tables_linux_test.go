@@ -1,0 +1,321 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"golang.org/x/sys/unix"
+)
+
+// tableRSS is the resident size of each of dir's table files this process
+// maps, from /proc/self/smaps.
+func tableRSS(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no smaps: %v", err)
+	}
+	defer f.Close()
+	out := map[string]int64{}
+	cur := ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if _, _, path, ok := tableMapping(line, dir); ok {
+			cur = path
+			continue
+		}
+		fields := strings.Fields(string(line))
+		if len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
+			cur = "" // another mapping's header
+			continue
+		}
+		if cur != "" && len(fields) >= 2 && fields[0] == "Rss:" {
+			kb, _ := strconv.ParseInt(fields[1], 10, 64)
+			out[cur] += kb << 10
+		}
+	}
+	return out
+}
+
+// pageCached counts the pages of dir's mapped tables that the page cache
+// holds, whether or not this process maps them (mincore reports the page
+// cache for a file mapping; it changes nothing, so a table unmapped
+// meanwhile is only skipped).
+func pageCached(t *testing.T, dir string) (cached, pages int) {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skipf("no maps: %v", err)
+	}
+	for line := range bytes.SplitSeq(maps, []byte{'\n'}) {
+		start, end, _, ok := tableMapping(line, dir)
+		if !ok {
+			continue
+		}
+		n := int(end-start) / os.Getpagesize()
+		vec := make([]byte, n)
+		if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(start), uintptr(end-start), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+			continue
+		}
+		for _, v := range vec {
+			cached += int(v & 1)
+		}
+		pages += n
+	}
+	return cached, pages
+}
+
+// fillTables writes n 1 KB values under test/ and waits until badger has
+// flushed at least 4 MB of them into tables.
+func fillTables(t *testing.T, s *Badger, n int) {
+	t.Helper()
+	for i := 0; i < n; i += 500 {
+		err := s.db.Update(func(txn *badger.Txn) error {
+			for j := i; j < min(i+500, n); j++ {
+				if err := txn.Set(fmt.Appendf(nil, "test/%08d", j), testValue(j)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var total int64
+		for _, ti := range s.db.Tables() {
+			total += int64(ti.OnDiskSize)
+		}
+		if total >= 4<<20 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d bytes of tables 30 s after writing", total)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitQuiet waits until badger's flushes and compactions are done: the
+// same tables for 300 ms. A table being made is mapped (and resident) before
+// it joins the levels, and releaseTables leaves it until it has.
+func waitQuiet(t *testing.T, s *Badger) {
+	t.Helper()
+	ids := func() string {
+		var b strings.Builder
+		for _, ti := range s.db.Tables() {
+			fmt.Fprintf(&b, "%d,", ti.ID)
+		}
+		return b.String()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	last := ids()
+	for quiet := time.Now(); time.Since(quiet) < 300*time.Millisecond; {
+		if time.Now().After(deadline) {
+			t.Fatal("badger still compacting 30 s after the writes")
+		}
+		time.Sleep(20 * time.Millisecond)
+		if now := ids(); now != last {
+			last, quiet = now, time.Now()
+		}
+	}
+}
+
+func testValue(i int) []byte { return bytes.Repeat([]byte{byte('a' + i%26)}, 1000) }
+
+// readBack checks that every one of the n keys reads back its value.
+func readBack(t *testing.T, s *Badger, n int) {
+	t.Helper()
+	err := s.db.View(func(txn *badger.Txn) error {
+		for j := range n {
+			item, err := txn.Get(fmt.Appendf(nil, "test/%08d", j))
+			if err != nil {
+				return fmt.Errorf("key %d: %w", j, err)
+			}
+			if err := item.Value(func(v []byte) error {
+				if !bytes.Equal(v, testValue(j)) {
+					return fmt.Errorf("key %d: value changed", j)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func openTestTables(t *testing.T) (*Badger, string) {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := OpenBadger(dir, BadgerOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, real
+}
+
+// TestReleaseTables: after enough writes for badger to make tables, their
+// data blocks leave the resident set but stay in the page cache, and every
+// key reads back the same.
+func TestReleaseTables(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 24 MB to a ledger")
+	}
+	s, dir := openTestTables(t)
+	const n = 24_000
+	fillTables(t, s, n)
+	waitQuiet(t, s)
+	before := tableRSS(t, dir)
+	advised, err := s.releaseTables(dir, map[uint64]int64{})
+	if err != nil || advised == 0 {
+		t.Fatalf("advised %d bytes, %v", advised, err)
+	}
+	after := tableRSS(t, dir)
+	cached, pages := pageCached(t, dir)
+	var was, is int64
+	for path, rss := range before {
+		if a, ok := after[path]; ok { // a table compacted away meanwhile is gone
+			was += rss
+			is += a
+		}
+	}
+	t.Logf("tables resident: %d bytes before, %d after (%d advised); %d of %d pages in the page cache",
+		was, is, advised, cached, pages)
+	// The index and bloom filter stay: a few percent of a table.
+	if was == 0 || is > was/4 {
+		t.Errorf("tables resident: %d bytes before, %d after (%d advised)", was, is, advised)
+	}
+	// Released, not evicted: the next read finds the page in memory.
+	if pages == 0 || cached < pages*9/10 {
+		t.Errorf("%d of %d table pages in the page cache after the release", cached, pages)
+	}
+	readBack(t, s, n)
+}
+
+// TestReleaseTablesWhileCompacting releases tables over and over while
+// writes make badger flush and compact, so tables come and go between the
+// release's reads of the levels and of /proc/self/maps; every key must read
+// back the same, and the process must not fault.
+func TestReleaseTablesWhileCompacting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 40 MB to a ledger")
+	}
+	s, dir := openTestTables(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var releases int
+	var releaseErr error
+	wg.Go(func() {
+		dataLen := map[uint64]int64{}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := s.releaseTables(dir, dataLen); err != nil {
+				releaseErr = err
+				return
+			}
+			releases++
+			time.Sleep(time.Millisecond)
+		}
+	})
+	const n = 40_000
+	fillTables(t, s, n)
+	if err := s.db.Flatten(2); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	if releaseErr != nil {
+		t.Fatal(releaseErr)
+	}
+	t.Logf("%d releases while writing and compacting", releases)
+	readBack(t, s, n)
+}
+
+func TestTableDataLen(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// blocks (100) | index (30) | index length | checksum (10) | checksum length
+	table := make([]byte, 0, 148)
+	table = append(table, make([]byte, 100)...)
+	table = append(table, make([]byte, 30)...)
+	table = binary.BigEndian.AppendUint32(table, 30)
+	table = append(table, make([]byte, 10)...)
+	table = binary.BigEndian.AppendUint32(table, 10)
+	if n, err := tableDataLen(write("ok.sst", table)); err != nil || n != 100 {
+		t.Errorf("a table: %d, %v", n, err)
+	}
+	for name, b := range map[string][]byte{
+		"zeros.sst":    make([]byte, 148),                                     // no footer
+		"checksum.sst": binary.BigEndian.AppendUint32(make([]byte, 10), 5000), // checksum longer than any
+		"index.sst":    append(binary.BigEndian.AppendUint32(make([]byte, 4), 9999), append(make([]byte, 10), 0, 0, 0, 10)...),
+		"short.sst":    {0, 0, 1},
+		"noindex.sst":  append(binary.BigEndian.AppendUint32(make([]byte, 20), 0), append(make([]byte, 10), 0, 0, 0, 10)...),
+	} {
+		if n, err := tableDataLen(write(name, b)); err == nil {
+			t.Errorf("%s: %d, want an error", name, n)
+		}
+	}
+	if _, err := tableDataLen(filepath.Join(dir, "missing.sst")); err == nil {
+		t.Error("a missing table: no error")
+	}
+}
+
+func TestTableMapping(t *testing.T) {
+	for _, c := range []struct {
+		line, dir string
+		ok        bool
+	}{
+		{"7f00a0000000-7f00a0100000 r--s 00000000 fd:00 123                        /data/ledger/000015.sst", "/data/ledger", true},
+		{"7f00a0000000-7f00a0100000 rw-s 00000000 fd:00 123 /data/my ledger/000015.sst", "/data/my ledger", true},
+		{"7f00a0000000-7f00a0100000 rw-s 00000000 fd:00 123 /data/ledger/00001.mem", "/data/ledger", false},
+		{"7f00a0000000-7f00a0100000 r--p 00000000 fd:00 123 /data/ledger/000015.sst", "/data/ledger", false}, // private
+		{"7f00a0000000-7f00a0100000 r--s 00001000 fd:00 123 /data/ledger/000015.sst", "/data/ledger", false}, // not from the start
+		{"7f00a0000000-7f00a0100000 r--s 00000000 fd:00 123 /data/other/000015.sst", "/data/ledger", false},
+		{"7f00a0000000-7f00a0100000 r--s 00000000 fd:00 123 /data/ledger/000015.sst (deleted)", "/data/ledger", false},
+		{"7f00a0000000-7f00a0100000 rw-p 00000000 00:00 0", "/data/ledger", false},
+		{"zz-7f00a0100000 r--s 00000000 fd:00 123 /data/ledger/000015.sst", "/data/ledger", false},
+		{"", "/data/ledger", false},
+	} {
+		start, end, path, ok := tableMapping([]byte(c.line), c.dir)
+		if ok != c.ok {
+			t.Errorf("%q: ok %v", c.line, ok)
+		}
+		if ok && (start != 0x7f00a0000000 || end != 0x7f00a0100000 || path != c.dir+"/000015.sst") {
+			t.Errorf("%q: %x-%x %s", c.line, start, end, path)
+		}
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package store
+
+// releaseTables is Linux only (tables_linux.go).
+func (b *Badger) releaseTables(string, map[uint64]int64) (int64, error) {
+	return 0, errReleaseUnsupported
+}
