@@ -183,14 +183,14 @@ func (b *Badger) startRelease(dir string, every time.Duration) {
 		defer close(b.releaseDone)
 		t := time.NewTicker(every)
 		defer t.Stop()
-		dataLen := make(map[uint64]int64)
+		released := make(map[uint64]bool)
 		for {
 			select {
 			case <-b.releaseStop:
 				return
 			case <-t.C:
 			}
-			n, err := b.releaseTables(dir, dataLen)
+			n, err := b.releaseTables(dir, released)
 			if errors.Is(err, errReleaseUnsupported) {
 				b.log.Info("the ledger's tables stay in the resident set", "reason", err.Error())
 				return

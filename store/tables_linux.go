@@ -41,32 +41,44 @@ import (
 // levels when it was made, and is held.
 
 // releaseTables advises away the data blocks of the tables of b's database
-// (in dir, an absolute path) and returns how many bytes it advised. dataLen
-// caches the data length of each table id it has read a footer of; ids no
-// longer in the levels are dropped from it.
-func (b *Badger) releaseTables(dir string, dataLen map[uint64]int64) (int64, error) {
+// (in dir, an absolute path) that it has not released before, and returns
+// how many bytes it advised. released holds the ids of the tables released
+// so far; ids no longer in the levels are dropped from it. A table is
+// released once: what is read of it later (by a lookup, or by the
+// compaction that replaces it) stays mapped until the table is deleted.
+func (b *Badger) releaseTables(dir string, released map[uint64]bool) (int64, error) {
 	before := b.db.Tables()
+	fresh := false
+	listed := make(map[uint64]bool, len(before))
+	for _, t := range before {
+		listed[t.ID] = true
+		fresh = fresh || !released[t.ID]
+	}
+	if !fresh {
+		for id := range released {
+			if !listed[id] {
+				delete(released, id)
+			}
+		}
+		return 0, nil
+	}
 	txn := b.db.NewTransaction(false)
 	defer txn.Discard()
 	it := txn.NewIterator(badger.IteratorOptions{}) // pins every table in the levels
 	defer it.Close()
 	after := b.db.Tables()
 
-	listed := make(map[uint64]bool, len(before))
-	for _, t := range before {
-		listed[t.ID] = true
-	}
 	current := make(map[uint64]bool, len(after))
 	pinned := make(map[string]uint64, len(after)) // file name → id
 	for _, t := range after {
 		current[t.ID] = true
-		if listed[t.ID] {
+		if listed[t.ID] && !released[t.ID] {
 			pinned[filepath.Base(table.NewFilename(t.ID, dir))] = t.ID
 		}
 	}
-	for id := range dataLen {
+	for id := range released {
 		if !current[id] {
-			delete(dataLen, id)
+			delete(released, id)
 		}
 	}
 
@@ -83,23 +95,19 @@ func (b *Badger) releaseTables(dir string, dataLen map[uint64]int64) (int64, err
 		}
 		id, ok := pinned[filepath.Base(path)]
 		if !ok {
-			continue // made after the iterator, or on its way out: next time
+			continue // released already, made after the iterator, or on its way out
 		}
-		data, ok := dataLen[id]
-		if !ok {
-			if data, err = tableDataLen(path); err != nil {
-				return advised, err
+		data, err := tableDataLen(path)
+		if err != nil {
+			return advised, err
+		}
+		if n := min(uint64(data), end-start) &^ (page - 1); n > 0 {
+			if _, _, e := unix.Syscall(unix.SYS_MADVISE, uintptr(start), uintptr(n), unix.MADV_DONTNEED); e != 0 {
+				return advised, fmt.Errorf("store: madvise %s: %w", path, e)
 			}
-			dataLen[id] = data
+			advised += int64(n)
 		}
-		n := min(uint64(data), end-start) &^ (page - 1)
-		if n == 0 {
-			continue
-		}
-		if _, _, e := unix.Syscall(unix.SYS_MADVISE, uintptr(start), uintptr(n), unix.MADV_DONTNEED); e != 0 {
-			return advised, fmt.Errorf("store: madvise %s: %w", path, e)
-		}
-		advised += int64(n)
+		released[id] = true
 	}
 	return advised, nil
 }

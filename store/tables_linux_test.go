@@ -190,9 +190,13 @@ func TestReleaseTables(t *testing.T) {
 	fillTables(t, s, n)
 	waitQuiet(t, s)
 	before := tableRSS(t, dir)
-	advised, err := s.releaseTables(dir, map[uint64]int64{})
+	released := map[uint64]bool{}
+	advised, err := s.releaseTables(dir, released)
 	if err != nil || advised == 0 {
 		t.Fatalf("advised %d bytes, %v", advised, err)
+	}
+	if again, err := s.releaseTables(dir, released); err != nil || again != 0 {
+		t.Errorf("a second release with no new table advised %d bytes, %v; want 0", again, err)
 	}
 	after := tableRSS(t, dir)
 	cached, pages := pageCached(t, dir)
@@ -230,14 +234,14 @@ func TestReleaseTablesWhileCompacting(t *testing.T) {
 	var releases int
 	var releaseErr error
 	wg.Go(func() {
-		dataLen := map[uint64]int64{}
+		released := map[uint64]bool{}
 		for {
 			select {
 			case <-stop:
 				return
 			default:
 			}
-			if _, err := s.releaseTables(dir, dataLen); err != nil {
+			if _, err := s.releaseTables(dir, released); err != nil {
 				releaseErr = err
 				return
 			}

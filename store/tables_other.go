@@ -3,6 +3,6 @@
 package store
 
 // releaseTables is Linux only (tables_linux.go).
-func (b *Badger) releaseTables(string, map[uint64]int64) (int64, error) {
+func (b *Badger) releaseTables(string, map[uint64]bool) (int64, error) {
 	return 0, errReleaseUnsupported
 }
