@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -33,6 +34,11 @@ type BadgerOptions struct {
 	// Owner is this process's boot id, written on every hold it takes, so
 	// that the recovery of a hold it leaves names it. "" means a random id.
 	Owner string
+
+	// releaseEvery is how often the tables' data blocks are released from
+	// the resident set (tables_linux.go): 0 means tableReleaseEvery, and a
+	// negative duration never (tests that release by hand).
+	releaseEvery time.Duration
 }
 
 // maxConflictAttempts bounds how often one operation retries a transaction
@@ -159,17 +165,17 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 	}
 	b := &Badger{db: db, owner: owner, log: logger, holdLog: hl}
 	b.mem.init()
-	if !opts.InMemory {
+	if every := cmp.Or(opts.releaseEvery, tableReleaseEvery); !opts.InMemory && every > 0 {
 		// /proc/self/maps names a mapped file by its real path.
 		real, err := filepath.Abs(dir)
 		if err == nil {
 			real, err = filepath.EvalSymlinks(real)
 		}
 		if err != nil {
-			b.Close()
-			return nil, fmt.Errorf("store: open badger in %q: %w", dir, err)
+			logger.Warn("the ledger's tables stay in the resident set", "reason", err.Error())
+		} else {
+			b.startRelease(real, every)
 		}
-		b.startRelease(real, tableReleaseEvery)
 	}
 	return b, nil
 }
@@ -184,22 +190,31 @@ func (b *Badger) startRelease(dir string, every time.Duration) {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		released := make(map[uint64]bool)
+		lastErr := ""
 		for {
 			select {
 			case <-b.releaseStop:
 				return
 			case <-t.C:
 			}
-			n, err := b.releaseTables(dir, released)
+			n, err := b.releaseTables(dir, released, nil)
 			if errors.Is(err, errReleaseUnsupported) {
 				b.log.Info("the ledger's tables stay in the resident set", "reason", err.Error())
 				return
 			}
 			if err != nil {
-				b.log.Warn("releasing the ledger's tables from the resident set", "error", err.Error())
+				// Once per kind: a lasting cause (no /proc) would say it
+				// every pass.
+				if msg := err.Error(); msg != lastErr {
+					b.log.Warn("releasing the ledger's tables from the resident set", "error", msg)
+					lastErr = msg
+				}
 				continue
 			}
-			b.log.Debug("ledger tables released from the resident set", "bytes", n)
+			lastErr = ""
+			if n > 0 {
+				b.log.Debug("ledger tables released from the resident set", "bytes", n)
+			}
 		}
 	}()
 }

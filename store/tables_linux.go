@@ -2,7 +2,9 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,19 +36,35 @@ import (
 // disastrous: on anonymous memory it zeroes the pages. The mappings are
 // found in /proc/self/maps, so releaseTables first pins the tables it will
 // advise: a badger iterator holds a reference on every table of every level
-// until it is closed, and a table is unmapped only when its last reference
-// goes. Which tables the iterator holds is not exposed, but a table is
-// added to the levels once and removed once (ids are never reused), so a
-// table listed both before and after the iterator was made was in the
-// levels when it was made, and is held.
+// until it is closed, and while the database is open a table is unmapped
+// only when its last reference goes (Badger.Close stops the release loop
+// before badger's Close unmaps every table). Which tables the iterator
+// holds is not exposed, but a table joins the levels once and leaves once,
+// and ids are not reused while the store is open (badger's DropAll would
+// reset them; the store never calls it), so a table listed both before and
+// after the iterator was made was in the levels when it was made, and is
+// held.
+
+// tableRange is the part of a table's mapping releaseTables advised.
+type tableRange struct {
+	start, end uint64
+	path       string
+}
+
+// errNoTableMapping: tables to release, and none of their mappings found in
+// /proc/self/maps (the directory renamed under the store, say).
+var errNoTableMapping = errors.New("store: no mapping of the ledger's new tables in /proc/self/maps")
 
 // releaseTables advises away the data blocks of the tables of b's database
-// (in dir, an absolute path) that it has not released before, and returns
-// how many bytes it advised. released holds the ids of the tables released
-// so far; ids no longer in the levels are dropped from it. A table is
-// released once: what is read of it later (by a lookup, or by the
-// compaction that replaces it) stays mapped until the table is deleted.
-func (b *Badger) releaseTables(dir string, released map[uint64]bool) (int64, error) {
+// (in dir, its real absolute path) that it has not released before, and
+// returns how many bytes it advised. released holds the ids of the tables
+// released so far (or found unreleasable); ids no longer in the levels are
+// dropped from it. A table is released once: what is read of it later (by a
+// lookup, or by the compaction that replaces it) stays mapped until the
+// table is deleted. An error with one table does not stop the others; the
+// first is returned. pinned, if not nil, is called with what was advised
+// while the tables are still held (tests check the mappings then).
+func (b *Badger) releaseTables(dir string, released map[uint64]bool, pinned func([]tableRange)) (int64, error) {
 	before := b.db.Tables()
 	fresh := false
 	listed := make(map[uint64]bool, len(before))
@@ -69,11 +87,11 @@ func (b *Badger) releaseTables(dir string, released map[uint64]bool) (int64, err
 	after := b.db.Tables()
 
 	current := make(map[uint64]bool, len(after))
-	pinned := make(map[string]uint64, len(after)) // file name → id
+	held := make(map[string]uint64, len(after)) // file name → id
 	for _, t := range after {
 		current[t.ID] = true
 		if listed[t.ID] && !released[t.ID] {
-			pinned[filepath.Base(table.NewFilename(t.ID, dir))] = t.ID
+			held[filepath.Base(table.NewFilename(t.ID, dir))] = t.ID
 		}
 	}
 	for id := range released {
@@ -81,35 +99,55 @@ func (b *Badger) releaseTables(dir string, released map[uint64]bool) (int64, err
 			delete(released, id)
 		}
 	}
+	if len(held) == 0 {
+		return 0, nil // every new table was made while the levels were read
+	}
 
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		return 0, err
 	}
 	page := uint64(os.Getpagesize())
-	var advised int64
+	var (
+		advised  int64
+		ranges   []tableRange
+		matched  int
+		firstErr error
+	)
 	for line := range bytes.SplitSeq(maps, []byte{'\n'}) {
 		start, end, path, ok := tableMapping(line, dir)
 		if !ok {
 			continue
 		}
-		id, ok := pinned[filepath.Base(path)]
+		id, ok := held[filepath.Base(path)]
 		if !ok {
 			continue // released already, made after the iterator, or on its way out
 		}
+		matched++
+		released[id] = true // once, even if it fails: the error is said once
 		data, err := tableDataLen(path)
 		if err != nil {
-			return advised, err
+			firstErr = cmp.Or(firstErr, err)
+			continue
 		}
-		if n := min(uint64(data), end-start) &^ (page - 1); n > 0 {
-			if _, _, e := unix.Syscall(unix.SYS_MADVISE, uintptr(start), uintptr(n), unix.MADV_DONTNEED); e != 0 {
-				return advised, fmt.Errorf("store: madvise %s: %w", path, e)
-			}
-			advised += int64(n)
+		n := min(uint64(data), end-start) &^ (page - 1)
+		if n == 0 {
+			continue
 		}
-		released[id] = true
+		if _, _, e := unix.Syscall(unix.SYS_MADVISE, uintptr(start), uintptr(n), unix.MADV_DONTNEED); e != 0 {
+			firstErr = cmp.Or(firstErr, fmt.Errorf("store: madvise %s: %w", path, e))
+			continue
+		}
+		advised += int64(n)
+		ranges = append(ranges, tableRange{start, start + n, path})
 	}
-	return advised, nil
+	if matched == 0 {
+		return 0, errNoTableMapping
+	}
+	if pinned != nil {
+		pinned(ranges)
+	}
+	return advised, firstErr
 }
 
 // tableMapping parses one line of /proc/self/maps, "start-end perms offset
@@ -163,8 +201,9 @@ func tableDataLen(path string) (int64, error) {
 		return 0, fmt.Errorf("store: %s: %w", path, err)
 	}
 	checksumLen := int64(binary.BigEndian.Uint32(b[:]))
-	// A checksum is a small protobuf (algorithm and a 64-bit sum).
-	if checksumLen < 1 || checksumLen > 64 || size < 8+checksumLen {
+	// A checksum is a small protobuf (algorithm and a 64-bit sum; proto3
+	// leaves out zeros, so a CRC32C sum of 0 is 0 bytes).
+	if checksumLen > 64 || size < 8+checksumLen {
 		return 0, fmt.Errorf("store: %s: checksum length %d: not a table footer", path, checksumLen)
 	}
 	if _, err := f.ReadAt(b[:], size-8-checksumLen); err != nil {

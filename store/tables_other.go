@@ -3,6 +3,12 @@
 package store
 
 // releaseTables is Linux only (tables_linux.go).
-func (b *Badger) releaseTables(string, map[uint64]bool) (int64, error) {
+func (b *Badger) releaseTables(string, map[uint64]bool, func([]tableRange)) (int64, error) {
 	return 0, errReleaseUnsupported
+}
+
+// tableRange is the part of a table's mapping releaseTables advised.
+type tableRange struct {
+	start, end uint64
+	path       string
 }
