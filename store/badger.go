@@ -79,6 +79,12 @@ type Badger struct {
 // a memtable becomes a table every 10–20 s.
 const tableReleaseEvery = 10 * time.Second
 
+// tableRange is the part of a table's mapping releaseTables advised.
+type tableRange struct {
+	start, end uint64
+	path       string
+}
+
 // errReleaseUnsupported: releaseTables cannot work here.
 var errReleaseUnsupported = errors.New("store: releasing the ledger's tables from memory needs Linux")
 

@@ -45,12 +45,6 @@ import (
 // after the iterator was made was in the levels when it was made, and is
 // held.
 
-// tableRange is the part of a table's mapping releaseTables advised.
-type tableRange struct {
-	start, end uint64
-	path       string
-}
-
 // errNoTableMapping: tables to release, and none of their mappings found in
 // /proc/self/maps (the directory renamed under the store, say).
 var errNoTableMapping = errors.New("store: no mapping of the ledger's new tables in /proc/self/maps")
@@ -59,25 +53,26 @@ var errNoTableMapping = errors.New("store: no mapping of the ledger's new tables
 // (in dir, its real absolute path) that it has not released before, and
 // returns how many bytes it advised. released holds the ids of the tables
 // released so far (or found unreleasable); ids no longer in the levels are
-// dropped from it. A table is released once: what is read of it later (by a
-// lookup, or by the compaction that replaces it) stays mapped until the
-// table is deleted. An error with one table does not stop the others; the
-// first is returned. pinned, if not nil, is called with what was advised
-// while the tables are still held (tests check the mappings then).
+// dropped from it at the start of a pass. A table is released once: what is
+// read of it later (by a lookup, or by the compaction that replaces it)
+// stays mapped until the table is deleted. An error with one table does not
+// stop the others; the first is returned. pinned, if not nil, is called with
+// what was advised while the tables are still held (tests check the mappings
+// then).
 func (b *Badger) releaseTables(dir string, released map[uint64]bool, pinned func([]tableRange)) (int64, error) {
 	before := b.db.Tables()
-	fresh := false
 	listed := make(map[uint64]bool, len(before))
+	fresh := false
 	for _, t := range before {
 		listed[t.ID] = true
 		fresh = fresh || !released[t.ID]
 	}
-	if !fresh {
-		for id := range released {
-			if !listed[id] {
-				delete(released, id)
-			}
+	for id := range released {
+		if !listed[id] {
+			delete(released, id) // deleted: its id will not come back
 		}
+	}
+	if !fresh {
 		return 0, nil
 	}
 	txn := b.db.NewTransaction(false)
@@ -86,17 +81,10 @@ func (b *Badger) releaseTables(dir string, released map[uint64]bool, pinned func
 	defer it.Close()
 	after := b.db.Tables()
 
-	current := make(map[uint64]bool, len(after))
 	held := make(map[string]uint64, len(after)) // file name → id
 	for _, t := range after {
-		current[t.ID] = true
 		if listed[t.ID] && !released[t.ID] {
 			held[filepath.Base(table.NewFilename(t.ID, dir))] = t.ID
-		}
-	}
-	for id := range released {
-		if !current[id] {
-			delete(released, id)
 		}
 	}
 	if len(held) == 0 {

@@ -6,9 +6,3 @@ package store
 func (b *Badger) releaseTables(string, map[uint64]bool, func([]tableRange)) (int64, error) {
 	return 0, errReleaseUnsupported
 }
-
-// tableRange is the part of a table's mapping releaseTables advised.
-type tableRange struct {
-	start, end uint64
-	path       string
-}
