@@ -29,13 +29,15 @@
 # relay binary to run as the gateway instead of bin/relay: an A/B of two
 # builds, the sim unchanged), CALLS_DIR (loadgen writes every answered call of each
 # latency measurement there: start and latency, one CSV per measurement),
-# GO (go).
+# KEEP_LOGS (copy every process's log, the gateway's access log among them,
+# there before the run's temporary directory is removed), GO (go).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Paths the caller gave are relative to where it ran us, not to $ROOT.
 [ -z "${GATEWAY_BIN:-}" ] || GATEWAY_BIN=$(realpath -m -- "$GATEWAY_BIN")
 [ -z "${CALLS_DIR:-}" ] || CALLS_DIR=$(realpath -m -- "$CALLS_DIR")
+[ -z "${KEEP_LOGS:-}" ] || KEEP_LOGS=$(realpath -m -- "$KEEP_LOGS")
 cd "$ROOT"
 GO=${GO:-go}
 QUICK=${QUICK:-0}
@@ -148,6 +150,7 @@ cleanup() {
 		grep -E -v '"level":"INFO"' "$WORK/gateway.log" | head -n 1000 >"$ROOT/build/bench-gateway-warnings.log" || true
 		grep -E '"level":"INFO".*"msg":"plugin' "$WORK/gateway.log" | head -n 1000 >>"$ROOT/build/bench-gateway-warnings.log" || true
 	fi
+	[ -z "${KEEP_LOGS:-}" ] || { mkdir -p "$KEEP_LOGS" && cp "$WORK"/*.log "$KEEP_LOGS"/ 2>/dev/null; } || true
 	rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -93,12 +93,13 @@ func TestCheckExports(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := rt.CompileModule(ctx, wasmModule(tc.funcs, tc.memory))
+			wasm := wasmModule(tc.funcs, tc.memory)
+			m, err := rt.CompileModule(ctx, wasm)
 			if err != nil {
 				t.Fatalf("the test module does not compile: %v", err)
 			}
 			defer m.Close(ctx)
-			err = checkExports(m)
+			err = checkExports(wasm)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)

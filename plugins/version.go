@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/modelrelay/modelrelay/internal/wasmmeter"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
@@ -136,7 +138,7 @@ func loadVersion(ctx context.Context, o *options, name, path string, wasm, confi
 		return nil, &Error{Plugin: name, Op: "compile", Err: err}
 	}
 	v.compiled = compiled
-	if err := checkExports(compiled); err != nil {
+	if err := checkExports(wasm); err != nil {
 		_ = compiled.Close(context.Background())
 		return nil, &Error{Plugin: name, Op: "load", Err: err}
 	}
@@ -160,9 +162,16 @@ func loadVersion(ctx context.Context, o *options, name, path string, wasm, confi
 
 // checkExports refuses a module that lacks an export of the ABI or exports
 // it with another type, and a Go module built as a command instead of a
-// reactor (its exports would trap on first use).
-func checkExports(m wazero.CompiledModule) error {
-	fns := m.ExportedFunctions()
+// reactor (its exports would trap on first use). It reads the exports from
+// the binary (wasmmeter.ReadExports) rather than asking wazero, which would
+// build and keep a definition of every function of the module, a few hundred
+// KB that every garbage collection would scan for as long as it is loaded.
+func checkExports(wasm []byte) error {
+	ex, err := wasmmeter.ReadExports(wasm)
+	if err != nil {
+		return err
+	}
+	fns := ex.Funcs
 	for _, want := range requiredExports {
 		def, ok := fns[want.name]
 		if !ok {
@@ -171,9 +180,9 @@ func checkExports(m wazero.CompiledModule) error {
 			}
 			return fmt.Errorf("%w: no export %s", ErrABI, want.name)
 		}
-		if !sameTypes(def.ParamTypes(), want.params) || !sameTypes(def.ResultTypes(), want.results) {
+		if !sameTypes(def.Params, want.params) || !sameTypes(def.Results, want.results) {
 			return fmt.Errorf("%w: export %s has type %s, want %s", ErrABI, want.name,
-				signature(def.ParamTypes(), def.ResultTypes()), signature(want.params, want.results))
+				signature(def.Params, def.Results), signature(want.params, want.results))
 		}
 	}
 	if _, ok := fns["_start"]; ok {
@@ -181,7 +190,7 @@ func checkExports(m wazero.CompiledModule) error {
 			return fmt.Errorf("%w: the module is a command (it exports _start, not _initialize): build it with -buildmode=c-shared", ErrABI)
 		}
 	}
-	if _, ok := m.ExportedMemories()["memory"]; !ok {
+	if !slices.Contains(ex.Memories, "memory") {
 		return fmt.Errorf("%w: no exported memory named \"memory\"", ErrABI)
 	}
 	return nil
