@@ -20,6 +20,7 @@ func BenchmarkOverhead(b *testing.B) {
 	envLogLevel = slog.LevelInfo // production's level: access log on, debug off
 	defer func() { envLogLevel = slog.LevelDebug }()
 	e := newEnv(b)
+	e.logs.discard.Store(true)
 	e.account("bench", "1000000")
 	key := e.key("bench", "economy")
 	simURL := e.simURLs["eco-a"]

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,10 +18,10 @@ import (
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
 
-// line is one upstream connection with its client and circuit breaker.
+// line is one upstream connection with its transport and circuit breaker.
 type line struct {
 	cfg     LineConfig
-	client  *http.Client
+	rt      http.RoundTripper
 	breaker *gobreaker.TwoStepCircuitBreaker[struct{}]
 
 	mu       sync.Mutex
@@ -58,9 +60,7 @@ func newLineSet(cfg Config, rt http.RoundTripper, log *slog.Logger) *lineSet {
 				ForceAttemptHTTP2:     false,
 			}
 		}
-		l.client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		}}
+		l.rt = tr
 		failures := cfg.Retry.BreakerFailures
 		name := lc.Name
 		l.breaker = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
@@ -81,6 +81,19 @@ func newLineSet(cfg Config, rt http.RoundTripper, log *slog.Logger) *lineSet {
 		s.all = append(s.all, l)
 	}
 	return s
+}
+
+// do sends req on the line's transport. An http.Client would add nothing the
+// gateway wants (it follows no redirect and keeps no cookies) and would copy
+// the request's headers on every call for the redirects it might follow.
+// Errors read as a client's do: "Post "URL": cause".
+func (l *line) do(req *http.Request) (*http.Response, error) {
+	resp, err := l.rt.RoundTrip(req)
+	if err != nil {
+		method := req.Method[:1] + strings.ToLower(req.Method[1:])
+		return nil, &url.Error{Op: method, URL: req.URL.Redacted(), Err: err}
+	}
+	return resp, nil
 }
 
 // states returns every line as the selection plugin sees it.

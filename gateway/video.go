@@ -97,7 +97,7 @@ func (g *Gateway) videoGet(ctx context.Context, l *line, path string) (*http.Res
 	if key := l.cfg.UpstreamKey(); key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	resp, err := l.client.Do(req)
+	resp, err := l.do(req)
 	if err != nil {
 		cancel()
 		l.recordFailure(g.now(), err)
