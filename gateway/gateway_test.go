@@ -215,3 +215,50 @@ func TestNotRelayedPaths(t *testing.T) {
 		t.Errorf("405 should name the allowed method: %q", msg)
 	}
 }
+
+// TestAccessLogLine: every relayed call leaves one access-log line with its
+// request id, status, model, route, line, charge and its durations in whole
+// microseconds (integers: slog formats floats through encoding/json).
+func TestAccessLogLine(t *testing.T) {
+	e := newEnv(t)
+	e.account("acme", "10")
+	key := e.key("acme", "economy")
+	st, hdr, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "log me"))
+	if st != 200 {
+		t.Fatalf("status %d: %s", st, data)
+	}
+	rid := hdr.Get("X-Request-Id")
+	var line map[string]any
+	for _, l := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, rid) {
+			dec := json.NewDecoder(strings.NewReader(l))
+			dec.UseNumber()
+			if err := dec.Decode(&line); err != nil {
+				t.Fatalf("access log line %q: %v", l, err)
+			}
+		}
+	}
+	if line == nil {
+		t.Fatalf("no access log line for %s in:\n%s", rid, e.logs.String())
+	}
+	for field, want := range map[string]any{"endpoint": "chat_completions", "status": json.Number("200"), "model": "modelf-flash", "route": "economy"} {
+		if line[field] != want {
+			t.Errorf("%s = %v, want %v", field, line[field], want)
+		}
+	}
+	if line["line"] == nil || line["charge_usd"] == nil || line["key_id"] == nil {
+		t.Errorf("line, charge_usd or key_id missing: %v", line)
+	}
+	for _, field := range []string{"latency_us", "upstream_us"} {
+		n, ok := line[field].(json.Number)
+		if !ok {
+			t.Fatalf("%s = %v, want a number", field, line[field])
+		}
+		if v, err := n.Int64(); err != nil || v < 0 {
+			t.Errorf("%s = %s, want whole microseconds", field, n)
+		}
+	}
+	if lat, _ := line["latency_us"].(json.Number).Int64(); lat == 0 {
+		t.Errorf("latency_us is 0: a relayed call takes longer than a microsecond")
+	}
+}
