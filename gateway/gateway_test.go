@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAuth(t *testing.T) {
@@ -228,13 +229,17 @@ func TestAccessLogLine(t *testing.T) {
 		t.Fatalf("status %d: %s", st, data)
 	}
 	rid := hdr.Get("X-Request-Id")
+	// The line is written after the settle, which follows the answer: wait
+	// for it.
 	var line map[string]any
-	for _, l := range strings.Split(e.logs.String(), "\n") {
-		if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, rid) {
-			dec := json.NewDecoder(strings.NewReader(l))
-			dec.UseNumber()
-			if err := dec.Decode(&line); err != nil {
-				t.Fatalf("access log line %q: %v", l, err)
+	for deadline := time.Now().Add(5 * time.Second); line == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, l := range strings.Split(e.logs.String(), "\n") {
+			if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, rid) {
+				dec := json.NewDecoder(strings.NewReader(l))
+				dec.UseNumber()
+				if err := dec.Decode(&line); err != nil {
+					t.Fatalf("access log line %q: %v", l, err)
+				}
 			}
 		}
 	}

@@ -86,12 +86,21 @@ func newLineSet(cfg Config, rt http.RoundTripper, log *slog.Logger) *lineSet {
 // do sends req on the line's transport. An http.Client would add nothing the
 // gateway wants (it follows no redirect and keeps no cookies) and would copy
 // the request's headers on every call for the redirects it might follow.
-// Errors read as a client's do: "Post "URL": cause".
+// What else a client does, do does: credentials in base_url become basic
+// auth when no Authorization is set, a transport's nil body an empty one,
+// and errors read "Post "URL": cause".
 func (l *line) do(req *http.Request) (*http.Response, error) {
+	if u := req.URL.User; u != nil && req.Header.Get("Authorization") == "" {
+		pass, _ := u.Password()
+		req.SetBasicAuth(u.Username(), pass)
+	}
 	resp, err := l.rt.RoundTrip(req)
 	if err != nil {
 		method := req.Method[:1] + strings.ToLower(req.Method[1:])
 		return nil, &url.Error{Op: method, URL: req.URL.Redacted(), Err: err}
+	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody
 	}
 	return resp, nil
 }

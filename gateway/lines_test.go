@@ -2,8 +2,12 @@ package gateway
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -224,5 +228,50 @@ func TestOrderPlan(t *testing.T) {
 	}
 	if counts["heavy"] != 300 || counts["light"] != 100 {
 		t.Fatalf("first picks %v, want 3:1", counts)
+	}
+}
+
+// TestLineDo: a line sends on its transport as an http.Client would, minus
+// what the gateway never wants: a redirect comes back to the caller instead
+// of being followed, credentials in base_url become basic auth, and an
+// error names the method and URL.
+func TestLineDo(t *testing.T) {
+	var gotAuth, gotPath string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth, gotPath = r.Header.Get("Authorization"), r.URL.Path
+		http.Redirect(w, r, "/elsewhere", http.StatusFound)
+	}))
+	defer up.Close()
+	l := &line{rt: http.DefaultTransport}
+	u, _ := url.Parse(up.URL)
+	u.User = url.UserPassword("user", "secret")
+	req, _ := http.NewRequest(http.MethodPost, u.String()+"/v1/chat/completions", strings.NewReader("{}"))
+	resp, err := l.do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || gotPath != "/v1/chat/completions" {
+		t.Errorf("status %d after %s: the redirect was followed", resp.StatusCode, gotPath)
+	}
+	if want := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:secret")); gotAuth != want {
+		t.Errorf("Authorization %q, want %q", gotAuth, want)
+	}
+	// A key the line sets wins over credentials in the URL.
+	req, _ = http.NewRequest(http.MethodPost, u.String()+"/v1/chat/completions", strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer k")
+	if resp, err = l.do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if gotAuth != "Bearer k" {
+		t.Errorf("Authorization %q, want the line's key", gotAuth)
+	}
+	up.Close()
+	req, _ = http.NewRequest(http.MethodPost, up.URL+"/v1/chat/completions", strings.NewReader("{}"))
+	_, err = l.do(req)
+	var uerr *url.Error
+	if !errors.As(err, &uerr) || !strings.HasPrefix(err.Error(), `Post "`+up.URL+`/v1/chat/completions": `) {
+		t.Errorf("error %v, want a *url.Error naming the method and URL", err)
 	}
 }

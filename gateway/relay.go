@@ -682,6 +682,7 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 	buf := answerBufs.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= maxPooledAnswer {
+			clear(buf.Bytes()) // no completion outlives its call, even unreachable
 			buf.Reset()
 			answerBufs.Put(buf)
 		}
