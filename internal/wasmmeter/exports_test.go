@@ -79,15 +79,7 @@ func TestReadExports(t *testing.T) {
 	if f := ex.Funcs["own"]; !bytes.Equal(f.Params, i32) || !bytes.Equal(f.Results, i64) {
 		t.Errorf("defined function's type %+v, want (i32) -> i64", f)
 	}
-	dir := os.Getenv("RELAY_PLUGIN_DIR")
-	if dir == "" {
-		t.Skip("RELAY_PLUGIN_DIR is not set (make test sets it): the built plugins are not checked")
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.wasm"))
-	if len(files) == 0 {
-		t.Fatalf("no plugins in %s", dir)
-	}
-	for _, f := range files {
+	for _, f := range builtPlugins(t) {
 		wasm, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -125,12 +117,8 @@ func TestReadExportsRefuses(t *testing.T) {
 // it reads what wazero reads. As in FuzzInstrument, only modules the meter's
 // parser accepts reach wazero, whose decoder allocates declared lengths.
 func FuzzReadExports(f *testing.F) {
-	f.Add(arithModule())
-	f.Add(renumberModule())
-	f.Add([]byte(header))
 	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	defer rt.Close(ctx)
+	rt := fuzzSetup(f)
 	f.Fuzz(func(t *testing.T, wasm []byte) {
 		if _, err := ReadExports(wasm); err != nil {
 			return

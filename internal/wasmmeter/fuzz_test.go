@@ -17,12 +17,8 @@ import (
 // 27 GB type section in a second (TestHugeDeclarations). That the process
 // survives compiling what Instrument accepts is part of what this checks.
 func FuzzInstrument(f *testing.F) {
-	f.Add(arithModule())
-	f.Add(renumberModule())
-	f.Add([]byte(header))
 	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	defer rt.Close(ctx)
+	rt := fuzzSetup(f)
 	f.Fuzz(func(t *testing.T, wasm []byte) {
 		metered, _, err := Instrument(wasm, 0)
 		if err != nil {
@@ -38,4 +34,16 @@ func FuzzInstrument(f *testing.F) {
 			t.Fatalf("wazero accepts the module, but not its metered copy: %v", err)
 		}
 	})
+}
+
+// fuzzSetup adds the seed modules and returns an interpreter runtime, closed
+// when the fuzz test ends.
+func fuzzSetup(f *testing.F) wazero.Runtime {
+	f.Add(arithModule())
+	f.Add(renumberModule())
+	f.Add([]byte(header))
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	f.Cleanup(func() { rt.Close(ctx) })
+	return rt
 }

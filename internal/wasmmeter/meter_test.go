@@ -344,14 +344,7 @@ func TestMissingSections(t *testing.T) {
 // make test): each must still be valid (the interpreter validates as the
 // compiler does, and compiles much faster). The plugins package runs them.
 func TestPlugins(t *testing.T) {
-	dir := os.Getenv("RELAY_PLUGIN_DIR")
-	if dir == "" {
-		t.Skip("RELAY_PLUGIN_DIR is not set (make test sets it)")
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.wasm"))
-	if len(files) == 0 {
-		t.Fatalf("no plugins in %s", dir)
-	}
+	files := builtPlugins(t)
 	rt := newRuntimeConfig(t, &ticker{}, wazero.NewRuntimeConfigInterpreter())
 	for _, f := range files {
 		wasm, err := os.ReadFile(f)
@@ -404,6 +397,21 @@ func TestHugeDeclarations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// builtPlugins lists the project's built plugins in RELAY_PLUGIN_DIR (set by
+// make test); the test is skipped without it.
+func builtPlugins(t *testing.T) []string {
+	t.Helper()
+	dir := os.Getenv("RELAY_PLUGIN_DIR")
+	if dir == "" {
+		t.Skip("RELAY_PLUGIN_DIR is not set (make test sets it)")
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.wasm"))
+	if len(files) == 0 {
+		t.Fatalf("no plugins in %s", dir)
+	}
+	return files
 }
 
 // tokensWasm is a real Go plugin, tokens.wasm from RELAY_PLUGIN_DIR; the
