@@ -69,7 +69,7 @@ func (m *module) function(out []byte, i int, b []byte, sc *scratch) ([]byte, err
 	r := &reader{b: b}
 	decls := r.count(2)
 	declStart := r.off
-	locals := uint64(m.types[typ])
+	locals := uint64(len(m.types[typ].Params))
 	for j := 0; j < decls && r.err == nil; j++ {
 		locals += uint64(r.u32())
 		if c := r.byte(); !isValType(c) {

@@ -25,14 +25,6 @@ func ReadExports(wasm []byte) (Exports, error) {
 	if err != nil {
 		return Exports{}, err
 	}
-	var sigs []FuncType
-	for _, s := range m.sections {
-		if s.id == secType {
-			if sigs, err = readSignatures(s.body); err != nil {
-				return Exports{}, fmt.Errorf("section %d: %w", s.id, err)
-			}
-		}
-	}
 	ex := Exports{Funcs: map[string]FuncType{}}
 	for _, s := range m.sections {
 		if s.id != secExport {
@@ -59,11 +51,11 @@ func ReadExports(wasm []byte) (Exports, error) {
 					r.fail("export %q: function index %d out of range", name, idx)
 					continue
 				}
-				if uint64(typ) >= uint64(len(sigs)) {
+				if uint64(typ) >= uint64(len(m.types)) {
 					r.fail("export %q: type index %d out of range", name, typ)
 					continue
 				}
-				ex.Funcs[name] = sigs[typ]
+				ex.Funcs[name] = m.types[typ]
 			case 0x02:
 				ex.Memories = append(ex.Memories, name)
 			}
@@ -73,19 +65,4 @@ func ReadExports(wasm []byte) (Exports, error) {
 		}
 	}
 	return ex, nil
-}
-
-// readSignatures reads the type section's function types (parse has
-// checked their form and value types).
-func readSignatures(b []byte) ([]FuncType, error) {
-	r := &reader{b: b}
-	n := r.count(3)
-	sigs := make([]FuncType, 0, n)
-	for i := 0; i < n && r.err == nil; i++ {
-		r.byte() // 0x60
-		params := r.bytes(r.count(1))
-		results := r.bytes(r.count(1))
-		sigs = append(sigs, FuncType{Params: params, Results: results})
-	}
-	return sigs, endOf(r)
 }

@@ -135,16 +135,16 @@ type section struct {
 type module struct {
 	sections []section
 
-	types        []int    // parameter count of each type
-	funcImports  uint32   // imported functions: they keep their indices
-	memImport    bool     // the module imports a memory: it need not start zeroed
-	importTypes  []uint32 // type of each imported function
-	funcsEnd     uint32   // imported and defined functions
-	elements     uint32   // element segments: the wrappers' declaration comes after
-	tableElems   uint64   // the most elements the tables declared so far may hold
-	badFunc      error    // a function index out of range, met while rewriting
-	globals      uint32   // imported and defined globals: the fuel global comes after
-	funcTypes    []uint32 // type of each defined function
+	types        []FuncType // each function type, its value types as encoded
+	funcImports  uint32     // imported functions: they keep their indices
+	memImport    bool       // the module imports a memory: it need not start zeroed
+	importTypes  []uint32   // type of each imported function
+	funcsEnd     uint32     // imported and defined functions
+	elements     uint32     // element segments: the wrappers' declaration comes after
+	tableElems   uint64     // the most elements the tables declared so far may hold
+	badFunc      error      // a function index out of range, met while rewriting
+	globals      uint32     // imported and defined globals: the fuel global comes after
+	funcTypes    []uint32   // type of each defined function
 	stats        Stats
 	fuelGlobal   uint32
 	tickFunc     uint32
@@ -215,24 +215,22 @@ func parse(wasm []byte) (*module, error) {
 func (m *module) readTypes(b []byte) error {
 	r := &reader{b: b}
 	n := r.count(3)
-	m.types = make([]int, 0, n)
+	m.types = make([]FuncType, 0, n)
+	valTypes := func(i int) []byte {
+		vs := r.bytes(r.count(1))
+		for _, c := range vs {
+			if r.err == nil && !isValType(c) {
+				r.fail("type %d: unknown value type %#x", i, c)
+			}
+		}
+		return vs
+	}
 	for i := 0; i < n && r.err == nil; i++ {
 		if form := r.byte(); form != 0x60 {
 			r.fail("type %d: form %#x is not a function type", i, form)
 		}
-		params := r.count(1)
-		for j := 0; j < params && r.err == nil; j++ {
-			if c := r.byte(); !isValType(c) {
-				r.fail("type %d: unknown value type %#x", i, c)
-			}
-		}
-		results := r.count(1)
-		for j := 0; j < results && r.err == nil; j++ {
-			if c := r.byte(); !isValType(c) {
-				r.fail("type %d: unknown value type %#x", i, c)
-			}
-		}
-		m.types = append(m.types, params)
+		params := valTypes(i)
+		m.types = append(m.types, FuncType{Params: params, Results: valTypes(i)})
 	}
 	return endOf(r)
 }
@@ -496,7 +494,7 @@ func (m *module) wrapper(out []byte, i uint32) []byte {
 	code := []byte{0x00, opI32Const, 0x00, opGlobalSet} // no locals
 	code = appendU32(code, m.fuelGlobal)
 	code = append(code, m.chargeSuffix...)
-	for p := range m.types[m.importTypes[i]] {
+	for p := range len(m.types[m.importTypes[i]].Params) {
 		code = append(code, opLocalGet)
 		code = appendU32(code, uint32(p))
 	}
