@@ -85,6 +85,7 @@ type LatencyRun struct {
 	Stolen   *float64 `json:"sut_stolen,omitempty"`   // share of the window stolen from the SUT CPU (-sut-cpu)
 	Clear    *Clear   `json:"clear,omitempty"`        // the calls no stall touched (-sut-cpu, -load-cpu)
 	CPU      *CPU     `json:"cpu_per_call,omitempty"` // CPU time per call of the hop and the provider (-sim-pid)
+	GC       *GC      `json:"gc,omitempty"`           // the gateway's collections and bytes allocated per call
 	Errors   []string `json:"errors,omitempty"`
 }
 
@@ -459,10 +460,12 @@ func (b *bench) latency(ctx context.Context, targets []target, res *Results) {
 				}
 				stolen := b.stolen()
 				cpu := b.cpuMeter(t)
+				gc := b.gcMeter(ctx, t)
 				stalls := watchStalls(b.s.stallCPUs())
 				m := b.attack(ctx, clients[t.Name], t, pacer, b.s.Duration, 16, b.s.MaxWorkers, stalls != nil || b.callsDir != "")
 				spans, ticks, err := stalls.end()
 				perCall := cpu(m.all.Requests)
+				gcs := gc(m.all.Requests)
 				st := stolen()
 				wait()
 				if b.callsDir != "" {
@@ -472,15 +475,15 @@ func (b *bench) latency(ctx context.Context, targets []target, res *Results) {
 					}
 				}
 				r := LatencyRun{Target: t.Name, Rate: rate, Round: round, Lat: m.lat(), Success: m.all.Success,
-					Requests: m.all.Requests, Sent: m.all.Rate, Stolen: st, CPU: perCall, Errors: firstErrors(m.all.Errors)}
+					Requests: m.all.Requests, Sent: m.all.Rate, Stolen: st, CPU: perCall, GC: gcs, Errors: firstErrors(m.all.Errors)}
 				if err != nil {
 					b.logf("stalls: %v", err)
 				} else if stalls != nil {
 					r.Clear = clearOf(m.calls, spans, ticks)
 				}
 				res.Latency = append(res.Latency, r)
-				b.logf("latency round %d %5d/s %-8s p50 %v p99 %v max %v success %.4f sent %.0f/s%s%s",
-					round, rate, t.Name, r.Lat.P50, r.Lat.P99, r.Lat.Max, r.Success, r.Sent, r.CPU.summary(), r.Clear.summary())
+				b.logf("latency round %d %5d/s %-8s p50 %v p99 %v max %v success %.4f sent %.0f/s%s%s%s",
+					round, rate, t.Name, r.Lat.P50, r.Lat.P99, r.Lat.Max, r.Success, r.Sent, r.CPU.summary(), r.GC.summary(), r.Clear.summary())
 				b.pause(ctx)
 			}
 		}

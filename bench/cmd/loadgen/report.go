@@ -91,8 +91,15 @@ type latAgg struct {
 	Stolen   *float64
 	Clear    *clearAgg // nil when no round watched for stalls
 	CPU      *CPU      // medians of hop and provider over the rounds that read them; nil if none
+	GC       *gcAgg    // the gateway's collector, summed over the rounds that read it; nil if none
 	Errors   []string
 	ok       bool
+}
+
+// gcAgg is the gateway's collections and bytes allocated, summed over the
+// rounds, with the calls they were made for.
+type gcAgg struct {
+	Collections, Bytes, Calls uint64
 }
 
 // clearAgg is the calls no stall touched, over the rounds: the median of
@@ -122,6 +129,14 @@ func aggLatency(runs []LatencyRun, name string, rate int) latAgg {
 		stolen = appendStolen(stolen, r.Stolen)
 		if c := r.CPU; c != nil {
 			hop, provider = append(hop, c.Hop), append(provider, c.Provider)
+		}
+		if g := r.GC; g != nil {
+			if a.GC == nil {
+				a.GC = &gcAgg{}
+			}
+			a.GC.Collections += g.Collections
+			a.GC.Bytes += g.AllocPerCall * r.Requests
+			a.GC.Calls += r.Requests
 		}
 		if c := r.Clear; c != nil {
 			if a.Clear == nil {
@@ -347,6 +362,7 @@ func renderReport(res *Results) string {
 		}
 		p("\n")
 		renderCPU(p, res)
+		renderGC(p, res)
 		renderClear(p, res)
 	}
 
@@ -538,6 +554,31 @@ func renderCPU(p func(string, ...any), res *Results) {
 			}
 			p("| %d | %s | %s | %s | %s | %s |\n", rate, name, hop, micros(c.Provider), total, vs)
 		}
+	}
+	p("\n")
+}
+
+// renderGC is the gateway's collector at each rate, from the runs that read
+// its /metrics.
+func renderGC(p func(string, ...any), res *Results) {
+	if !slices.ContainsFunc(res.Latency, func(r LatencyRun) bool { return r.GC != nil }) {
+		return
+	}
+	p("#### The gateway's collector\n\n")
+	p("Garbage collections the gateway ran during its measurements and the bytes it allocated per call (`go_gc_duration_seconds` and " +
+		"`go_memstats_alloc_bytes_total` from its `/metrics` before and after each, summed over the rounds). Each collection's background " +
+		"work is a burst of CPU on the CPU the provider shares; they come as often as the bytes allocated fill the heap's headroom.\n\n")
+	p("| rate/s | collections | calls | calls per collection | allocated per call |\n|---:|---:|---:|---:|---:|\n")
+	for _, rate := range res.Settings.Rates {
+		g := aggLatency(res.Latency, "gateway", rate).GC
+		if g == nil || g.Calls == 0 {
+			continue
+		}
+		per := "—"
+		if g.Collections > 0 {
+			per = fmt.Sprintf("%d", g.Calls/g.Collections)
+		}
+		p("| %d | %d | %d | %s | %.1f KB |\n", rate, g.Collections, g.Calls, per, float64(g.Bytes)/float64(g.Calls)/1000)
 	}
 	p("\n")
 }

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// GC is what the gateway's garbage collector did during one measurement,
+// read from the gateway's /metrics before and after it. On the CPU the
+// gateway shares with the provider, each collection's background work is a
+// burst the calls around it wait behind (BENCHMARKS.md, sessions 14 and 15),
+// and the collections come as often as the bytes allocated per call fill the
+// heap's headroom: the two numbers that say how much of a run's tail is the
+// gateway's own.
+type GC struct {
+	Collections  uint64 `json:"collections"`
+	AllocPerCall uint64 `json:"alloc_bytes_per_call"`
+}
+
+// goMetrics are the two runtime counters GC is computed from.
+type goMetrics struct {
+	collections uint64 // go_gc_duration_seconds' count
+	allocBytes  uint64 // go_memstats_alloc_bytes_total
+}
+
+// gcMeter reads the gateway's /metrics now; the function it returns reads
+// them again and divides by the calls made. Targets other than the gateway
+// (no Go metrics of theirs are served) and failed reads give nil.
+func (b *bench) gcMeter(ctx context.Context, t target) func(calls uint64) *GC {
+	none := func(uint64) *GC { return nil }
+	if t.Name != "gateway" {
+		return none
+	}
+	url := t.URL + "/metrics"
+	m0, err := readGoMetrics(ctx, url)
+	if err != nil {
+		b.logf("gc per call: %v", err)
+		return none
+	}
+	return func(calls uint64) *GC {
+		m1, err := readGoMetrics(ctx, url)
+		if err != nil {
+			b.logf("gc per call: %v", err)
+			return nil
+		}
+		if calls == 0 || m1.collections < m0.collections || m1.allocBytes < m0.allocBytes {
+			return nil // no calls, or another process answered (a restart)
+		}
+		return &GC{Collections: m1.collections - m0.collections, AllocPerCall: (m1.allocBytes - m0.allocBytes) / calls}
+	}
+}
+
+// readGoMetrics fetches url (Prometheus text format) and returns the Go
+// runtime's collection count and bytes allocated.
+func readGoMetrics(ctx context.Context, url string) (goMetrics, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return goMetrics{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return goMetrics{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return goMetrics{}, fmt.Errorf("%s: status %d", url, resp.StatusCode)
+	}
+	return parseGoMetrics(resp.Body)
+}
+
+// parseGoMetrics reads the collection count and bytes allocated from a
+// Prometheus text exposition (client_golang's Go collector names them).
+func parseGoMetrics(r io.Reader) (goMetrics, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return goMetrics{}, fmt.Errorf("metrics: %w", err)
+	}
+	var m goMetrics
+	gc, ok := fams["go_gc_duration_seconds"]
+	if !ok || len(gc.GetMetric()) != 1 || gc.GetMetric()[0].GetSummary() == nil {
+		return goMetrics{}, fmt.Errorf("metrics: no go_gc_duration_seconds summary")
+	}
+	m.collections = gc.GetMetric()[0].GetSummary().GetSampleCount()
+	alloc, ok := fams["go_memstats_alloc_bytes_total"]
+	if !ok || len(alloc.GetMetric()) != 1 || alloc.GetMetric()[0].GetCounter() == nil {
+		return goMetrics{}, fmt.Errorf("metrics: no go_memstats_alloc_bytes_total counter")
+	}
+	m.allocBytes = uint64(alloc.GetMetric()[0].GetCounter().GetValue())
+	return m, nil
+}
+
+// summary is the collector's share for the log line; "" if not measured.
+func (g *GC) summary() string {
+	if g == nil {
+		return ""
+	}
+	return fmt.Sprintf("; gc %d collections, %.1f KB allocated/call", g.Collections, float64(g.AllocPerCall)/1000)
+}
