@@ -458,9 +458,9 @@ func (b *bench) latency(ctx context.Context, targets []target, res *Results) {
 				if t.Name == "gateway" && round == 1 {
 					wait = b.prof.cpu(ctx, fmt.Sprintf("cpu-latency-%d", rate), b.s.Duration)
 				}
+				gc := b.gcMeter(ctx, t) // first: the scrape's own CPU stays out of cpu's window
 				stolen := b.stolen()
 				cpu := b.cpuMeter(t)
-				gc := b.gcMeter(ctx, t)
 				stalls := watchStalls(b.s.stallCPUs())
 				m := b.attack(ctx, clients[t.Name], t, pacer, b.s.Duration, 16, b.s.MaxWorkers, stalls != nil || b.callsDir != "")
 				spans, ticks, err := stalls.end()
