@@ -465,7 +465,7 @@ func (b *bench) latency(ctx context.Context, targets []target, res *Results) {
 				m := b.attack(ctx, clients[t.Name], t, pacer, b.s.Duration, 16, b.s.MaxWorkers, stalls != nil || b.callsDir != "")
 				spans, ticks, err := stalls.end()
 				perCall := cpu(m.all.Requests)
-				gcs := gc(m.all.Requests)
+				gcs := gc()
 				st := stolen()
 				wait()
 				if b.callsDir != "" {
@@ -483,7 +483,7 @@ func (b *bench) latency(ctx context.Context, targets []target, res *Results) {
 				}
 				res.Latency = append(res.Latency, r)
 				b.logf("latency round %d %5d/s %-8s p50 %v p99 %v max %v success %.4f sent %.0f/s%s%s%s",
-					round, rate, t.Name, r.Lat.P50, r.Lat.P99, r.Lat.Max, r.Success, r.Sent, r.CPU.summary(), r.GC.summary(), r.Clear.summary())
+					round, rate, t.Name, r.Lat.P50, r.Lat.P99, r.Lat.Max, r.Success, r.Sent, r.CPU.summary(), r.GC.summary(r.Requests), r.Clear.summary())
 				b.pause(ctx)
 			}
 		}

@@ -19,8 +19,8 @@ import (
 // heap's headroom: the two numbers that say how much of a run's tail is the
 // gateway's own.
 type GC struct {
-	Collections  uint64 `json:"collections"`
-	AllocPerCall uint64 `json:"alloc_bytes_per_call"`
+	Collections uint64 `json:"collections"`
+	AllocBytes  uint64 `json:"alloc_bytes"` // allocated during the measurement; per call: ÷ its requests
 }
 
 // goMetrics are the two runtime counters GC is computed from.
@@ -30,10 +30,10 @@ type goMetrics struct {
 }
 
 // gcMeter reads the gateway's /metrics now; the function it returns reads
-// them again and divides by the calls made. Targets other than the gateway
-// (no Go metrics of theirs are served) and failed reads give nil.
-func (b *bench) gcMeter(ctx context.Context, t target) func(calls uint64) *GC {
-	none := func(uint64) *GC { return nil }
+// them again and returns the difference. Targets other than the gateway (no
+// Go metrics of theirs are served) and failed reads give nil.
+func (b *bench) gcMeter(ctx context.Context, t target) func() *GC {
+	none := func() *GC { return nil }
 	if t.Name != "gateway" {
 		return none
 	}
@@ -43,16 +43,16 @@ func (b *bench) gcMeter(ctx context.Context, t target) func(calls uint64) *GC {
 		b.logf("gc per call: %v", err)
 		return none
 	}
-	return func(calls uint64) *GC {
+	return func() *GC {
 		m1, err := readGoMetrics(ctx, url)
 		if err != nil {
 			b.logf("gc per call: %v", err)
 			return nil
 		}
-		if calls == 0 || m1.collections < m0.collections || m1.allocBytes < m0.allocBytes {
-			return nil // no calls, or another process answered (a restart)
+		if m1.collections < m0.collections || m1.allocBytes < m0.allocBytes {
+			return nil // another process answered (a restart)
 		}
-		return &GC{Collections: m1.collections - m0.collections, AllocPerCall: (m1.allocBytes - m0.allocBytes) / calls}
+		return &GC{Collections: m1.collections - m0.collections, AllocBytes: m1.allocBytes - m0.allocBytes}
 	}
 }
 
@@ -98,10 +98,11 @@ func parseGoMetrics(r io.Reader) (goMetrics, error) {
 	return m, nil
 }
 
-// summary is the collector's share for the log line; "" if not measured.
-func (g *GC) summary() string {
-	if g == nil {
+// summary is the collector's share of calls calls for the log line; "" if
+// not measured.
+func (g *GC) summary(calls uint64) string {
+	if g == nil || calls == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; gc %d collections, %.1f KB allocated/call", g.Collections, float64(g.AllocPerCall)/1000)
+	return fmt.Sprintf("; gc %d collections, %.1f KB allocated/call", g.Collections, float64(g.AllocBytes)/float64(calls)/1000)
 }

@@ -37,32 +37,35 @@ func TestGCMeter(t *testing.T) {
 	sink = nil
 	runtime.GC()
 	runtime.GC()
-	g := meter(calls)
+	g := meter()
 	if g == nil {
 		t.Fatalf("no reading; log: %s", log.String())
 	}
 	if g.Collections < 2 {
 		t.Errorf("collections = %d, want at least the 2 the test ran", g.Collections)
 	}
-	if g.AllocPerCall < each {
-		t.Errorf("allocated per call = %d bytes, want at least the %d the test allocated per call", g.AllocPerCall, each)
+	if g.AllocBytes/calls < each {
+		t.Errorf("allocated per call = %d bytes, want at least the %d the test allocated per call", g.AllocBytes/calls, each)
 	}
-	if s := g.summary(); !strings.Contains(s, "collections") || !strings.Contains(s, "KB allocated/call") {
+	if s := g.summary(calls); !strings.Contains(s, "collections") || !strings.Contains(s, "KB allocated/call") {
 		t.Errorf("summary %q", s)
 	}
+	if s := g.summary(0); s != "" {
+		t.Errorf("summary of no calls %q, want none", s)
+	}
 
-	if m := b.gcMeter(ctx, target{Name: "proxy", URL: srv.URL}); m(calls) != nil {
+	if m := b.gcMeter(ctx, target{Name: "proxy", URL: srv.URL}); m() != nil {
 		t.Error("a target other than the gateway was read")
 	}
 	missing := httptest.NewServer(http.NotFoundHandler())
 	defer missing.Close()
-	if m := b.gcMeter(ctx, target{Name: "gateway", URL: missing.URL}); m(calls) != nil {
+	if m := b.gcMeter(ctx, target{Name: "gateway", URL: missing.URL}); m() != nil {
 		t.Error("a reading from a server without the metrics")
 	}
 	if !strings.Contains(log.String(), "gc per call") {
 		t.Errorf("the failed read was not logged: %q", log.String())
 	}
-	if g := (*GC)(nil); g.summary() != "" {
+	if g := (*GC)(nil); g.summary(calls) != "" {
 		t.Error("nil summary not empty")
 	}
 }
@@ -87,8 +90,8 @@ func TestParseGoMetricsRefuses(t *testing.T) {
 
 func TestRenderGC(t *testing.T) {
 	res := &Results{Settings: Settings{Rates: []int{1000}}, Latency: []LatencyRun{
-		{Target: "gateway", Rate: 1000, Round: 1, Requests: 5000, GC: &GC{Collections: 3, AllocPerCall: 15000}},
-		{Target: "gateway", Rate: 1000, Round: 2, Requests: 5000, GC: &GC{Collections: 2, AllocPerCall: 14000}},
+		{Target: "gateway", Rate: 1000, Round: 1, Requests: 5000, GC: &GC{Collections: 3, AllocBytes: 5000 * 15000}},
+		{Target: "gateway", Rate: 1000, Round: 2, Requests: 5000, GC: &GC{Collections: 2, AllocBytes: 5000 * 14000}},
 		{Target: "proxy", Rate: 1000, Round: 1, Requests: 5000},
 	}}
 	var out strings.Builder

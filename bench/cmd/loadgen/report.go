@@ -135,7 +135,7 @@ func aggLatency(runs []LatencyRun, name string, rate int) latAgg {
 				a.GC = &gcAgg{}
 			}
 			a.GC.Collections += g.Collections
-			a.GC.Bytes += g.AllocPerCall * r.Requests
+			a.GC.Bytes += g.AllocBytes
 			a.GC.Calls += r.Requests
 		}
 		if c := r.Clear; c != nil {
