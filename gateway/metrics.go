@@ -25,6 +25,11 @@ type metrics struct {
 	charged   *prometheus.CounterVec   // model, route: nano-USD
 	pluginDur *prometheus.HistogramVec // plugin, op
 	openHolds atomic.Int64
+
+	// settleFallback counts calls charged by the settle fallback: plugin,
+	// reason (plugin_error, negative_charge), fallback (published_price,
+	// none).
+	settleFallback *prometheus.CounterVec
 }
 
 // latencyBuckets resolve the sub-millisecond overhead as well as long calls.
@@ -51,7 +56,10 @@ func newMetrics(g *Gateway) *metrics {
 		Name: "relay_plugin_call_duration_seconds", Help: "Plugin call durations as the gateway sees them (including waiting for an instance).",
 		Buckets: []float64{.000005, .00001, .000025, .00005, .0001, .00025, .0005, .001, .005, .025, .1, .5},
 	}, []string{"plugin", "op"})
-	m.reg.MustRegister(m.requests, m.latency, m.ttfb, m.tokens, m.charged, m.pluginDur,
+	m.settleFallback = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "relay_settle_fallback_total", Help: "Calls whose plugin could not price the usage (after a retry on a fresh instance), charged by the fallback: the usage at the published price, or nothing when that cannot be computed.",
+	}, []string{"plugin", "reason", "fallback"})
+	m.reg.MustRegister(m.requests, m.latency, m.ttfb, m.tokens, m.charged, m.pluginDur, m.settleFallback,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "relay_open_holds", Help: "Holds taken by this process and not yet settled or released.",
@@ -145,7 +153,7 @@ var (
 	poolInstDesc = prometheus.NewDesc("relay_plugin_pool_instances", "Live instances per plugin.", []string{"plugin"}, nil)
 	poolIdleDesc = prometheus.NewDesc("relay_plugin_pool_idle", "Idle instances per plugin.", []string{"plugin"}, nil)
 	poolCallDesc = prometheus.NewDesc("relay_plugin_calls_total", "Calls per plugin.", []string{"plugin"}, nil)
-	poolFailDesc = prometheus.NewDesc("relay_plugin_failures_total", "Failed calls (trap, timeout, malformed) per plugin.", []string{"plugin"}, nil)
+	poolFailDesc = prometheus.NewDesc("relay_plugin_failures_total", "Failed calls (trap, timeout, malformed, a refused settle) per plugin.", []string{"plugin"}, nil)
 	parkedDesc   = prometheus.NewDesc("relay_plugin_parked", "1 while a plugin is parked for want of calls (plugins.idle_release), else 0.", []string{"plugin"}, nil)
 	unparksDesc  = prometheus.NewDesc("relay_plugin_unparks_total", "Calls that had to load a parked plugin again.", []string{"plugin"}, nil)
 )

@@ -92,6 +92,11 @@ type call struct {
 	hold     pricing.Nano
 	settled  bool     // the charge is written (see settle)
 	answered *pending // the answer went out before the settle (see relayJSON)
+
+	// callerBytes is the length of the body the caller sent, before the
+	// gateway's changes to it (a plugin's Set, include_usage): the hold's
+	// estimate and those of a call settled without usage count it.
+	callerBytes int
 }
 
 func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
@@ -126,7 +131,7 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 			return err
 		}
 		info.model, info.stream = sum.model, sum.stream
-		c := &call{ep: ep, r: r, info: info, key: key, sum: sum, body: body}
+		c := &call{ep: ep, r: r, info: info, key: key, sum: sum, body: body, callerBytes: len(body)}
 		if err := g.admitModel(c); err != nil {
 			return err
 		}
@@ -246,7 +251,7 @@ func (g *Gateway) admit(ctx context.Context, c *call) error {
 		Endpoint:            c.ep.name,
 		Model:               c.model.ID,
 		Route:               c.route,
-		InputTokens:         holdInputTokens(len(c.body)),
+		InputTokens:         holdInputTokens(c.callerBytes),
 		MaxOutputTokens:     c.sum.maxOutput,
 		DefaultOutputTokens: g.cfg.Billing.DefaultOutputTokens,
 		Stream:              c.sum.stream,
@@ -300,7 +305,8 @@ func (g *Gateway) observePlugin(model, op string, t0 time.Time) {
 func holdInputTokens(bodyBytes int) int64 { return int64((bodyBytes + 2) / 3) }
 
 // settleInputTokens is the documented estimate of the input tokens of a call
-// whose usage never arrived: one token per four body bytes, rounded up.
+// whose usage never arrived: one token per four bytes of the body the caller
+// sent (call.callerBytes), rounded up.
 func settleInputTokens(bodyBytes int) int64 { return pricing.EstimateTokens(bodyBytes) }
 
 func mergeParams(ps, set []abi.Param) []abi.Param {
@@ -348,6 +354,11 @@ func (g *Gateway) releaseUnsettled(c *call) {
 // call stays unsettled and releaseUnsettled releases its hold, uncharged.
 // A JSON answer and a stream are settled after the client has them (see
 // relayJSON); a video job before its answer, which carries the fee.
+//
+// A plugin that cannot price the usage (its settle failed, and failed again
+// on a fresh instance: see plugins.Host.Settle) does not decide the charge:
+// fallbackCharge does, and the journal note, an error log line and
+// relay_settle_fallback_total say so.
 func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note string) (pricing.Nano, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -361,18 +372,31 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 		Params:   c.params,
 	})
 	g.observePlugin(c.model.ID, "settle", t0)
-	if err != nil {
-		// The plugin cannot price it: charge the hold, the most the call
-		// could cost by the plugin's own quote, and say so in the journal.
-		g.log.Error("settle: plugin failed; charging the hold", "request_id", c.info.rid, "error", err.Error())
-		res.Charge = int64(c.hold)
-		note = strings.TrimSpace(note + " plugin failed to price the usage; charged the hold")
-	}
-	if res.Charge < 0 {
-		res.Charge = int64(c.hold)
-		note = strings.TrimSpace(note + " plugin returned a negative charge; charged the hold")
-	}
 	charge := pricing.Nano(res.Charge)
+	if err != nil || res.Charge < 0 {
+		reason := "plugin_error"
+		if err == nil {
+			reason, err = "negative_charge", fmt.Errorf("the plugin returned a negative charge %d", res.Charge)
+		}
+		var (
+			priced bool
+			how    string
+		)
+		charge, priced, how = fallbackCharge(c, u)
+		plugin := g.host.Catalog().PluginFor(c.model.ID)
+		if plugin == "" {
+			plugin = "unknown"
+		}
+		kind := "published_price"
+		if !priced {
+			kind = "none"
+		}
+		g.met.settleFallback.WithLabelValues(plugin, reason, kind).Inc()
+		g.log.Error("settle: the plugin could not price the usage; charged by the fallback",
+			"request_id", c.info.rid, "plugin", plugin, "model", c.model.ID, "route", c.route,
+			"fallback", how, "charge_usd", charge.Fixed(), "error", err.Error())
+		note = strings.TrimSpace(note + " the plugin could not price the usage; " + how)
+	}
 	if _, err := g.store.Settle(ctx, store.Settlement{RequestID: c.info.rid, Account: c.key.Account, Charge: charge, Usage: u, Note: note}); err != nil {
 		g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
 		return 0, err
@@ -382,6 +406,28 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 	g.met.openHolds.Add(-1)
 	g.met.observeSettle(c.model.ID, c.route, u, charge)
 	return charge, nil
+}
+
+// fallbackCharge is the charge of a call whose plugin could not price its
+// usage: the usage at the published price of the call's model and route —
+// the price entry the plugin described at load, as the catalogue held it
+// when the call was admitted — which is exactly what the usage costs at the
+// published prices, never more. When that cannot be computed (no entry, a
+// usage the entry cannot price such as an image without its size tier, an
+// overflow) the call is charged nothing: the failure goes the customer's
+// way. Like any charge it is taken in full even above the hold. priced is
+// false when the call is charged nothing; how is the journal's wording of
+// the rule applied.
+func fallbackCharge(c *call, u pricing.Usage) (charge pricing.Nano, priced bool, how string) {
+	p, ok := c.model.Routes[c.route]
+	if !ok {
+		return 0, false, fmt.Sprintf("charged nothing: %q has no published price on route %q", c.model.ID, c.route)
+	}
+	charge, err := p.Charge(u)
+	if err != nil {
+		return 0, false, fmt.Sprintf("charged nothing: the published price cannot price it (%v)", err)
+	}
+	return charge, true, "charged the usage at the published price"
 }
 
 func usageToABI(u pricing.Usage) abi.Usage {
@@ -709,7 +755,7 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 		if c.ep.estimate != nil {
 			u = c.ep.estimate(c, data)
 		} else {
-			u = pricing.Usage{InputTokens: settleInputTokens(len(c.body)), OutputTokens: pricing.EstimateTokens(len(data))}
+			u = pricing.Usage{InputTokens: settleInputTokens(c.callerBytes), OutputTokens: pricing.EstimateTokens(len(data))}
 		}
 		note = "estimated: the provider's answer carried no usage"
 	}

@@ -36,7 +36,7 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *cal
 	u, ok := meter.Usage()
 	note := ""
 	if !ok {
-		u = pricing.Usage{InputTokens: settleInputTokens(len(c.body)), OutputTokens: pricing.EstimateTokens(textBytes)}
+		u = pricing.Usage{InputTokens: settleInputTokens(c.callerBytes), OutputTokens: pricing.EstimateTokens(textBytes)}
 		switch {
 		case writeErr != nil || ctx.Err() != nil:
 			note = fmt.Sprintf("estimated: the client went away after %d events", events)

@@ -85,6 +85,11 @@
 // replaced; the process, the other instances and the other plugins carry on.
 // The gateway answers an *Error with 503 for Select and 500 otherwise.
 //
+// Settle is stricter: the usage has happened, so a guest's own error on it
+// is a failure too (wrapped in the *Error, the instance discarded), and a
+// failed settle is tried once more on an instance created for the retry
+// (version.fresh), not taken from the pool.
+//
 // # What it must not do
 //
 // This package never hands a plugin request bodies, prompts, completions,

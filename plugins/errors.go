@@ -11,7 +11,8 @@ import (
 // names the plugin. The instance that failed has been discarded.
 //
 // A guest's own structured error (an *abi.Error in the result envelope) is
-// not an Error: the host returns it unchanged.
+// not an Error: the host returns it unchanged — except on a settle, where it
+// is a failure and the Error wraps it (see Host.Settle).
 //
 // The gateway maps an Error to 503 for Select and to 500 otherwise.
 type Error struct {

@@ -342,16 +342,36 @@ func (h *Host) Admit(ctx context.Context, req abi.AdmitRequest) (abi.AdmitResult
 }
 
 // Settle asks the plugin serving req.Model for the exact charge of the real
-// usage. Errors as for Admit.
+// usage. A settle that fails — a trap, a timeout, a malformed or negative
+// answer, or the guest's own error — discards the instance it ran on and is
+// tried once more on an instance created for the retry, not taken from the
+// pool, whose other instances may share the state that made the first one
+// fail. The error, when the retry fails too, is the retry's, an *Error (the
+// guest's own error wrapped in it). No retry is made when ctx has ended, the
+// Host is closed or no plugin serves the model.
 func (h *Host) Settle(ctx context.Context, req abi.SettleRequest) (abi.SettleResult, error) {
 	var out settleOut
-	err := h.call(func() (*version, error) { return h.serving(req.Model, "settle") }, func(v *version) error {
+	get := func() (*version, error) { return h.serving(req.Model, "settle") }
+	err := h.call(get, func(v *version) error {
 		return v.do(ctx, abi.OpSettle, "settle", &req, &out)
 	})
+	if err != nil && retrySettle(ctx, err) {
+		h.logger.Warn("plugin settle failed; retrying once on a fresh instance",
+			"plugin", h.Catalog().PluginFor(req.Model), "model", req.Model, "err", err)
+		err = h.call(get, func(v *version) error {
+			return v.doFresh(ctx, abi.OpSettle, "settle", &req, &out)
+		})
+	}
 	if err != nil {
 		return abi.SettleResult{}, err
 	}
 	return out.r, nil
+}
+
+// retrySettle reports whether a failed settle is worth a retry: the plugin
+// failed, not the caller (gone) or the host (closed, no plugin).
+func retrySettle(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrNoPlugin)
 }
 
 // Select asks the line-selection plugin for a plan. Plans are cached per

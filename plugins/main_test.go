@@ -22,7 +22,7 @@ import (
 // the standard toolchain, into a temporary directory.
 var (
 	firstParty = []string{"tokens", "lines"}
-	hostile    = []string{"loop", "hog", "panic", "trap", "garbage", "version", "dup"}
+	hostile    = []string{"loop", "hog", "panic", "trap", "garbage", "version", "dup", "settlefail"}
 
 	builtDir  string            // where NAME.wasm files are
 	wasmCache string            // the shared compilation cache directory

@@ -443,6 +443,36 @@ func (v *version) grow(errc chan<- error) {
 	v.idle <- in // never blocks: live instances ≤ cap(idle)
 }
 
+// fresh creates an instance for one call instead of taking one from the
+// pool, so that the call cannot meet a state the pool's instances share
+// (what a retry after a failure wants). It takes a free slot or, when none
+// is free, an idle instance's, closing that instance; else it waits for
+// either. A creation that fails gives the slot back and, unless the caller
+// gave up, is counted and logged as grow does.
+func (v *version) fresh(ctx context.Context) (*instance, error) {
+	select {
+	case v.slots <- struct{}{}:
+	default:
+		select {
+		case v.slots <- struct{}{}:
+		case in := <-v.idle:
+			in.close() // its slot is this call's now
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	in, err := v.newInstance(ctx)
+	if err != nil {
+		<-v.slots
+		if ctx.Err() == nil {
+			v.counters.failures.Add(1)
+			v.opts.logger.Warn("plugin instance could not be created", "plugin", v.name, "err", err)
+		}
+		return nil, fmt.Errorf("new instance: %w", err)
+	}
+	return in, nil
+}
+
 // put returns a healthy instance to the pool, or recycles it when it has
 // served RecycleCalls calls or its memory has grown past RecycleBytes (guest
 // memory never shrinks).
@@ -480,14 +510,30 @@ type callRequest interface {
 
 // do runs op on one instance of the pool within CallTimeout. A guest's
 // structured error is returned as the *abi.Error it is, and the instance goes
-// back to the pool. Any other failure discards the instance and is an *Error.
+// back to the pool; a settle's is a failure (see run). Any other failure
+// discards the instance and is an *Error.
 func (v *version) do(ctx context.Context, op abi.Op, opName string, req callRequest, res callResult) error {
+	return v.run(ctx, op, opName, req, res, v.get)
+}
+
+// doFresh is do on an instance created for this call (fresh) instead of one
+// taken from the pool.
+func (v *version) doFresh(ctx context.Context, op abi.Op, opName string, req callRequest, res callResult) error {
+	return v.run(ctx, op, opName, req, res, v.fresh)
+}
+
+// run runs op on the instance take gives it. A guest's structured error on a
+// settle is a failure like a trap, wrapped in the *Error, and discards the
+// instance: a settle has no refusal the host could act on (the usage has
+// happened and must be charged), so an instance that refuses one is taken to
+// be in a bad state.
+func (v *version) run(ctx context.Context, op abi.Op, opName string, req callRequest, res callResult, take func(context.Context) (*instance, error)) error {
 	v.counters.calls.Add(1)
 	if err := v.enter(ctx); err != nil {
 		return &Error{Plugin: v.name, Op: opName, Err: err}
 	}
 	defer v.life.RUnlock()
-	in, err := v.get(ctx)
+	in, err := take(ctx)
 	if err != nil {
 		// A failed creation is counted and logged by grow; a caller that
 		// gave up waiting is not the plugin's failure.
@@ -516,6 +562,9 @@ func (v *version) do(ctx context.Context, op abi.Op, opName string, req callRequ
 		return v.fail(ctx, in, opName, fmt.Errorf("%w: %w", ErrMalformed, err))
 	}
 	if gerr != nil {
+		if op == abi.OpSettle {
+			return v.fail(ctx, in, opName, fmt.Errorf("refused to price the usage: %w", gerr))
+		}
 		v.put(in)
 		return gerr
 	}
@@ -537,7 +586,9 @@ func (v *version) fail(ctx context.Context, in *instance, op string, err error) 
 		return &Error{Plugin: v.name, Op: op, Err: fmt.Errorf("call abandoned by the caller: %w", context.Cause(ctx))}
 	}
 	full := err
+	var refused *abi.Error
 	switch {
+	case errors.As(err, &refused): // a settle the guest refused (see run)
 	case errors.Is(err, ErrMalformed):
 	case errors.Is(err, context.DeadlineExceeded):
 		err = fmt.Errorf("no answer within %v: %w", v.opts.callTimeout, err)
