@@ -17,15 +17,17 @@ import (
 // metrics are the series an operator watches, on a registry of the
 // gateway's own (so several gateways in one process do not collide).
 type metrics struct {
-	reg        *prometheus.Registry
-	requests   *prometheus.CounterVec   // endpoint, model, route, status
-	latency    *prometheus.HistogramVec // endpoint, part (gateway|upstream)
-	ttfb       *prometheus.HistogramVec // endpoint
-	tokens     *prometheus.CounterVec   // model, route, kind
-	charged    *prometheus.CounterVec   // model, route: nano-USD
-	pluginDur  *prometheus.HistogramVec // plugin, op
-	panicCalls *prometheus.CounterVec   // route, model
-	openHolds  atomic.Int64
+	// panicCalls counts calls sent on in panic mode: route, model.
+	panicCalls *prometheus.CounterVec
+
+	reg       *prometheus.Registry
+	requests  *prometheus.CounterVec   // endpoint, model, route, status
+	latency   *prometheus.HistogramVec // endpoint, part (gateway|upstream)
+	ttfb      *prometheus.HistogramVec // endpoint
+	tokens    *prometheus.CounterVec   // model, route, kind
+	charged   *prometheus.CounterVec   // model, route: nano-USD
+	pluginDur *prometheus.HistogramVec // plugin, op
+	openHolds atomic.Int64
 }
 
 // latencyBuckets resolve the sub-millisecond overhead as well as long calls.
@@ -52,10 +54,7 @@ func newMetrics(g *Gateway) *metrics {
 		Name: "relay_plugin_call_duration_seconds", Help: "Plugin call durations as the gateway sees them (including waiting for an instance).",
 		Buckets: []float64{.000005, .00001, .000025, .00005, .0001, .00025, .0005, .001, .005, .025, .1, .5},
 	}, []string{"plugin", "op"})
-	m.panicCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "relay_panic_calls_total", Help: "Calls sent to the least-bad lines while every line serving them was open (retry.panic_share).",
-	}, []string{"route", "model"})
-	m.reg.MustRegister(m.requests, m.latency, m.ttfb, m.tokens, m.charged, m.pluginDur, m.panicCalls,
+	m.reg.MustRegister(m.requests, m.latency, m.ttfb, m.tokens, m.charged, m.pluginDur,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "relay_open_holds", Help: "Holds taken by this process and not yet settled or released.",
@@ -69,6 +68,10 @@ func newMetrics(g *Gateway) *metrics {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "relay_overload_shed_total", Help: "Relayed calls refused with 503 overloaded, before any work was done for them.",
 	}, func() float64 { return float64(g.shed.shed.Load()) }))
+	m.panicCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "relay_panic_calls_total", Help: "Calls sent to the least-bad lines while every line serving them was open (retry.panic_share).",
+	}, []string{"route", "model"})
+	m.reg.MustRegister(m.panicCalls)
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "relay_retry_budget_refused_total", Help: "Retries not made because the retry budget was spent (retry.budget_ratio): the call answered with its last failure.",
 	}, func() float64 { return float64(g.budget.refused.Load()) }))
