@@ -21,10 +21,20 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Listen != "127.0.0.1:8080" || c.DataDir != "./data" || c.Plugins.CallTimeout != 250*time.Millisecond ||
-		c.Billing.DefaultOutputTokens != 4096 || c.Retry.MaxTries != 3 || c.Lines[0].Protocol != ProtocolOpenAI ||
+		c.Billing.DefaultOutputTokens != 4096 || c.Retry.MaxTries != 0 || c.Retry.tries(1) != 3 || c.Retry.tries(5) != 5 || c.Lines[0].Protocol != ProtocolOpenAI ||
 		c.Lines[0].Weight != 1 || c.Lines[0].Timeouts.FirstByte != 120*time.Second || *c.SyncWrites ||
 		c.MemoryLimit != "192MiB" || c.MemoryLimitBytes != 192<<20 {
 		t.Fatalf("defaults: %+v", c)
+	}
+	r := c.Retry
+	if r.BreakerFailureRatio != 0.8 || r.BreakerMinRequests != 20 || r.BreakerWindow != 10*time.Second ||
+		r.BreakerOpen != 10*time.Second || r.BudgetRatio != 1 || r.BudgetMinPerSecond != 10 || *r.PanicShare != 0.5 {
+		t.Fatalf("retry defaults: %+v (panic share %v)", r, *r.PanicShare)
+	}
+	// panic_share 0 is kept: it turns panic mode off.
+	c, err = ParseConfig([]byte(minimalConfig + "\nretry: {panic_share: 0}\n"))
+	if err != nil || *c.Retry.PanicShare != 0 {
+		t.Fatalf("panic_share 0: %v", err)
 	}
 }
 
@@ -77,6 +87,12 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"negative weight", strings.Replace(minimalConfig, "route: standard}", "route: standard, weight: -2}", 1), "lines[0] (a).weight"},
 		{"bad duration", minimalConfig + "\nretry: {max_time: soon}\n", "max_time"},
 		{"wrong type", minimalConfig + "\nretry: {max_tries: many}\n", "max_tries"},
+		{"negative tries", minimalConfig + "\nretry: {max_tries: -1}\n", "retry.max_tries"},
+		{"replaced breaker_failures", minimalConfig + "\nretry:\n  breaker_failures: 5\n", "replaced by retry.breaker_failure_ratio"},
+		{"ratio above 1", minimalConfig + "\nretry: {breaker_failure_ratio: 1.5}\n", "retry.breaker_failure_ratio"},
+		{"tiny window", minimalConfig + "\nretry: {breaker_window: 1ms}\n", "retry.breaker_window"},
+		{"negative budget", minimalConfig + "\nretry: {budget_ratio: -1}\n", "retry.budget_ratio"},
+		{"panic share above 1", minimalConfig + "\nretry: {panic_share: 2}\n", "retry.panic_share"},
 		{"bad rate", minimalConfig + "\nlimits: {key_rate: {rate: -1}}\n", "limits.key_rate.rate"},
 		{"bad memory limit", minimalConfig + "\nmemory_limit: lots\n", "memory_limit"},
 		{"tiny memory limit", minimalConfig + "\nmemory_limit: 1MiB\n", "memory_limit"},

@@ -55,6 +55,8 @@ type Gateway struct {
 	inflight sync.WaitGroup
 	closing  atomic.Bool
 	shed     *shedder
+	budget   *retryBudget // retries of every call, over 10 s
+	panic    *panicMode   // calls sent on when every line of a pool is open
 }
 
 // New builds a Gateway.
@@ -84,6 +86,8 @@ func New(o Options) (*Gateway, error) {
 	g.lines = newLineSet(o.Config, o.Transport, o.Logger)
 	g.limits = newLimiters(o.Config)
 	g.shed = newShedder(o.Config.Limits.OverloadDelay)
+	g.budget = newRetryBudget(o.Config.Retry)
+	g.panic = newPanicMode(*o.Config.Retry.PanicShare)
 	g.met = newMetrics(g)
 	g.router = g.routes()
 	return g, nil

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sony/gobreaker/v2"
@@ -24,10 +25,16 @@ type line struct {
 	rt      http.RoundTripper
 	breaker *gobreaker.TwoStepCircuitBreaker[struct{}]
 
+	openedAt atomic.Int64 // UnixNano of the breaker's last opening
+
 	mu       sync.Mutex
 	failures []lineFailure // most recent last, at most maxRecentFailures
 	requests uint64
 	failed   uint64
+	// win counts finished tries over retry.breaker_window (a: successes,
+	// b: failures). The breaker's own counts are cleared when it changes
+	// state; these are not, so panic mode can rank open lines by them.
+	win rolling
 }
 
 type lineFailure struct {
@@ -61,18 +68,22 @@ func newLineSet(cfg Config, rt http.RoundTripper, log *slog.Logger) *lineSet {
 			}
 		}
 		l.rt = tr
-		failures := cfg.Retry.BreakerFailures
+		rc := cfg.Retry
 		name := lc.Name
+		l.win = newRolling(rc.BreakerWindow, breakerBuckets)
 		l.breaker = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-			Name:        lc.Name,
-			MaxRequests: 1,
-			Interval:    time.Minute,
-			Timeout:     cfg.Retry.BreakerOpen,
-			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
+			Name:         lc.Name,
+			MaxRequests:  1, // one half-open probe per open interval
+			Interval:     rc.BreakerWindow,
+			BucketPeriod: rc.BreakerWindow / breakerBuckets,
+			Timeout:      rc.BreakerOpen,
+			ReadyToTrip:  tripOnRatio(rc.BreakerFailureRatio, rc.BreakerMinRequests),
+			IsExcluded:   func(err error) bool { return errors.Is(err, errNotTried) || errors.Is(err, errClientGone) },
 			OnStateChange: func(_ string, from, to gobreaker.State) {
 				lvl := slog.LevelInfo
 				if to == gobreaker.StateOpen {
 					lvl = slog.LevelWarn
+					l.openedAt.Store(time.Now().UnixNano())
 				}
 				log.Log(context.Background(), lvl, "line breaker state changed", "line", name, "from", from.String(), "to", to.String())
 			},
@@ -81,6 +92,19 @@ func newLineSet(cfg Config, rt http.RoundTripper, log *slog.Logger) *lineSet {
 		s.all = append(s.all, l)
 	}
 	return s
+}
+
+// breakerBuckets is the number of buckets of a line's rolling window.
+const breakerBuckets = 10
+
+// tripOnRatio opens a breaker once at least minRequests tries have finished
+// in its window and at least ratio of them failed. Requests counts tries
+// still in flight too, so the ratio is over the finished ones.
+func tripOnRatio(ratio float64, minRequests uint32) func(gobreaker.Counts) bool {
+	return func(c gobreaker.Counts) bool {
+		done := c.TotalSuccesses + c.TotalFailures
+		return done >= minRequests && float64(c.TotalFailures) >= ratio*float64(done)
+	}
 }
 
 // do sends req on the line's transport. An http.Client would add nothing the
@@ -121,6 +145,27 @@ func (s *lineSet) states() []abi.Line {
 	return out
 }
 
+// recordResult records a finished try: err nil is a success. An excluded
+// try (the client went away) is not recorded.
+func (l *line) recordResult(now time.Time, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil {
+		l.win.add(now, 1, 0)
+		return
+	}
+	l.win.add(now, 0, 1)
+	l.failed++
+	if len(l.failures) == maxRecentFailures {
+		copy(l.failures, l.failures[1:])
+		l.failures = l.failures[:maxRecentFailures-1]
+	}
+	l.failures = append(l.failures, lineFailure{Time: now.UTC(), Error: err.Error()})
+}
+
+// recordFailure records a failure found after the try was counted a
+// success (an answer cut while it was read): it is in the recent failures
+// and the failure count, not in the window.
 func (l *line) recordFailure(now time.Time, err error) {
 	l.mu.Lock()
 	l.failed++
@@ -138,6 +183,22 @@ func (l *line) recordRequest() {
 	l.mu.Unlock()
 }
 
+// window returns the successes and failures of the line's rolling window.
+func (l *line) window(now time.Time) (ok, failed int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.win.totals(now)
+}
+
+// reopens is how long until the line's breaker lets a probe through: 0
+// when it is not open.
+func (l *line) reopens(now time.Time, open time.Duration) time.Duration {
+	if l.breaker.State() != gobreaker.StateOpen {
+		return 0
+	}
+	return max(time.Unix(0, l.openedAt.Load()).Add(open).Sub(now), 0)
+}
+
 // LineHealth is a line's state as the admin API shows it.
 type LineHealth struct {
 	Name           string        `json:"name"`
@@ -151,17 +212,24 @@ type LineHealth struct {
 	Requests       uint64        `json:"requests"`
 	Failures       uint64        `json:"failures"`
 	RecentFailures []lineFailure `json:"recent_failures"`
+	// WindowSuccesses and WindowFailures are the tries finished within
+	// retry.breaker_window: what the breaker's ratio and panic mode see.
+	WindowSuccesses int64 `json:"window_successes"`
+	WindowFailures  int64 `json:"window_failures"`
 }
 
 func (s *lineSet) health() []LineHealth {
 	out := make([]LineHealth, 0, len(s.all))
+	now := time.Now()
 	for _, l := range s.all {
 		l.mu.Lock()
+		ok, failed := l.win.totals(now)
 		h := LineHealth{
 			Name: l.cfg.Name, Route: l.cfg.Route, Protocol: l.cfg.Protocol, BaseURL: l.cfg.BaseURL,
 			Models: l.cfg.Models, Priority: l.cfg.Priority, Weight: l.cfg.Weight,
 			Breaker: l.breaker.State().String(), Requests: l.requests, Failures: l.failed,
-			RecentFailures: append([]lineFailure{}, l.failures...),
+			RecentFailures:  append([]lineFailure{}, l.failures...),
+			WindowSuccesses: ok, WindowFailures: failed,
 		}
 		l.mu.Unlock()
 		out = append(out, h)
@@ -217,4 +285,12 @@ func (a attemptError) String() string {
 	return fmt.Sprintf("%s (HTTP %d)", a.line, a.status)
 }
 
-var errBreakerOpen = errors.New("circuit breaker open")
+var (
+	// errNotTried ends a breaker's step for a try that was allowed but
+	// not sent (the retry budget or max_time said no): excluded from the
+	// counts, so a half-open probe slot is given back.
+	errNotTried = errors.New("not tried")
+	// errClientGone ends a try the client abandoned: not the line's fault,
+	// and not a success either (a half-open breaker stays half-open).
+	errClientGone = errors.New("the client went away")
+)

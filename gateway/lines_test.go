@@ -59,7 +59,7 @@ func TestBreakersOpenAndRecover(t *testing.T) {
 	e := newEnv(t, func(c *Config) {
 		c.Routes = []RouteConfig{{Name: "standard"}}
 		c.Lines = []LineConfig{{Name: "a", Models: []string{"*"}, Route: "standard"}, {Name: "b", Models: []string{"*"}, Route: "standard", Priority: 1}}
-		c.Retry.BreakerFailures = 3
+		c.Retry.BreakerMinRequests = 3
 		c.Retry.BreakerOpen = 300 * time.Millisecond
 	})
 	for _, s := range e.sims {

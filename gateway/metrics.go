@@ -17,6 +17,9 @@ import (
 // metrics are the series an operator watches, on a registry of the
 // gateway's own (so several gateways in one process do not collide).
 type metrics struct {
+	// panicCalls counts calls sent on in panic mode: route, model.
+	panicCalls *prometheus.CounterVec
+
 	reg       *prometheus.Registry
 	requests  *prometheus.CounterVec   // endpoint, model, route, status
 	latency   *prometheus.HistogramVec // endpoint, part (gateway|upstream)
@@ -73,6 +76,13 @@ func newMetrics(g *Gateway) *metrics {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "relay_overload_shed_total", Help: "Relayed calls refused with 503 overloaded, before any work was done for them.",
 	}, func() float64 { return float64(g.shed.shed.Load()) }))
+	m.panicCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "relay_panic_calls_total", Help: "Calls sent to the least-bad lines while every line serving them was open (retry.panic_share).",
+	}, []string{"route", "model"})
+	m.reg.MustRegister(m.panicCalls)
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "relay_retry_budget_refused_total", Help: "Retries not made because the retry budget was spent (retry.budget_ratio): the call answered with its last failure.",
+	}, func() float64 { return float64(g.budget.refused.Load()) }))
 	m.reg.MustRegister(&lineCollector{g: g}, &pluginCollector{g: g})
 	return m
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/julienschmidt/httprouter"
+	"github.com/sony/gobreaker/v2"
 
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk/abi"
@@ -453,10 +456,15 @@ func (u *upstream) close() {
 	u.cancel()
 }
 
-// send tries the line plan: breaker-open lines are skipped without a request;
-// connection errors, timeouts, 5xx and 429 move to the next try (with
-// go-retryablehttp's retry policy and backoff); the first other answer wins.
-// Nothing has reached the client yet, so retrying is safe.
+// send tries the line plan. A line whose breaker refuses is skipped
+// without spending a try; connection errors, timeouts, 5xx and 429 move to
+// the next line of the plan whose breaker allows it (go-retryablehttp's
+// retry policy; its backoff only before trying the same line again); the
+// first other answer wins. Tries are bounded by retry.max_tries (default:
+// one per line of the plan, at least 3), retry.max_time and the gateway's
+// retry budget. When every line serving the call is open, panic mode may
+// send it to the least-bad lines (sendPanic). Nothing has reached the
+// client yet, so retrying is safe.
 func (g *Gateway) send(ctx context.Context, c *call) (*upstream, error) {
 	t0 := time.Now()
 	sel, err := g.host.Select(ctx, abi.SelectRequest{Now: g.now().UnixNano(), Model: c.model.ID, Route: c.route, Lines: g.lines.states()})
@@ -470,64 +478,145 @@ func (g *Gateway) send(ctx context.Context, c *call) (*upstream, error) {
 			plan = append(plan, l)
 		}
 	}
-	if len(plan) == 0 {
-		if g.anyLineFor(c) {
-			return nil, unavailable("no_line_available", "every line serving %q on route %q is unavailable (circuit open after repeated failures); retry shortly", c.model.ID, c.route)
-		}
+	return g.sendPlan(ctx, c, plan)
+}
+
+// sendPlan tries the call's plan: its lines in order, those open left out.
+func (g *Gateway) sendPlan(ctx context.Context, c *call, plan []*line) (*upstream, error) {
+	if len(plan) == 0 && !g.anyLineFor(c) {
 		return nil, unavailable("no_line_available", "no line is configured to serve %q on route %q", c.model.ID, c.route)
 	}
+	var r tryResult
+	if len(plan) > 0 {
+		var up *upstream
+		up, r = g.tryLines(ctx, c, plan, g.cfg.Retry.tries(len(plan)), false)
+		if up != nil || r.err != nil {
+			return up, r.err
+		}
+	}
+	if r.tries == 0 {
+		// Every line of the plan is open (the plugin left them out) or
+		// refused by its breaker (a half-open line with its probe out).
+		return g.sendPanic(ctx, c)
+	}
+	return nil, g.failure(c, r)
+}
 
+// failure is r's error; when no line serving c is closed after the tries
+// (they opened the last breakers, or were the pool's probes, or panic
+// traffic), a 503 says when the next try can be made, as the calls after
+// it hear.
+func (g *Gateway) failure(c *call, r tryResult) error {
+	err := r.failure(c)
+	if e, ok := err.(*Error); ok && e.Status == http.StatusServiceUnavailable {
+		if wait, down := g.reopenAfter(c, time.Now()); down {
+			e.RetryAfter = retryAfterFor(wait)
+		}
+	}
+	return err
+}
+
+// reopenAfter is how long until a line serving c lets a try through (0
+// when one is not open), and whether the pool is down: no such line's
+// breaker is closed.
+func (g *Gateway) reopenAfter(c *call, now time.Time) (wait time.Duration, down bool) {
+	wait, down = g.cfg.Retry.BreakerOpen, true
+	for _, l := range g.lines.all {
+		if l.cfg.Route == c.route && l.cfg.Protocol == c.ep.protocol && l.Serves(c.model.ID) {
+			wait = min(wait, l.reopens(now, g.cfg.Retry.BreakerOpen))
+			down = down && l.breaker.State() != gobreaker.StateClosed
+		}
+	}
+	return wait, down
+}
+
+// retryAfterFor is a Retry-After in whole seconds, at least 1.
+func retryAfterFor(wait time.Duration) int { return max(int((wait+time.Second-1)/time.Second), 1) }
+
+// tryResult is how a run of tries ended without an answer.
+type tryResult struct {
+	err       error // the client went away: return it as is
+	tries     int
+	attempts  []attemptError
+	last429   bool
+	lastRetry string // Retry-After of the last 429
+}
+
+// tryLines tries lines in order, cycling, up to maxTries. In panic mode
+// (bypass) the lines' breakers are open and not asked: the tries are
+// counted only in the lines' own windows.
+func (g *Gateway) tryLines(ctx context.Context, c *call, lines []*line, maxTries int, bypass bool) (*upstream, tryResult) {
 	rc := g.cfg.Retry
 	start := g.now()
 	var (
-		attempts  []attemptError
-		tries     int
-		exhausted = map[*line]bool{} // lines that answered 429: not retried in this call
-		lastRetry string             // Retry-After of the last 429
-		last429   bool
-		opened    int
-		prev      *line
+		r    tryResult
+		skip = make([]bool, len(lines)) // refused by its breaker, or answered 429
+		next int                        // where the search for the next line starts
+		prev *line
 	)
-	for i := 0; tries < rc.MaxTries && i < len(plan)*rc.MaxTries; i++ {
-		l := plan[i%len(plan)]
-		if exhausted[l] {
-			continue
-		}
-		if tries > 0 && g.now().Sub(start) >= rc.MaxTime {
+	for r.tries < maxTries {
+		if r.tries > 0 && g.now().Sub(start) >= rc.MaxTime {
 			break
 		}
-		done, berr := l.breaker.Allow()
-		if berr != nil {
-			opened++
-			attempts = append(attempts, attemptError{line: l.cfg.Name, err: errBreakerOpen})
-			continue
+		// The next line, in plan order from where the last try was, whose
+		// breaker allows a try. A refusal costs no try and is no attempt.
+		at, done := -1, func(error) {}
+		for k := range lines {
+			j := (next + k) % len(lines)
+			if skip[j] {
+				continue
+			}
+			if !bypass {
+				d, berr := lines[j].breaker.Allow()
+				if berr != nil {
+					skip[j] = true
+					continue
+				}
+				done = d
+			}
+			at = j
+			break
 		}
-		if prev == l && tries > 0 {
-			wait := retryablehttp.DefaultBackoff(rc.BackoffMin, rc.BackoffMax, tries, nil)
+		if at < 0 {
+			break // no line left
+		}
+		l := lines[at]
+		next = at + 1
+		if r.tries > 0 && !g.budget.retry(time.Now()) {
+			done(errNotTried)
+			break
+		}
+		if prev == l && r.tries > 0 {
+			wait := retryablehttp.DefaultBackoff(rc.BackoffMin, rc.BackoffMax, r.tries, nil)
 			if g.now().Sub(start)+wait >= rc.MaxTime {
-				done(nil) // not tried: do not count against the line
+				done(errNotTried)
 				break
 			}
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				done(nil)
-				return nil, ctx.Err()
+				done(errClientGone)
+				r.err = ctx.Err()
+				return nil, r
 			case <-t.C:
 			}
 		}
+		if r.tries == 0 {
+			g.budget.first(time.Now())
+		}
 		prev = l
-		tries++
+		r.tries++
 		l.recordRequest()
 		up, err := g.try(ctx, c, l)
 		if ctx.Err() != nil {
-			// The client went away: not the line's fault.
-			done(nil)
+			// The client went away: not the line's fault, nor a success.
+			done(errClientGone)
 			if up != nil {
 				up.close()
 			}
-			return nil, ctx.Err()
+			r.err = ctx.Err()
+			return nil, r
 		}
 		var resp *http.Response
 		if up != nil {
@@ -536,50 +625,106 @@ func (g *Gateway) send(ctx context.Context, c *call) (*upstream, error) {
 		retry, _ := retryablehttp.DefaultRetryPolicy(ctx, resp, err)
 		if err == nil && !retry {
 			done(nil)
+			l.recordResult(time.Now(), nil)
 			c.info.line = l.cfg.Name
-			return up, nil
+			return up, r
 		}
 		ae := attemptError{line: l.cfg.Name, err: err}
-		last429 = false
+		r.last429 = false
 		if resp != nil {
 			ae.status = resp.StatusCode
 			if resp.StatusCode == http.StatusTooManyRequests {
-				exhausted[l] = true
-				last429 = true
-				lastRetry = resp.Header.Get("Retry-After")
+				skip[at] = true
+				r.last429 = true
+				r.lastRetry = resp.Header.Get("Retry-After")
 			}
 			up.close()
 		}
-		attempts = append(attempts, ae)
+		r.attempts = append(r.attempts, ae)
 		failErr := err
 		if failErr == nil {
 			failErr = fmt.Errorf("HTTP %d", ae.status)
 		}
 		done(failErr)
-		l.recordFailure(g.now(), failErr)
+		l.recordResult(time.Now(), failErr)
 	}
-	if tries == 0 && opened > 0 {
-		return nil, unavailable("no_line_available", "every line serving %q on route %q is unavailable (circuit open after repeated failures); retry shortly", c.model.ID, c.route)
-	}
-	if last429 {
+	return nil, r
+}
+
+// failure is the error of a call whose tries all failed: the last 429 as
+// 429, an overloaded provider as 503 upstream_overloaded, else 503
+// no_line_available naming every try.
+func (r tryResult) failure(c *call) error {
+	if r.last429 {
 		e := errf(http.StatusTooManyRequests, "rate_limit_error", "upstream_rate_limited", "the provider is rate limiting %q; retry later", c.model.ID)
-		e.RetryAfter = retryAfterSeconds(lastRetry)
-		return nil, e
+		e.RetryAfter = retryAfterSeconds(r.lastRetry)
+		return e
 	}
-	parts := make([]string, len(attempts))
-	for i, a := range attempts {
-		parts[i] = a.String()
-	}
+	parts := make([]string, len(r.attempts))
 	overloaded := false
-	for _, a := range attempts {
+	for i, a := range r.attempts {
+		parts[i] = a.String()
 		if a.status == http.StatusServiceUnavailable || a.status == 529 {
 			overloaded = true
 		}
 	}
 	if overloaded {
-		return nil, unavailable("upstream_overloaded", "the provider is overloaded for %q; retry (tried: %s)", c.model.ID, strings.Join(parts, "; "))
+		return unavailable("upstream_overloaded", "the provider is overloaded for %q; retry (tried: %s)", c.model.ID, strings.Join(parts, "; "))
 	}
-	return nil, unavailable("no_line_available", "no line could serve %q right now (tried: %s); retry", c.model.ID, strings.Join(parts, "; "))
+	return unavailable("no_line_available", "no line could serve %q right now (tried: %s); retry", c.model.ID, strings.Join(parts, "; "))
+}
+
+// sendPanic handles a call whose every line is open (Envoy's panic mode):
+// retry.panic_share of such calls go to the lines that had a success within
+// retry.breaker_window, best success ratio first, each tried at most once;
+// the rest, and every call when no line had a success (the pool is dead:
+// only the breakers' half-open probes reach it), get 503 no_line_available
+// at once, with Retry-After until the first breaker lets a probe through.
+func (g *Gateway) sendPanic(ctx context.Context, c *call) (*upstream, error) {
+	now := time.Now()
+	type ranked struct {
+		l       *line
+		ok, all int64
+	}
+	var live []ranked
+	for _, l := range g.lines.all {
+		if l.cfg.Route != c.route || l.cfg.Protocol != c.ep.protocol || !l.Serves(c.model.ID) {
+			continue
+		}
+		if ok, failed := l.window(now); ok > 0 {
+			live = append(live, ranked{l, ok, ok + failed})
+		}
+	}
+	wait, _ := g.reopenAfter(c, now)
+	retryAfter := retryAfterFor(wait)
+	refuse := func(why string) error {
+		e := unavailable("no_line_available", "every line serving %q on route %q is unavailable (circuit open after repeated failures%s); retry in %d s", c.model.ID, c.route, why, retryAfter)
+		e.RetryAfter = retryAfter
+		return e
+	}
+	if len(live) == 0 {
+		return nil, refuse("")
+	}
+	if !g.panic.admit() {
+		return nil, refuse("; a share of calls is still sent to the lines that answered recently, and this one was not")
+	}
+	// Best success ratio first: ok/all > ok'/all' ⇔ ok·all' > ok'·all.
+	slices.SortStableFunc(live, func(a, b ranked) int { return cmp.Compare(b.ok*a.all, a.ok*b.all) })
+	lines := make([]*line, len(live))
+	names := make([]string, len(live))
+	for i, x := range live {
+		lines[i], names[i] = x.l, x.l.cfg.Name
+	}
+	g.met.panicCalls.WithLabelValues(c.route, c.model.ID).Inc()
+	if g.panic.shouldLog(c.route+"/"+c.model.ID, now) {
+		g.log.Warn("every line of a pool is open: panic mode sends a share of calls to the least-bad lines",
+			"route", c.route, "model", c.model.ID, "lines", strings.Join(names, ","), "share", g.panic.share)
+	}
+	up, r := g.tryLines(ctx, c, lines, min(g.cfg.Retry.tries(len(lines)), len(lines)), true)
+	if up != nil || r.err != nil {
+		return up, r.err
+	}
+	return nil, g.failure(c, r)
 }
 
 func (g *Gateway) anyLineFor(c *call) bool {

@@ -157,7 +157,10 @@
 // 1 (every request) when ErrorRate is 0. Eligible request i, counted from 0
 // since New or the last SetOptions, faults iff floor((i+1)*rate) >
 // floor(i*rate): over any first N requests exactly floor(N*rate) fault (0.5
-// faults requests 1, 3, 5, …). A faulted request hangs without headers
+// faults requests 1, 3, 5, …). With a non-zero Seed (-seed) each eligible
+// request faults independently with probability rate instead (the i-th draw
+// of SplitMix64 from Seed), so runs of failures occur as in production; the
+// same seed gives the same sequence. A faulted request hangs without headers
 // until the client goes away when Hang is set; otherwise, after Latency, it
 // gets Status (default 500) and an error body (Anthropic shape on
 // /v1/messages): 429 has Retry-After: RetryAfter (default 1) and type

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -318,5 +319,87 @@ func TestConcurrentSetOptions(t *testing.T) {
 	wg.Wait()
 	if s.Requests() != 160 {
 		t.Errorf("Requests() = %d, want 160", s.Requests())
+	}
+}
+
+// TestSeededErrorRate: with a seed, faults are independent draws at the
+// rate: over 10,000 draws the share is within 4 standard deviations of the
+// rate, runs of consecutive faults occur (the even sequence never has two
+// in a row at 0.5), the same seed replays the same sequence and another
+// seed gives another.
+func TestSeededErrorRate(t *testing.T) {
+	const n = 10000
+	draws := func(rate float64, seed uint64) []bool {
+		c := newConfig(Options{ErrorRate: rate, Seed: seed})
+		out := make([]bool, n)
+		for i := range out {
+			out[i] = c.fault()
+		}
+		return out
+	}
+	for _, rate := range []float64{0.1, 0.5, 0.9} {
+		for _, seed := range []uint64{1, 7, 1 << 40} {
+			got := draws(rate, seed)
+			faults, run, longest := 0, 0, 0
+			for _, f := range got {
+				if f {
+					faults++
+					run++
+					longest = max(longest, run)
+				} else {
+					run = 0
+				}
+			}
+			sd := math.Sqrt(n * rate * (1 - rate))
+			if d := math.Abs(float64(faults) - n*rate); d > 4*sd {
+				t.Errorf("rate %v seed %d: %d faults in %d, %.1f sd from %v", rate, seed, faults, n, d/sd, n*rate)
+			}
+			if rate == 0.5 && longest < 5 {
+				t.Errorf("seed %d: longest run of faults %d; independent draws at 0.5 give runs of ~13 in 10,000", seed, longest)
+			}
+		}
+	}
+	a, b, other := draws(0.5, 7), draws(0.5, 7), draws(0.5, 8)
+	same := 0
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("seed 7 replayed differently at draw %d", i)
+		}
+		if a[i] == other[i] {
+			same++
+		}
+	}
+	if same > n*6/10 {
+		t.Errorf("seeds 7 and 8 agree on %d of %d draws: not independent", same, n)
+	}
+}
+
+// TestSeededErrorRateOverHTTP: -seed reaches the server's answers, and
+// SetOptions restarts the sequence.
+func TestSeededErrorRateOverHTTP(t *testing.T) {
+	s, ts := newTestServer(t, Options{ErrorRate: 0.5, Seed: 7})
+	seq := func() []int {
+		var st []int
+		for i := 0; i < 40; i++ {
+			status, _, _ := call(t, ts, http.MethodPost, "/v1/chat/completions", chatBody, nil)
+			st = append(st, status)
+		}
+		return st
+	}
+	first := seq()
+	faults := 0
+	for _, st := range first {
+		if st == 500 {
+			faults++
+		} else if st != 200 {
+			t.Fatalf("status %d", st)
+		}
+	}
+	if faults == 0 || faults == 40 {
+		t.Fatalf("%d of 40 faulted at 0.5", faults)
+	}
+	s.SetOptions(Options{ErrorRate: 0.5, Seed: 7})
+	if again := seq(); !equalInts(again, first) {
+		t.Fatalf("same seed, another sequence:\n%v\n%v", first, again)
 	}
 }

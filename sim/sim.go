@@ -41,10 +41,17 @@ type Options struct {
 	// faults are on. A non-zero Status alone turns faults on for every request.
 	Status int
 	// ErrorRate is the fraction of fault-eligible requests that fault, 0..1.
-	// It is deterministic: eligible request i (counted from 0 since the
-	// options were last set) faults iff floor((i+1)*rate) > floor(i*rate).
+	// With Seed 0 it is an even sequence: eligible request i (counted from 0
+	// since the options were last set) faults iff floor((i+1)*rate) >
+	// floor(i*rate). With a Seed each request faults with probability
+	// ErrorRate, independently, so runs of failures occur as in production.
 	// 0 with Status or Hang set means every request; 1 = every request.
 	ErrorRate float64
+	// Seed, when non-zero, makes ErrorRate random: eligible request i faults
+	// iff the i-th draw of a SplitMix64 sequence seeded with Seed, as a
+	// fraction of 2^64, is below ErrorRate. The same seed gives the same
+	// sequence of faults. 0 = the even sequence.
+	Seed uint64
 	// Hang makes faulted requests hang, sending nothing, until the client
 	// goes away (or Close is called). Hang alone faults every request.
 	Hang bool
@@ -64,14 +71,15 @@ type Options struct {
 
 // RegisterFlags binds the options to fs, using the current values of o as
 // the flag defaults: -latency -first-chunk -chunk-gap -chunks -fault-status
-// -error-rate -hang -cut-after -retry-after -api-key -video-steps.
+// -error-rate -seed -hang -cut-after -retry-after -api-key -video-steps.
 func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Latency, "latency", o.Latency, "sim: wait before sending response headers")
 	fs.DurationVar(&o.FirstChunk, "first-chunk", o.FirstChunk, "sim: wait after the headers of a stream before its first event")
 	fs.DurationVar(&o.ChunkGap, "chunk-gap", o.ChunkGap, "sim: wait between content chunks of a stream")
 	fs.IntVar(&o.Chunks, "chunks", o.Chunks, "sim: content chunks per streamed reply (0 = 8)")
 	fs.IntVar(&o.Status, "fault-status", o.Status, "sim: status of faulted requests, e.g. 500, 503, 429 (alone: every request faults)")
-	fs.Float64Var(&o.ErrorRate, "error-rate", o.ErrorRate, "sim: deterministic fraction of requests that fault, 0..1")
+	fs.Float64Var(&o.ErrorRate, "error-rate", o.ErrorRate, "sim: fraction of requests that fault, 0..1 (an even sequence; random with -seed)")
+	fs.Uint64Var(&o.Seed, "seed", o.Seed, "sim: with -error-rate, fault each request at random with that probability, from this seed (0 = the even sequence)")
 	fs.BoolVar(&o.Hang, "hang", o.Hang, "sim: faulted requests hang until the client goes away")
 	fs.IntVar(&o.CutAfter, "cut-after", o.CutAfter, "sim: abort every stream after this many content chunks (0 = never)")
 	fs.IntVar(&o.RetryAfter, "retry-after", o.RetryAfter, "sim: Retry-After seconds on 429 faults (0 = 1)")
@@ -149,7 +157,22 @@ func (c *config) fault() bool {
 	if c.rate >= 1 {
 		return true
 	}
+	if c.opts.Seed != 0 {
+		return float64(splitmix64(c.opts.Seed, uint64(i))>>11)/(1<<53) < c.rate
+	}
 	return math.Floor(float64(i+1)*c.rate) > math.Floor(float64(i)*c.rate)
+}
+
+// splitmix64 is the i-th output of a SplitMix64 generator seeded with seed
+// (Steele, Lea and Flood, 2014; the seeder of xoshiro). Each output depends
+// only on (seed, i), so the draw needs no lock and no state beyond the
+// atomic request counter the even sequence already keeps: math/rand/v2's
+// generators advance a state and would need a mutex on the hot path.
+func splitmix64(seed, i uint64) uint64 {
+	z := seed + (i+1)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }
 
 // Server is the simulated provider. It implements http.Handler; create it

@@ -124,17 +124,17 @@ func TestRegisterFlags(t *testing.T) {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	o.RegisterFlags(fs)
 	err := fs.Parse([]string{"-latency=5ms", "-first-chunk=6ms", "-chunk-gap=7ms", "-fault-status=503",
-		"-error-rate=0.25", "-hang", "-cut-after=2", "-retry-after=9", "-api-key=k", "-video-steps=2s"})
+		"-error-rate=0.25", "-seed=7", "-hang", "-cut-after=2", "-retry-after=9", "-api-key=k", "-video-steps=2s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Options{Latency: 5 * time.Millisecond, FirstChunk: 6 * time.Millisecond, ChunkGap: 7 * time.Millisecond,
-		Chunks: 3, Status: 503, ErrorRate: 0.25, Hang: true, CutAfter: 2, RetryAfter: 9, APIKey: "k", VideoSteps: 2 * time.Second}
+		Chunks: 3, Status: 503, ErrorRate: 0.25, Seed: 7, Hang: true, CutAfter: 2, RetryAfter: 9, APIKey: "k", VideoSteps: 2 * time.Second}
 	if o != want {
 		t.Errorf("parsed %+v\nwant   %+v", o, want)
 	}
 	for _, name := range []string{"latency", "first-chunk", "chunk-gap", "chunks", "fault-status", "error-rate",
-		"hang", "cut-after", "retry-after", "api-key", "video-steps"} {
+		"seed", "hang", "cut-after", "retry-after", "api-key", "video-steps"} {
 		if fs.Lookup(name) == nil {
 			t.Errorf("flag -%s not registered", name)
 		}
