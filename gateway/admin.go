@@ -68,7 +68,7 @@ func readJSON(r *http.Request, v any) error {
 		if errors.As(err, &te) {
 			return badRequest(te.Field, "%s: wrong type", te.Field)
 		}
-		return badRequest("body", "invalid JSON body: %v", err)
+		return badRequest("body", "invalid JSON body: %s", bounded(err.Error(), maxMessageText))
 	}
 	return nil
 }
@@ -112,7 +112,7 @@ func (g *Gateway) adminCreateAccount(w http.ResponseWriter, r *http.Request, _ h
 	}
 	a, err := g.store.CreateAccount(r.Context(), req.ID)
 	if err != nil {
-		return storeErr(err, "account "+strconv.Quote(req.ID))
+		return storeErr(err, "account "+quoted(req.ID))
 	}
 	return writeJSON(w, http.StatusCreated, accountView(a))
 }
@@ -133,7 +133,7 @@ func (g *Gateway) adminBalance(w http.ResponseWriter, r *http.Request, ps httpro
 	g.settling.wait(r.Context(), ps.ByName("account"))
 	a, err := g.store.Balance(r.Context(), ps.ByName("account"))
 	if err != nil {
-		return storeErr(err, "account "+strconv.Quote(ps.ByName("account")))
+		return storeErr(err, "account "+quoted(ps.ByName("account")))
 	}
 	return writeJSON(w, http.StatusOK, accountView(a))
 }
@@ -148,7 +148,7 @@ func (g *Gateway) adminCredit(w http.ResponseWriter, r *http.Request, ps httprou
 	}
 	amt, err := pricing.ParseUSD(req.USD)
 	if err != nil {
-		return badRequest("usd", "usd: %v", err)
+		return badRequest("usd", "usd: %s", bounded(err.Error(), maxMessageText))
 	}
 	if amt <= 0 {
 		return badRequest("usd", "usd must be more than zero")
@@ -158,7 +158,7 @@ func (g *Gateway) adminCredit(w http.ResponseWriter, r *http.Request, ps httprou
 		return badRequest("account", "invalid account id")
 	}
 	if _, err := g.store.Credit(r.Context(), id, amt, req.Note); err != nil {
-		return storeErr(err, "account "+strconv.Quote(id))
+		return storeErr(err, "account "+quoted(id))
 	}
 	g.settling.wait(r.Context(), id)
 	a, err := g.store.Balance(r.Context(), id)
@@ -187,7 +187,7 @@ func (g *Gateway) adminCharges(w http.ResponseWriter, r *http.Request, ps httpro
 	id := ps.ByName("account")
 	g.settling.wait(r.Context(), id)
 	if _, err := g.store.Balance(r.Context(), id); err != nil {
-		return storeErr(err, "account "+strconv.Quote(id))
+		return storeErr(err, "account "+quoted(id))
 	}
 	es, err := g.store.Charges(r.Context(), id, limit)
 	if err != nil {
@@ -235,16 +235,16 @@ func (g *Gateway) adminCreateKey(w http.ResponseWriter, r *http.Request, _ httpr
 		return badRequest("route", "route is required (a route name, or \"auto\")")
 	}
 	if req.Route != store.AutoRoute && !g.routeExists(req.Route) {
-		return badRequest("route", "route %q is not configured; routes: %s, auto", req.Route, strings.Join(g.routeNames(), ", "))
+		return badRequest("route", "route %s is not configured; routes: %s, auto", quoted(req.Route), strings.Join(g.routeNames(), ", "))
 	}
 	cat := g.host.Catalog()
 	for _, m := range req.Exclude {
 		if _, ok := cat.Model(m); !ok {
-			return badRequest("exclude", "exclude: %q is not a model sold here", m)
+			return badRequest("exclude", "exclude: %s is not a model sold here", quoted(m))
 		}
 	}
 	if _, err := g.store.Balance(r.Context(), req.Account); err != nil {
-		return storeErr(err, "account "+strconv.Quote(req.Account))
+		return storeErr(err, "account "+quoted(req.Account))
 	}
 	plain, id, hash, err := store.NewKey()
 	if err != nil {
@@ -310,7 +310,7 @@ func (g *Gateway) adminRevokeKey(w http.ResponseWriter, r *http.Request, _ httpr
 	}
 	k, err := g.store.RevokeKey(r.Context(), id)
 	if err != nil {
-		return storeErr(err, "key "+strconv.Quote(id))
+		return storeErr(err, "key "+quoted(id))
 	}
 	g.keys.evictID(k.ID)
 	return writeJSON(w, http.StatusOK, keyView(k))

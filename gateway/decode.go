@@ -29,7 +29,8 @@ func jsonError(err error) *Error {
 		if field == "" {
 			field = "body"
 		}
-		return badRequest(field, "%s: expected %s, got JSON %s", field, jsonKind(te.Type.Kind().String()), te.Value)
+		// Value is "number " and the number's text, as long as the caller made it.
+		return badRequest(field, "%s: expected %s, got JSON %s", field, jsonKind(te.Type.Kind().String()), bounded(te.Value, quoteLimit))
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
@@ -38,7 +39,7 @@ func jsonError(err error) *Error {
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return badRequest("body", "the body is not valid JSON: unexpected end of input")
 	}
-	return badRequest("body", "the body is not valid JSON: %v", err)
+	return badRequest("body", "the body is not valid JSON: %s", bounded(err.Error(), maxMessageText))
 }
 
 func jsonKind(k string) string {
@@ -78,6 +79,9 @@ func requireModel(m *string) (string, *Error) {
 	}
 	if *m == "" {
 		return "", badRequest("model", "model must not be empty")
+	}
+	if len(*m) > maxModelID {
+		return "", badRequest("model", "the model id is %d bytes; the limit is %d", len(*m), maxModelID)
 	}
 	return *m, nil
 }
@@ -130,7 +134,7 @@ func decodeChat(body []byte) (*summary, error) {
 			return nil, badRequest(f()+".role", "%s.role is required", f())
 		}
 		if !chatRoles[*m.Role] {
-			return nil, badRequest(f()+".role", "%s.role must be one of system, developer, user, assistant, tool; got %q", f(), *m.Role)
+			return nil, badRequest(f()+".role", "%s.role must be one of system, developer, user, assistant, tool; got %s", f(), quoted(*m.Role))
 		}
 		// content may be null for assistant messages carrying tool calls.
 		if len(m.Content) == 0 && *m.Role != "assistant" {
@@ -345,7 +349,15 @@ func stripUsageNull(data []byte) []byte {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // jsonOnly adapts a JSON decoder to the endpoint's decode signature: any
-// content type is read as JSON (clients do not always set it).
+// content type is read as JSON (clients do not always set it). A body that
+// is not UTF-8 is refused first, before it is decoded, held or sent (JSON
+// is UTF-8, RFC 8259 section 8.1; encoding/json would otherwise replace the
+// bad bytes in what it decodes and forward them as they are).
 func jsonOnly(dec func([]byte) (*summary, error)) func([]byte, string) (*summary, error) {
-	return func(body []byte, _ string) (*summary, error) { return dec(body) }
+	return func(body []byte, _ string) (*summary, error) {
+		if e := checkUTF8(body, "body", "the request body"); e != nil {
+			return nil, e
+		}
+		return dec(body)
+	}
 }

@@ -24,9 +24,21 @@ type Error struct {
 	// refusal marks a call turned away by design (overload, shutdown): the
 	// access log records it, but it is not logged as a failure.
 	refusal bool
+	// provider marks a provider's error passed on: its message is the
+	// provider's text, which may echo the caller's, so it is not logged.
+	provider bool
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// logText is what a log line says of the error: a provider's status only,
+// or the gateway's message, bounded.
+func (e *Error) logText() string {
+	if e.provider {
+		return "the provider answered HTTP " + strconv.Itoa(e.Status)
+	}
+	return bounded(e.Message, maxMessageText)
+}
 
 func errf(status int, typ string, code any, format string, args ...any) *Error {
 	return &Error{Status: status, Type: typ, Code: code, Message: fmt.Sprintf(format, args...)}
@@ -37,7 +49,7 @@ func badRequest(field, format string, args ...any) *Error {
 	e := errf(http.StatusBadRequest, "invalid_request_error", "invalid_field", format, args...)
 	if field != "" {
 		e.Code = "invalid_" + field
-		if len(field) > 40 {
+		if len(field) > 40 || fieldPath(field) != field {
 			e.Code = "invalid_field"
 		}
 	}
@@ -89,18 +101,21 @@ func toError(err error) *Error {
 	}
 	var ae *abi.Error
 	if errors.As(err, &ae) {
+		// A plugin's message may quote the caller's values, and a plugin
+		// is not trusted to bound them: the gateway does.
+		msg := bounded(ae.Message, maxMessageText)
 		switch ae.Code {
 		case abi.CodeInvalid:
 			if ae.Field != "" && !strings.Contains(ae.Message, ae.Field) {
-				return badRequest(ae.Field, "%s: %s", ae.Field, ae.Message)
+				return badRequest(ae.Field, "%s: %s", fieldPath(ae.Field), msg)
 			}
-			return badRequest(ae.Field, "%s", ae.Message)
+			return badRequest(ae.Field, "%s", msg)
 		case abi.CodeForbidden:
-			return forbidden("%s", ae.Message)
+			return forbidden("%s", msg)
 		case abi.CodeUnprocessable:
-			return errf(http.StatusUnprocessableEntity, "invalid_request_error", "unprocessable_entity", "%s", ae.Message)
+			return errf(http.StatusUnprocessableEntity, "invalid_request_error", "unprocessable_entity", "%s", msg)
 		default:
-			return internal("plugin_error", "%s", ae.Message)
+			return internal("plugin_error", "%s", msg)
 		}
 	}
 	var pe *plugins.Error

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -131,7 +132,7 @@ func (g *Gateway) routes() *httprouter.Router {
 
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rid := newRequestID()
-		msg := "no such endpoint: " + req.Method + " " + req.URL.Path
+		msg := "no such endpoint: " + quoted(req.Method) + " " + quoted(req.URL.Path)
 		if svc := notRelayed(req.URL.Path); svc != "" {
 			msg = svc + " is not relayed by this service (spec section 1)"
 		}
@@ -140,7 +141,7 @@ func (g *Gateway) routes() *httprouter.Router {
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rid := newRequestID()
 		g.writeError(w, rid, errf(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
-			"method %s is not allowed on %s (allowed: %s)", req.Method, req.URL.Path, w.Header().Get("Allow")))
+			"method %s is not allowed on %s (allowed: %s)", quoted(req.Method), quoted(req.URL.Path), w.Header().Get("Allow")))
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
 		if v == http.ErrAbortHandler {
@@ -150,7 +151,7 @@ func (g *Gateway) routes() *httprouter.Router {
 		if rid == "" {
 			rid = newRequestID()
 		}
-		g.log.Error("panic in handler", "request_id", rid, "path", req.URL.Path, "panic", v)
+		g.log.Error("panic in handler", "request_id", rid, "method", quoted(req.Method), "path", quoted(req.URL.Path), "panic", bounded(fmt.Sprint(v), maxMessageText))
 		g.writeError(w, rid, internal("internal_error", "internal error"))
 	}
 	return r
@@ -207,7 +208,7 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 		if err != nil {
 			if sw.wrote {
 				// Headers are gone: the stream was cut. Nothing more can be said.
-				g.log.Warn("request failed after response started", "request_id", info.rid, "error", err.Error())
+				g.log.Warn("request failed after response started", "request_id", info.rid, "error", bounded(err.Error(), maxMessageText))
 			} else {
 				e := g.writeError(sw, info.rid, err)
 				status = e.Status
@@ -215,7 +216,7 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 				// relay_overload_shed_total record it, and an error line per
 				// refused call would cost CPU just when there is none.
 				if e.Status >= 500 && !e.refusal {
-					g.log.Error("request failed", "request_id", info.rid, "endpoint", name, "error", err.Error())
+					g.log.Error("request failed", "request_id", info.rid, "endpoint", name, "error", e.logText())
 				}
 			}
 		}

@@ -121,7 +121,11 @@ func (l *line) do(req *http.Request) (*http.Response, error) {
 	resp, err := l.rt.RoundTrip(req)
 	if err != nil {
 		method := req.Method[:1] + strings.ToLower(req.Method[1:])
-		return nil, &url.Error{Op: method, URL: req.URL.Redacted(), Err: err}
+		// The query string is the caller's: it stays out of the error,
+		// which reaches the log, /admin/lines and the caller's 503.
+		u := *req.URL
+		u.RawQuery, u.ForceQuery = "", false
+		return nil, &url.Error{Op: method, URL: u.Redacted(), Err: err}
 	}
 	if resp.Body == nil {
 		resp.Body = http.NoBody

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk/abi"
@@ -32,11 +33,11 @@ func noUsage(*call, []byte) pricing.Usage { return pricing.Usage{} }
 func numberText(field string, raw json.RawMessage) (string, *Error) {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || t[0] == '"' || t[0] == '{' || t[0] == '[' || bytes.Equal(t, []byte("true")) || bytes.Equal(t, []byte("false")) || bytes.Equal(t, []byte("null")) {
-		return "", badRequest(field, "%s must be a number", field)
+		return "", badRequest(field, "%s must be a number", fieldPath(field))
 	}
 	var n json.Number
 	if err := json.Unmarshal(t, &n); err != nil {
-		return "", badRequest(field, "%s must be a number", field)
+		return "", badRequest(field, "%s must be a number", fieldPath(field))
 	}
 	return string(n), nil
 }
@@ -103,7 +104,7 @@ func imageSummary(req imagesRequest) (*summary, error) {
 func decodeImageEdit(body []byte, contentType string) (*summary, error) {
 	mt, ps, err := mime.ParseMediaType(contentType)
 	if err != nil || mt != "multipart/form-data" || ps["boundary"] == "" {
-		return nil, badRequest("body", "image edits take multipart/form-data with a boundary (Content-Type: %q)", contentType)
+		return nil, badRequest("body", "image edits take multipart/form-data with a boundary (Content-Type: %s)", quoted(contentType))
 	}
 	mr := multipart.NewReader(bytes.NewReader(body), ps["boundary"])
 	var req imagesRequest
@@ -115,29 +116,37 @@ func decodeImageEdit(body []byte, contentType string) (*summary, error) {
 			break
 		}
 		if err != nil {
-			return nil, badRequest("body", "malformed multipart body: %v", err)
+			// multipart's errors quote the line they choke on.
+			return nil, badRequest("body", "malformed multipart body: %s", bounded(err.Error(), maxMessageText))
 		}
 		name := p.FormName()
+		if !utf8.ValidString(name) {
+			return nil, badRequest("body", "a form field's name is not valid UTF-8: %s", quoted(name))
+		}
+		// Only the text fields are checked for UTF-8, never a file's bytes.
 		if p.FileName() != "" || name == "image" || name == "image[]" {
 			if name == "image" || name == "image[]" {
 				n, err := io.Copy(io.Discard, p)
 				if err != nil {
-					return nil, badRequest("image", "cannot read the image file: %v", err)
+					return nil, badRequest("image", "cannot read the image file: %s", bounded(err.Error(), maxMessageText))
 				}
 				if n > 0 {
 					images++
 				}
 			} else if _, err := io.Copy(io.Discard, p); err != nil {
-				return nil, badRequest(name, "cannot read %s: %v", name, err)
+				return nil, badRequest(name, "cannot read %s: %s", fieldPath(name), bounded(err.Error(), maxMessageText))
 			}
 			continue
 		}
 		v, err := io.ReadAll(io.LimitReader(p, maxFormField+1))
 		if err != nil {
-			return nil, badRequest(name, "cannot read %s: %v", name, err)
+			return nil, badRequest(name, "cannot read %s: %s", fieldPath(name), bounded(err.Error(), maxMessageText))
 		}
 		if len(v) > maxFormField {
-			return nil, badRequest(name, "%s is longer than %d bytes", name, maxFormField)
+			return nil, badRequest(name, "%s is longer than %d bytes", fieldPath(name), maxFormField)
+		}
+		if e := checkUTF8(v, name, "the form field "+fieldPath(name)); e != nil {
+			return nil, e
 		}
 		switch name {
 		case "model":
@@ -300,18 +309,18 @@ func decodeSystemOne(body []byte) (*summary, error) {
 		f := "questions." + name
 		raw := bytes.TrimSpace((*req.Questions)[name])
 		if len(raw) == 0 || raw[0] != '{' {
-			return nil, badRequest(f, "%s must be a question object", f)
+			return nil, badRequest(f, "%s must be a question object", fieldPath(f))
 		}
 		var q systemOneQuestion
 		if err := json.Unmarshal(raw, &q); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				return nil, badRequest(f+"."+te.Field, "%s.%s: expected %s", f, te.Field, jsonKind(te.Type.Kind().String()))
+				return nil, badRequest(f+"."+te.Field, "%s: expected %s", fieldPath(f+"."+te.Field), jsonKind(te.Type.Kind().String()))
 			}
-			return nil, badRequest(f, "%s: %v", f, err)
+			return nil, badRequest(f, "%s: %s", fieldPath(f), bounded(err.Error(), maxMessageText))
 		}
 		if q.Type == nil {
-			return nil, badRequest(f+".type", "%s.type is required (noul, choice or score)", f)
+			return nil, badRequest(f+".type", "%s is required (noul, choice or score)", fieldPath(f+".type"))
 		}
 		s.params = addParam(s.params, "question", name)
 		s.params = addParam(s.params, "question.type", name+sep+*q.Type)

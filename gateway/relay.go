@@ -133,11 +133,14 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		if err != nil {
 			return err
 		}
-		info.model, info.stream = sum.model, sum.stream
+		info.stream = sum.stream
 		c := &call{ep: ep, r: r, info: info, key: key, sum: sum, body: body, callerBytes: len(body)}
 		if err := g.admitModel(c); err != nil {
 			return err
 		}
+		// Only now, a catalogue id: the access log and the metrics' labels
+		// never carry a model id the caller made up.
+		info.model = c.model.ID
 		if ep.name == pricing.EndpointMessages && versionHeader(r) == "" {
 			return badRequest("anthropic-version", "the vendorx-version header (anthropic-version) is required on /v1/messages, e.g. \"anthropic-version: 2023-06-01\"")
 		}
@@ -154,14 +157,14 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		if ep.rewrite != nil && len(c.set) > 0 {
 			nb, err := ep.rewrite(c.body, c.set)
 			if err != nil {
-				return badRequest("body", "cannot apply %v to the body: %v", c.set, err)
+				return badRequest("body", "cannot apply %s to the body: %s", bounded(fmt.Sprint(c.set), maxMessageText), bounded(err.Error(), maxMessageText))
 			}
 			c.body = nb
 		}
 		if ep.name == pricing.EndpointChat && sum.stream && !sum.includeUsage {
 			nb, err := forceIncludeUsage(c.body)
 			if err != nil {
-				return badRequest("body", "cannot read the body: %v", err)
+				return badRequest("body", "cannot read the body: %s", bounded(err.Error(), maxMessageText))
 			}
 			c.body = nb
 		}
@@ -218,7 +221,7 @@ func (g *Gateway) admitModel(c *call) error {
 	cat := g.host.Catalog()
 	m, ok := cat.Model(c.sum.model)
 	if !ok {
-		return forbidden("the model %q is not sold here; GET /v1/models lists the models your key can call", c.sum.model)
+		return forbidden("the model %s is not sold here; GET /v1/models lists the models your key can call", quoted(c.sum.model))
 	}
 	if !contains(m.Endpoints, c.ep.name) {
 		served := []string{}
@@ -397,7 +400,7 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 		g.met.settleFallback.WithLabelValues(plugin, reason, kind).Inc()
 		g.log.Error("settle: the plugin could not price the usage; charged by the fallback",
 			"request_id", c.info.rid, "plugin", plugin, "model", c.model.ID, "route", c.route,
-			"fallback", how, "charge_usd", charge.Fixed(), "error", err.Error())
+			"fallback", how, "charge_usd", charge.Fixed(), "error", bounded(err.Error(), maxMessageText))
 		note = strings.TrimSpace(note + " the plugin could not price the usage; " + how)
 	}
 	if _, err := g.store.Settle(ctx, store.Settlement{RequestID: c.info.rid, Account: c.key.Account, Charge: charge, Usage: u, Note: note}); err != nil {
@@ -774,7 +777,8 @@ func (g *Gateway) try(ctx context.Context, c *call, l *line) (*upstream, error) 
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, target, bytes.NewReader(c.body))
 	if err != nil {
 		cancel()
-		return nil, err
+		// Not err: it quotes the target, and with it the caller's query.
+		return nil, fmt.Errorf("cannot address the request to line %s", l.cfg.Name)
 	}
 	for k, vs := range c.r.Header {
 		if !dropRequestHeaders[k] {
@@ -920,7 +924,7 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 func (g *Gateway) upstreamError(up *upstream) error {
 	data, _ := io.ReadAll(io.LimitReader(up.resp.Body, 1<<20))
 	st := up.resp.StatusCode
-	e := &Error{Status: st, Type: "upstream_error", Code: nil}
+	e := &Error{Status: st, Type: "upstream_error", Code: nil, provider: true}
 	var oa struct {
 		Error *struct {
 			Message string `json:"message"`

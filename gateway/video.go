@@ -72,7 +72,7 @@ func (g *Gateway) videoJob(r *http.Request, ps httprouter.Params, info *reqInfo)
 	id := ps.ByName("id")
 	job, err := g.store.Job(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && job.Account != k.Account) {
-		return store.Job{}, nil, notFound("no video job %q for this account", id)
+		return store.Job{}, nil, notFound("no video job %s for this account", quoted(id))
 	}
 	if err != nil {
 		return store.Job{}, nil, err
