@@ -283,7 +283,8 @@ func TestConnectionCountsConcurrent(t *testing.T) {
 }
 
 // An HTTP client whose connection is refused reads the 503, whatever the
-// size of the body it is sending, rather than a reset.
+// size of the body it is sending, rather than a reset or an unsolicited
+// answer (when refusals are not a flood: see refuse).
 func TestRefusalReachesClients(t *testing.T) {
 	e := newEnv(t, withServer(ServerConfig{MaxConnections: 1}))
 	addr := e.srv.Listener.Addr().String()
@@ -291,6 +292,7 @@ func TestRefusalReachesClients(t *testing.T) {
 	roundTrip(t, holder, bufio.NewReader(holder))
 	for _, size := range []int{0, 100, 64 << 10, 1 << 20} {
 		for range 5 {
+			eventually(t, "no refusal under way", func() bool { return e.gw.conns.gentle.Load() == 0 })
 			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 			resp, err := client.Post(e.url+"/v1/chat/completions", "application/json", bytes.NewReader(bytes.Repeat([]byte{'x'}, size)))
 			if err != nil {
