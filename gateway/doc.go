@@ -11,6 +11,10 @@
 // before the first byte reaches the client) → relay the answer unchanged →
 // settle from the real usage exactly once.
 //
+// Before any of it, the listener bounds open connections in total and per
+// client address, and the server gives each phase of a request a deadline
+// (listen.go).
+//
 // The gateway never writes a prompt, completion or uploaded file anywhere:
 // bodies live in memory for the life of the call, and logs carry ids,
 // models, statuses and amounts only. It must not import cmd/ or know any

@@ -164,6 +164,8 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		// must not turn other tests' calls into 503s (TestOverloadSheds
 		// turns it on).
 		Limits: LimitsConfig{KeyRate: RateConfig{Rate: 10000, Burst: 10000}, OverloadDelay: -1},
+		// Every test client is 127.0.0.1: no bound per address.
+		Server: ServerConfig{MaxConnectionsPerAddress: -1},
 		Retry:  RetryConfig{BackoffMin: time.Millisecond, BackoffMax: 5 * time.Millisecond},
 	}
 	f := false
@@ -204,7 +206,11 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	e.gw = gw
-	e.srv = httptest.NewServer(gw.Handler())
+	// Served as relay serve serves it: its deadlines and bounded listener.
+	e.srv = httptest.NewUnstartedServer(gw.Handler())
+	gw.ConfigureServer(e.srv.Config)
+	e.srv.Listener = gw.Listener(e.srv.Listener)
+	e.srv.Start()
 	e.url = e.srv.URL
 	t.Cleanup(func() {
 		e.srv.Close()

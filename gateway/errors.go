@@ -141,11 +141,7 @@ func toError(err error) *Error {
 // request id, quoted with the support address.
 func (g *Gateway) writeError(w http.ResponseWriter, rid string, err error) *Error {
 	e := toError(err)
-	var body errorBody
-	body.Error.Message = fmt.Sprintf("%s — if you contact %s, quote request id %s", e.Message, g.cfg.SupportEmail, rid)
-	body.Error.Type = e.Type
-	body.Error.Code = e.Code
-	b, _ := json.Marshal(&body)
+	b := errorJSON(e, g.cfg.SupportEmail, rid)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Request-Id", rid)
@@ -154,6 +150,18 @@ func (g *Gateway) writeError(w http.ResponseWriter, rid string, err error) *Erro
 	}
 	h.Del("Content-Length")
 	w.WriteHeader(e.Status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
 	return e
+}
+
+// errorJSON is e's body in the spec's shape, newline-terminated: the one
+// place it is written (writeError, and the answers a connection gets before
+// any handler, listen.go).
+func errorJSON(e *Error, support, rid string) []byte {
+	var body errorBody
+	body.Error.Message = fmt.Sprintf("%s — if you contact %s, quote request id %s", e.Message, support, rid)
+	body.Error.Type = e.Type
+	body.Error.Code = e.Code
+	b, _ := json.Marshal(&body)
+	return append(b, '\n')
 }

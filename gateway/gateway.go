@@ -58,6 +58,7 @@ type Gateway struct {
 	shed     *shedder
 	budget   *retryBudget // retries of every call, over 10 s
 	panic    *panicMode   // calls sent on when every line of a pool is open
+	conns    *connBounds  // open client connections (listen.go)
 }
 
 // New builds a Gateway.
@@ -90,6 +91,8 @@ func New(o Options) (*Gateway, error) {
 	g.budget = newRetryBudget(o.Config.Retry)
 	g.panic = newPanicMode(*o.Config.Retry.PanicShare)
 	g.met = newMetrics(g)
+	g.conns = newConnBounds(o.Config, o.Logger)
+	g.met.reg.MustRegister(g.conns.collectors()...)
 	g.router = g.routes()
 	return g, nil
 }
@@ -132,6 +135,9 @@ func (g *Gateway) routes() *httprouter.Router {
 
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rid := newRequestID()
+		if bodyUnread(req, nil) {
+			closeUnread(w, req)
+		}
 		msg := "no such endpoint: " + quoted(req.Method) + " " + quoted(req.URL.Path)
 		if svc := notRelayed(req.URL.Path); svc != "" {
 			msg = svc + " is not relayed by this service (spec section 1)"
@@ -140,6 +146,9 @@ func (g *Gateway) routes() *httprouter.Router {
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rid := newRequestID()
+		if bodyUnread(req, nil) {
+			closeUnread(w, req)
+		}
 		g.writeError(w, rid, errf(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
 			"method %s is not allowed on %s (allowed: %s)", quoted(req.Method), quoted(req.URL.Path), w.Header().Get("Allow")))
 	})
@@ -203,6 +212,12 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 		info := &reqInfo{rid: newRequestID(), start: g.now()}
 		w.Header().Set("X-Request-Id", info.rid)
 		sw := &statusWriter{ResponseWriter: w}
+		if r.ContentLength == 0 {
+			// Nothing to read: lift server.body_timeout at once, as
+			// bodyRead does once a body is in (a long download must not
+			// be cut by it).
+			_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+		}
 		err := fn(sw, r, ps, info)
 		status := sw.status
 		if err != nil {
@@ -210,6 +225,10 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 				// Headers are gone: the stream was cut. Nothing more can be said.
 				g.log.Warn("request failed after response started", "request_id", info.rid, "error", bounded(err.Error(), maxMessageText))
 			} else {
+				if bodyUnread(r, sw) {
+					// Answered without reading the body: close, do not drain.
+					closeUnread(w, r)
+				}
 				e := g.writeError(sw, info.rid, err)
 				status = e.Status
 				// A refusal by design is not a failure: the access log and
@@ -268,8 +287,9 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 // statusWriter records the status and whether anything was written.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	wrote  bool
+	status   int
+	wrote    bool
+	bodyRead bool // the handler read the request body to its end (bodyRead)
 }
 
 func (s *statusWriter) WriteHeader(code int) {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -129,6 +130,7 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		if err != nil {
 			return err
 		}
+		bodyRead(w)
 		sum, err := ep.decode(body, r.Header.Get("Content-Type"))
 		if err != nil {
 			return err
@@ -199,6 +201,14 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
 	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		got := strconv.FormatInt(n, 10)
+		if r.ContentLength > 0 {
+			got += " of " + strconv.FormatInt(r.ContentLength, 10)
+		}
+		return nil, errf(http.StatusRequestTimeout, "invalid_request_error", "body_timeout",
+			"the request body did not arrive in time (%s bytes arrived); send it faster, or a smaller one", got)
+	}
 	if err != nil {
 		return nil, badRequest("body", "cannot read the request body: %v", err)
 	}

@@ -112,19 +112,19 @@ func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln n
 	}
 	s := &server{addr: ln.Addr().String(), gw: gw, store: st, host: host, log: log, done: make(chan error, 2)}
 	s.http = &http.Server{
-		Handler:           gw.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		Handler:  gw.Handler(),
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	go func() { s.done <- s.http.Serve(ln) }()
+	gw.ConfigureServer(s.http) // a deadline per phase of a request (server: in the config)
+	go func() { s.done <- s.http.Serve(gw.Listener(ln)) }()
 	if cfg.MetricsListen != "" {
 		mln, err := net.Listen("tcp", cfg.MetricsListen)
 		if err != nil {
 			s.shutdown(time.Second)
 			return nil, fmt.Errorf("metrics_listen: %w", err)
 		}
-		s.metrics = &http.Server{Handler: gw.OpsHandler(), ReadHeaderTimeout: 10 * time.Second}
+		s.metrics = &http.Server{Handler: gw.OpsHandler()}
+		gw.ConfigureServer(s.metrics)
 		go func() { s.done <- s.metrics.Serve(mln) }()
 	}
 	return s, nil

@@ -1,0 +1,458 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// What a slow or hostile client can hold of the gateway is bounded here:
+// open connections in total and per client address (Listener), and the
+// time each phase of a request may take (ConfigureServer, bodyRead and
+// closeUnread). RATIONALE.md, "Connection bounds and request deadlines".
+
+// lingerTime is how long a connection answered without reading its body
+// stays half-closed before it is closed: long enough for the client to read
+// the answer before the reset that closing over unread bytes sends (the
+// value net/http waits in the same situation).
+const lingerTime = 500 * time.Millisecond
+
+// refusalWriteTimeout bounds the write of a refusal. It never blocks in
+// practice (the connection's send buffer is empty); the bound is for Accept.
+const refusalWriteTimeout = 100 * time.Millisecond
+
+// A refusal waits up to refusalWait for the client's first byte before it
+// answers, and lingers half-closed like an answer given without reading the
+// body, while fewer than maxGentleRefusals are doing so (see refuse).
+const (
+	refusalWait       = 50 * time.Millisecond
+	maxGentleRefusals = 16
+)
+
+// connBounds counts the open client connections, in total and per address.
+type connBounds struct {
+	max, perAddr  int // ≤ 0: unbounded
+	support       string
+	headerTimeout time.Duration
+	log           *slog.Logger
+
+	mu     sync.Mutex
+	open   int
+	byAddr map[netip.Addr]int
+
+	refusedTotal, refusedAddr atomic.Uint64
+	gentle                    atomic.Int32 // refusals waiting or lingering
+	lastWarn                  atomic.Int64 // unix nanoseconds of the last refusal warning
+}
+
+// Refusal reasons, the label values of relay_connections_refused_total.
+const (
+	reasonTotal   = "total"
+	reasonPerAddr = "per_address"
+)
+
+func newConnBounds(cfg Config, log *slog.Logger) *connBounds {
+	return &connBounds{
+		max: cfg.Server.MaxConnections, perAddr: cfg.Server.MaxConnectionsPerAddress,
+		support: cfg.SupportEmail, headerTimeout: cfg.Server.HeaderTimeout, log: log, byAddr: map[netip.Addr]int{},
+	}
+}
+
+func (b *connBounds) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "relay_connections_open", Help: "Open client connections (server.max_connections bounds them).",
+		}, func() float64 {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return float64(b.open)
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "relay_connections_refused_total", Help: "Client connections answered 503 and closed at once because a bound was reached.",
+			ConstLabels: prometheus.Labels{"reason": reasonTotal},
+		}, func() float64 { return float64(b.refusedTotal.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "relay_connections_refused_total", Help: "Client connections answered 503 and closed at once because a bound was reached.",
+			ConstLabels: prometheus.Labels{"reason": reasonPerAddr},
+		}, func() float64 { return float64(b.refusedAddr.Load()) }),
+	}
+}
+
+// admit counts a new connection from ip, or says which bound refuses it.
+func (b *connBounds) admit(ip netip.Addr) (reason string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.max > 0 && b.open >= b.max {
+		b.refusedTotal.Add(1)
+		return reasonTotal
+	}
+	if ip.IsValid() && b.perAddr > 0 {
+		if b.byAddr[ip] >= b.perAddr {
+			b.refusedAddr.Add(1)
+			return reasonPerAddr
+		}
+		b.byAddr[ip]++
+	}
+	b.open++
+	return ""
+}
+
+// release uncounts a connection admit counted.
+func (b *connBounds) release(ip netip.Addr) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.open--
+	if ip.IsValid() && b.perAddr > 0 {
+		if n := b.byAddr[ip] - 1; n > 0 {
+			b.byAddr[ip] = n
+		} else {
+			delete(b.byAddr, ip)
+		}
+	}
+}
+
+// refuse answers a connection past a bound with a 503 in the spec's error
+// shape and closes it. It never blocks Accept. While few refusals are under
+// way it is gentle, on a goroutine of its own: it waits until the client has
+// sent something (one byte read, up to refusalWait), since an HTTP client
+// may take an answer that comes before its request for a broken connection
+// (Go's does), and after the answer it half-closes and lingers, so a client
+// still sending reads the answer rather than a reset. Past
+// maxGentleRefusals (a flood) it answers and closes at once: descriptors
+// first.
+func (b *connBounds) refuse(c net.Conn, reason string) {
+	var e *Error
+	if reason == reasonPerAddr {
+		e = refusal("too_many_connections_from_address", 1,
+			"too many open connections from your address (the bound is %d); close some, or retry after 1 second", b.perAddr)
+	} else {
+		e = refusal("too_many_connections", 1,
+			"the gateway has reached its bound of %d open connections; retry after 1 second", b.max)
+	}
+	answer := b.answer(e, newRequestID())
+	if b.gentle.Add(1) <= maxGentleRefusals {
+		go func() {
+			_ = c.SetReadDeadline(time.Now().Add(refusalWait))
+			var first [1]byte
+			_, _ = c.Read(first[:])
+			_ = c.SetWriteDeadline(time.Now().Add(refusalWriteTimeout))
+			_, _ = c.Write(answer)
+			if cw, ok := c.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+				time.AfterFunc(lingerTime, func() { _ = c.Close(); b.gentle.Add(-1) })
+				return
+			}
+			_ = c.Close()
+			b.gentle.Add(-1)
+		}()
+	} else {
+		b.gentle.Add(-1)
+		_ = c.SetWriteDeadline(time.Now().Add(refusalWriteTimeout))
+		_, _ = c.Write(answer)
+		_ = c.Close()
+	}
+	now := time.Now().UnixNano()
+	if last := b.lastWarn.Load(); now-last > int64(10*time.Second) && b.lastWarn.CompareAndSwap(last, now) {
+		b.log.Warn("refusing connections: a bound is reached", "reason", reason,
+			"max_connections", b.max, "max_connections_per_address", b.perAddr,
+			"refused_total", b.refusedTotal.Load(), "refused_per_address", b.refusedAddr.Load())
+	}
+}
+
+// answer is a whole HTTP/1.1 response carrying e in the spec's error shape,
+// closing the connection.
+func (b *connBounds) answer(e *Error, rid string) []byte {
+	j := errorJSON(e, b.support, rid)
+	out := make([]byte, 0, 256+len(j))
+	out = fmt.Appendf(out, "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Length: %d\r\nContent-Type: application/json\r\n",
+		e.Status, http.StatusText(e.Status), len(j))
+	if e.RetryAfter > 0 {
+		out = fmt.Appendf(out, "Retry-After: %d\r\n", e.RetryAfter)
+	}
+	out = fmt.Appendf(out, "X-Request-Id: %s\r\n\r\n", rid)
+	return append(out, j...)
+}
+
+// Listener wraps ln, the gateway's client listener: it bounds the open
+// connections in total (server.max_connections) and per client address
+// (server.max_connections_per_address). A connection past a bound is
+// answered with 503 and Retry-After: 1 and closed (refuse); Accept goes on
+// to the next one, so nothing queues. Connections already open are never
+// touched. The connections it returns also answer net/http's own errors
+// (431, 400, 501, 505, 417) in the spec's error shape (plainError), and close
+// gently after an answer given without reading the request's body
+// (closeUnread). Serve it with a server ConfigureServer has set up.
+func (g *Gateway) Listener(ln net.Listener) net.Listener {
+	b := g.conns
+	g.log.Info("connection bounds", "max_connections", b.max, "max_connections_per_address", b.perAddr,
+		"header_timeout", g.cfg.Server.HeaderTimeout.String(), "body_timeout", g.cfg.Server.BodyTimeout.String(),
+		"idle_timeout", g.cfg.Server.IdleTimeout.String())
+	return &boundedListener{Listener: ln, b: b}
+}
+
+type boundedListener struct {
+	net.Listener
+	b *connBounds
+}
+
+func (l *boundedListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := remoteIP(c)
+		if reason := l.b.admit(ip); reason != "" {
+			l.b.refuse(c, reason)
+			continue
+		}
+		return &conn{Conn: c, b: l.b, ip: ip}, nil
+	}
+}
+
+func remoteIP(c net.Conn) netip.Addr {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+// conn is an admitted client connection.
+type conn struct {
+	net.Conn
+	b          *connBounds
+	ip         netip.Addr
+	closed     atomic.Bool
+	halfClosed atomic.Bool // CloseWrite was called
+	linger     atomic.Bool // set by closeUnread
+	timedOut   atomic.Bool // the last read failed at its deadline
+}
+
+func (c *conn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			c.timedOut.Store(true)
+		}
+	} else if n > 0 && c.timedOut.Load() {
+		c.timedOut.Store(false)
+	}
+	return n, err
+}
+
+// Write passes p on, unless p is one of the plain-text errors net/http
+// writes itself, which it replaces with the same status in the spec's
+// error shape.
+func (c *conn) Write(p []byte) (int, error) {
+	if len(p) > 12 && (p[9] == '4' || p[9] == '5') {
+		var e *Error
+		if status, detail, ok := plainError(p); ok {
+			e = plainErrorOf(status, detail)
+			if status == http.StatusBadRequest && c.timedOut.Load() {
+				// A request line cut short by server.header_timeout.
+				e = errf(http.StatusRequestTimeout, "invalid_request_error", "header_timeout",
+					"the request line and headers did not arrive within %s", c.b.headerTimeout)
+			}
+		} else if expectationFailed(p) {
+			e = errf(http.StatusExpectationFailed, "invalid_request_error", "expectation_failed",
+				"the gateway meets no Expect header but \"Expect: 100-continue\"")
+		}
+		if e != nil {
+			if _, err := c.Conn.Write(c.b.answer(e, newRequestID())); err != nil {
+				return 0, err
+			}
+			return len(p), nil
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+// expectationFailed recognises net/http's answer to an Expect header other
+// than 100-continue: a 417 with no body, written whole in one piece (no
+// handler of the gateway answers 417).
+func expectationFailed(p []byte) bool {
+	const status = "HTTP/1.1 417 Expectation Failed\r\n"
+	return len(p) > len(status) && string(p[:len(status)]) == status &&
+		bytes.HasSuffix(p, []byte("\r\n\r\n")) && bytes.Contains(p, []byte("\r\nContent-Length: 0\r\n"))
+}
+
+// CloseWrite half-closes the connection (net/http calls it before closing
+// after an error, so the client reads the answer).
+func (c *conn) CloseWrite() error {
+	c.halfClosed.Store(true)
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// Close closes the connection and uncounts it, once. A connection answered
+// without reading its body (closeUnread) is half-closed now and closed
+// lingerTime later, without a goroutine: closed at once over the unread
+// bytes, it would reset, and a client still sending its body could lose the
+// answer.
+func (c *conn) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return net.ErrClosed
+	}
+	if c.linger.Load() && !c.halfClosed.Load() {
+		if err := c.CloseWrite(); err == nil {
+			time.AfterFunc(lingerTime, func() { _ = c.closeNow() })
+			return nil
+		}
+	}
+	return c.closeNow()
+}
+
+func (c *conn) closeNow() error {
+	err := c.Conn.Close()
+	c.b.release(c.ip)
+	return err
+}
+
+type connKey struct{}
+
+// ConfigureServer sets s's deadlines from the server section of the
+// configuration: server.header_timeout for a request's headers,
+// server.body_timeout for the whole request from its start (a handler lifts
+// it once it has read the body, see bodyRead), server.idle_timeout between
+// kept-alive requests. It sets no write deadline: streams last as long as
+// they last. Serve s on Listener(ln) so that answers given without reading
+// the body close their connection gently.
+func (g *Gateway) ConfigureServer(s *http.Server) {
+	s.ReadHeaderTimeout = g.cfg.Server.HeaderTimeout
+	s.ReadTimeout = g.cfg.Server.BodyTimeout
+	s.IdleTimeout = g.cfg.Server.IdleTimeout
+	s.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if bc, ok := c.(*conn); ok {
+			return context.WithValue(ctx, connKey{}, bc)
+		}
+		return ctx
+	}
+}
+
+// bodyRead records that the handler has read the request's body to its
+// end, and lifts the body's deadline (server.body_timeout): once the
+// request is in, nothing more is read from the client until the next
+// request, and a deadline left pending would cancel the request's context
+// when it passed, in the middle of a stream.
+func bodyRead(w http.ResponseWriter) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.bodyRead = true
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+}
+
+// aLongTimeAgo is a read deadline that has passed.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// closeUnread is called before answering a request whose body has not been
+// read (an unknown key, a refusal, a body too large or too slow): the answer
+// closes the connection ("Connection: close", so net/http does not read the
+// body before answering), and the read deadline is set in the past, so the
+// up to 256 KiB net/http would read after the handler to reuse the
+// connection are not waited for. The connection then lingers half-closed
+// (conn.Close).
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(aLongTimeAgo)
+	if c, ok := r.Context().Value(connKey{}).(*conn); ok {
+		c.linger.Store(true)
+	}
+}
+
+// bodyUnread reports whether r carries a body the handler has not read.
+func bodyUnread(r *http.Request, sw *statusWriter) bool {
+	return r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody && (sw == nil || !sw.bodyRead)
+}
+
+// plainHeaders follow the status line of every error net/http writes to the
+// connection itself (server.go, conn.serve). A response written through the
+// server never has them there: its headers are sorted (Connection before
+// Content-Type) and include Date.
+const plainHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+
+// plainError recognises one of net/http's own plain-text error answers,
+// written in one piece: "HTTP/1.1 <status> <text>" plainHeaders, then a body
+// repeating "<status> <text>" (or, for 501, "Unsupported transfer
+// encoding"). It returns the status and the detail after "<reason>: " in the
+// text, if any.
+func plainError(p []byte) (status int, detail string, ok bool) {
+	const prefix = "HTTP/1.1 "
+	if len(p) < len(prefix)+4 || string(p[:len(prefix)]) != prefix {
+		return 0, "", false
+	}
+	end := bytes.IndexByte(p, '\r')
+	if end < 0 || len(p)-end < len(plainHeaders) || string(p[end:end+len(plainHeaders)]) != plainHeaders {
+		return 0, "", false
+	}
+	line, body := p[len(prefix):end], p[end+len(plainHeaders):]
+	if len(line) < 5 || line[3] != ' ' || bytes.IndexByte(line, '\n') >= 0 {
+		return 0, "", false
+	}
+	status, err := strconv.Atoi(string(line[:3]))
+	if err != nil || status < 400 || status > 599 {
+		return 0, "", false
+	}
+	if !bytes.Equal(body, line) && !(status == http.StatusNotImplemented && string(body) == "Unsupported transfer encoding") {
+		return 0, "", false
+	}
+	text := string(line[4:])
+	reason := http.StatusText(status)
+	if reason == "" || len(text) < len(reason) || text[:len(reason)] != reason {
+		return 0, "", false
+	}
+	if rest := text[len(reason):]; rest != "" {
+		if len(rest) < 3 || rest[:2] != ": " {
+			return 0, "", false
+		}
+		detail = rest[2:]
+	}
+	return status, detail, true
+}
+
+// plainErrorOf is the spec-shaped error for one of net/http's own answers.
+func plainErrorOf(status int, detail string) *Error {
+	switch status {
+	case http.StatusRequestHeaderFieldsTooLarge:
+		return errf(status, "invalid_request_error", "request_headers_too_large",
+			"the request line and headers are larger than the %d bytes the gateway reads", http.DefaultMaxHeaderBytes)
+	case http.StatusNotImplemented:
+		return errf(status, "invalid_request_error", "unsupported_transfer_encoding",
+			"the request's Transfer-Encoding is not supported; send the body with a Content-Length or chunked")
+	case http.StatusHTTPVersionNotSupported:
+		return errf(status, "invalid_request_error", "http_version_not_supported", "the gateway speaks HTTP/1.x")
+	case http.StatusBadRequest:
+		if detail != "" {
+			return errf(status, "invalid_request_error", "malformed_request", "the request is not valid HTTP/1.1: %s", detail)
+		}
+		return errf(status, "invalid_request_error", "malformed_request",
+			"the request is not valid HTTP/1.1: its request line, a header, its Content-Length or its chunked body is malformed")
+	}
+	msg := http.StatusText(status)
+	if detail != "" {
+		msg += ": " + detail
+	}
+	return errf(status, "invalid_request_error", "malformed_request", "%s", msg)
+}
+
+// maxConnectionsFor is server.max_connections' default for an open-file
+// limit of nofile (see defaultMaxConnections).
+func maxConnectionsFor(nofile uint64) int {
+	const headroom, least, most = 64, 64, 1 << 24
+	if nofile < headroom+2*least {
+		return least
+	}
+	return int(min((nofile-headroom)/2, most))
+}

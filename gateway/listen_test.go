@@ -1,0 +1,663 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelrelay/modelrelay/sim"
+)
+
+func withServer(s ServerConfig) envOption { return func(c *Config) { c.Server = s } }
+
+// dialFrom connects to addr from the loopback address local (127.0.0.x:
+// Linux routes all of 127/8 to the loopback interface).
+func dialFrom(t testing.TB, local, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 10 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// readAnswer reads one response from c, within d.
+func readAnswer(c net.Conn, br *bufio.Reader, d time.Duration) (*http.Response, []byte, error) {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, body, err
+}
+
+// checkErrorAnswer checks the spec's error shape and the headers every
+// answer of this file carries, and returns the error code.
+func checkErrorAnswer(t *testing.T, resp *http.Response, body []byte, status int) any {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("status %d, want %d: %s", resp.StatusCode, status, body)
+	}
+	msg, typ, code := errBody(t, body)
+	rid := resp.Header.Get("X-Request-Id")
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	if !strings.HasPrefix(rid, "req_") || !strings.HasSuffix(msg, "quote request id "+rid) || !strings.Contains(msg, "help@relay.test") {
+		t.Errorf("message %q does not end with the request id %q and name the support address", msg, rid)
+	}
+	if typ == "" {
+		t.Error("empty type")
+	}
+	return code
+}
+
+// roundTrip sends a GET /healthz on c and wants 200: the connection is open
+// and served.
+func roundTrip(t *testing.T, c net.Conn, br *bufio.Reader) {
+	t.Helper()
+	if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, body, err := readAnswer(c, br, 10*time.Second)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz on an admitted connection: %v %v %s", resp, err, body)
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not so after 15s: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (b *connBounds) counts() (open, addrs int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.open, len(b.byAddr)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func TestMaxConnectionsFor(t *testing.T) {
+	for _, tc := range []struct {
+		nofile uint64
+		want   int
+	}{{0, 64}, {100, 64}, {191, 64}, {192, 64}, {256, 96}, {1024, 480}, {20000, 9968}, {^uint64(0), 1 << 24}} {
+		if got := maxConnectionsFor(tc.nofile); got != tc.want {
+			t.Errorf("maxConnectionsFor(%d) = %d, want %d", tc.nofile, got, tc.want)
+		}
+	}
+}
+
+func TestServerConfig(t *testing.T) {
+	c, err := ParseConfig([]byte(minimalConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Server
+	if s.HeaderTimeout != 10*time.Second || s.BodyTimeout != 120*time.Second || s.IdleTimeout != 120*time.Second ||
+		s.MaxConnections != defaultMaxConnections() || s.MaxConnections < 64 || s.MaxConnectionsPerAddress != 512 {
+		t.Fatalf("defaults: %+v", s)
+	}
+	c, err = ParseConfig([]byte(minimalConfig + "\nserver: {body_timeout: 30s, max_connections: -1, max_connections_per_address: 8}\n"))
+	if err != nil || c.Server.BodyTimeout != 30*time.Second || c.Server.MaxConnections != -1 || c.Server.MaxConnectionsPerAddress != 8 {
+		t.Fatalf("set: %+v %v", c.Server, err)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"server: {header_timeout: -1s}", "server.header_timeout"},
+		{"server: {body_timeout: -1s}", "server.body_timeout"},
+		{"server: {idle_timeout: -5s}", "server.idle_timeout"},
+		{"server: {header_timeout: 20s, body_timeout: 15s}", "server.body_timeout"},
+		{"server: {max_connections: lots}", "server.max_connections"},
+	} {
+		if _, err := ParseConfig([]byte(minimalConfig + "\n" + tc.yaml + "\n")); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v does not name %s", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+// Past a bound a new connection gets a 503 in the spec's shape at once, and
+// is closed; connections already open are served; the counts go back down
+// when connections close, and /metrics shows them.
+func TestConnectionBounds(t *testing.T) {
+	e := newEnv(t, withServer(ServerConfig{MaxConnections: 3, MaxConnectionsPerAddress: 2}))
+	addr := e.srv.Listener.Addr().String()
+	type client struct {
+		c  net.Conn
+		br *bufio.Reader
+	}
+	open := func(local string) client {
+		c := dialFrom(t, local, addr)
+		return client{c, bufio.NewReader(c)}
+	}
+	refused := func(cl client, wantCode string) {
+		t.Helper()
+		start := time.Now()
+		resp, body, err := readAnswer(cl.c, cl.br, 10*time.Second)
+		if err != nil {
+			t.Fatalf("want a 503 at once: %v", err)
+		}
+		if code := checkErrorAnswer(t, resp, body, 503); code != wantCode {
+			t.Errorf("code %v, want %s", code, wantCode)
+		}
+		if resp.Header.Get("Retry-After") != "1" || !resp.Close {
+			t.Errorf("headers: %v", resp.Header)
+		}
+		if _, err := cl.br.ReadByte(); err != io.EOF {
+			t.Errorf("the refused connection is not closed: %v", err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("the refusal took %s", d)
+		}
+	}
+	a1, a2 := open("127.0.0.2"), open("127.0.0.2")
+	roundTrip(t, a1.c, a1.br)
+	roundTrip(t, a2.c, a2.br)
+	refused(open("127.0.0.2"), "too_many_connections_from_address")
+	b1 := open("127.0.0.3")
+	roundTrip(t, b1.c, b1.br)
+	refused(open("127.0.0.4"), "too_many_connections")
+	// The connections admitted are untouched by the refusals.
+	roundTrip(t, a1.c, a1.br)
+
+	if _, err := io.WriteString(b1.c, "GET /metrics HTTP/1.1\r\nHost: relay\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, body, err := readAnswer(b1.c, b1.br, 10*time.Second)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("metrics: %v %v", resp, err)
+	}
+	for _, want := range []string{"relay_connections_open 3", `relay_connections_refused_total{reason="per_address"} 1`, `relay_connections_refused_total{reason="total"} 1`} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+
+	a1.c.Close()
+	eventually(t, "the closed connection is uncounted", func() bool { n, _ := e.gw.conns.counts(); return n == 2 })
+	c2 := open("127.0.0.4")
+	roundTrip(t, c2.c, c2.br)
+	a2.c.Close()
+	eventually(t, "the closed connection is uncounted", func() bool { n, _ := e.gw.conns.counts(); return n == 2 })
+	a3 := open("127.0.0.2")
+	roundTrip(t, a3.c, a3.br)
+	for _, c := range []client{b1, c2, a3} {
+		c.c.Close()
+	}
+	eventually(t, "every connection uncounted", func() bool { n, a := e.gw.conns.counts(); return n == 0 && a == 0 })
+}
+
+// Many connections opened and closed at once, each closed twice by the
+// server: the bound holds at every moment, every connection is either
+// admitted or refused, and the counts end at zero (run with -race).
+func TestConnectionCountsConcurrent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const max, perAddr, clients, dials = 8, 5, 16, 20
+	b := newConnBounds(Config{Server: ServerConfig{MaxConnections: max, MaxConnectionsPerAddress: perAddr}, SupportEmail: "help@relay.test"}, discardLogger())
+	l := &boundedListener{Listener: ln, b: b}
+	var admitted, live, peak atomic.Int64
+	var wg sync.WaitGroup
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			admitted.Add(1)
+			n := live.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = io.Copy(io.Discard, c) // until the client closes
+				live.Add(-1)
+				var cw sync.WaitGroup
+				for range 2 {
+					cw.Add(1)
+					go func() { defer cw.Done(); c.Close() }()
+				}
+				cw.Wait()
+			}()
+		}
+	}()
+	var cl sync.WaitGroup
+	for i := range clients {
+		cl.Add(1)
+		go func() {
+			defer cl.Done()
+			local := fmt.Sprintf("127.0.0.%d", 2+i%4)
+			for range dials {
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+				c, err := d.Dial("tcp", ln.Addr().String())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
+				_, _ = c.Read(make([]byte, 1))
+				c.Close()
+			}
+		}()
+	}
+	cl.Wait()
+	eventually(t, "every dial accepted or refused", func() bool {
+		return admitted.Load()+int64(b.refusedTotal.Load()+b.refusedAddr.Load()) == clients*dials
+	})
+	ln.Close()
+	wg.Wait()
+	if open, addrs := b.counts(); open != 0 || addrs != 0 {
+		t.Fatalf("after every close: %d open, %d addresses counted", open, addrs)
+	}
+	if p := peak.Load(); p > max {
+		t.Fatalf("%d connections were open at once; the bound is %d", p, max)
+	}
+	t.Logf("admitted %d, refused %d (total) + %d (per address)", admitted.Load(), b.refusedTotal.Load(), b.refusedAddr.Load())
+}
+
+// An HTTP client whose connection is refused reads the 503, whatever the
+// size of the body it is sending, rather than a reset or an unsolicited
+// answer (when refusals are not a flood: see refuse).
+func TestRefusalReachesClients(t *testing.T) {
+	e := newEnv(t, withServer(ServerConfig{MaxConnections: 1}))
+	addr := e.srv.Listener.Addr().String()
+	holder := dialFrom(t, "127.0.0.2", addr)
+	roundTrip(t, holder, bufio.NewReader(holder))
+	for _, size := range []int{0, 100, 64 << 10, 1 << 20} {
+		for range 5 {
+			eventually(t, "no refusal under way", func() bool { return e.gw.conns.gentle.Load() == 0 })
+			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+			resp, err := client.Post(e.url+"/v1/chat/completions", "application/json", bytes.NewReader(bytes.Repeat([]byte{'x'}, size)))
+			if err != nil {
+				t.Fatalf("body of %d bytes: %v", size, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if code := checkErrorAnswer(t, resp, body, 503); code != "too_many_connections" {
+				t.Fatalf("code %v", code)
+			}
+		}
+	}
+}
+
+// trickle writes one byte of b every gap until it is written or the
+// connection fails; it returns when that happens or stop is closed.
+func trickle(c net.Conn, b []byte, gap time.Duration, stop <-chan struct{}) {
+	for i := range b {
+		select {
+		case <-stop:
+			return
+		case <-time.After(gap):
+		}
+		if _, err := c.Write(b[i : i+1]); err != nil {
+			return
+		}
+	}
+}
+
+// A client that sends its body a byte at a time without a valid key gets
+// its 401 (or 404 for no endpoint) at once, and the connection is closed
+// at once: nothing waits for its body.
+func TestTrickledBodyWithoutKeyIsAnsweredAndClosed(t *testing.T) {
+	e := newEnv(t)
+	addr := e.srv.Listener.Addr().String()
+	for _, tc := range []struct {
+		name, head string
+		status     int
+	}{
+		{"no key", "POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nContent-Length: 1000\r\n\r\n", 401},
+		{"invalid key", "POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer sk-nope\r\nContent-Length: 1000\r\n\r\n", 401},
+		{"chunked", "POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nTransfer-Encoding: chunked\r\n\r\n", 401},
+		{"expect 100-continue", "POST /v1/responses HTTP/1.1\r\nHost: relay\r\nExpect: 100-continue\r\nContent-Length: 1000\r\n\r\n", 401},
+		{"admin", "POST /admin/accounts HTTP/1.1\r\nHost: relay\r\nContent-Length: 1000\r\n\r\n", 401},
+		{"no endpoint", "POST /v1/nothing HTTP/1.1\r\nHost: relay\r\nContent-Length: 1000\r\n\r\n", 404},
+		{"wrong method", "PUT /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nContent-Length: 1000\r\n\r\n", 405},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialFrom(t, "127.0.0.1", addr)
+			br := bufio.NewReader(c)
+			start := time.Now()
+			if _, err := io.WriteString(c, tc.head+"{"); err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			defer close(stop)
+			go trickle(c, bytes.Repeat([]byte{' '}, 999), 50*time.Millisecond, stop)
+			resp, body, err := readAnswer(c, br, 10*time.Second)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			checkErrorAnswer(t, resp, body, tc.status)
+			if !resp.Close {
+				t.Error("the answer does not close the connection")
+			}
+			// The server closes: EOF (or a reset, once it closes over the
+			// bytes still arriving) while the client is still sending.
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := br.ReadByte(); err == nil || errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+				t.Fatalf("the connection was not closed: %v", err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("answer and close took %s; the body would take 50s", d)
+			}
+		})
+	}
+	eventually(t, "every connection closed and uncounted", func() bool { n, _ := e.gw.conns.counts(); return n == 0 })
+}
+
+// An ordinary HTTP client sending a body with an invalid key reads the 401,
+// whatever the body's size: the connection closes after the answer without
+// resetting it under the client.
+func TestUnreadBodyAnswerReachesClients(t *testing.T) {
+	e := newEnv(t)
+	for _, size := range []int{100, 100 << 10, 1 << 20, 4 << 20} {
+		for range 5 {
+			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+			req, _ := http.NewRequest("POST", e.url+"/v1/chat/completions", bytes.NewReader(bytes.Repeat([]byte{' '}, size)))
+			req.Header.Set("Authorization", "Bearer sk-invalid")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("body of %d bytes: %v", size, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if code := checkErrorAnswer(t, resp, body, 401); code != "invalid_api_key" {
+				t.Fatalf("code %v", code)
+			}
+		}
+	}
+}
+
+// A keyed client whose body does not arrive within server.body_timeout is
+// answered 408 body_timeout and the connection closed; nothing is held or
+// charged.
+func TestBodyTimeout(t *testing.T) {
+	e := newEnv(t, withServer(ServerConfig{HeaderTimeout: time.Second, BodyTimeout: 2 * time.Second, MaxConnectionsPerAddress: -1}))
+	e.account("slow", "1")
+	key := e.key("slow", "economy")
+	before := e.balance("slow")
+	c := dialFrom(t, "127.0.0.1", e.srv.Listener.Addr().String())
+	br := bufio.NewReader(c)
+	start := time.Now()
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", key)
+	stop := make(chan struct{})
+	defer close(stop)
+	go trickle(c, bytes.Repeat([]byte{' '}, 999), 100*time.Millisecond, stop)
+	resp, body, err := readAnswer(c, br, 20*time.Second)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	took := time.Since(start)
+	if code := checkErrorAnswer(t, resp, body, 408); code != "body_timeout" {
+		t.Fatalf("code %v", code)
+	}
+	if took < 1500*time.Millisecond || took > 10*time.Second {
+		t.Errorf("answered after %s; the deadline is 2s", took)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := br.ReadByte(); err == nil || isTimeout(err) {
+		t.Fatalf("the connection was not closed: %v", err)
+	}
+	after := e.balance("slow")
+	if after.Balance != before.Balance || after.Held != 0 {
+		t.Fatalf("balance %v held %v after a body timeout; before %v", after.Balance, after.Held, before.Balance)
+	}
+	if n := e.gw.met.openHolds.Load(); n != 0 {
+		t.Fatalf("%d holds open", n)
+	}
+}
+
+// A client that sends its headers a byte at a time is cut off at
+// server.header_timeout: answered 408 header_timeout if its request line is
+// still incomplete, closed without an answer if only headers are missing
+// (net/http answers nothing then).
+func TestHeaderTimeout(t *testing.T) {
+	e := newEnv(t, withServer(ServerConfig{HeaderTimeout: time.Second, BodyTimeout: 30 * time.Second, MaxConnectionsPerAddress: -1}))
+	for _, tc := range []struct {
+		name, first, rest string
+		answer            bool
+	}{
+		{"request line", "", "GET /v1/models HTTP/1.1\r\nHost: relay\r\n" + strings.Repeat("X-A: b\r\n", 100), true},
+		{"headers", "GET /v1/models HTTP/1.1\r\n", "Host: relay\r\n" + strings.Repeat("X-A: b\r\n", 100), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialFrom(t, "127.0.0.1", e.srv.Listener.Addr().String())
+			br := bufio.NewReader(c)
+			start := time.Now()
+			io.WriteString(c, tc.first)
+			stop := make(chan struct{})
+			defer close(stop)
+			go trickle(c, []byte(tc.rest), 50*time.Millisecond, stop)
+			if tc.answer {
+				resp, body, err := readAnswer(c, br, 20*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if code := checkErrorAnswer(t, resp, body, 408); code != "header_timeout" {
+					t.Fatalf("code %v", code)
+				}
+			}
+			_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			if b, err := br.ReadByte(); err == nil || isTimeout(err) {
+				t.Fatalf("want the connection closed: %q, %v", b, err)
+			}
+			if d := time.Since(start); d < 900*time.Millisecond || d > 10*time.Second {
+				t.Fatalf("closed after %s; the deadline is 1s", d)
+			}
+		})
+	}
+	eventually(t, "every connection uncounted", func() bool { n, _ := e.gw.conns.counts(); return n == 0 })
+}
+
+// A stream that lasts longer than server.body_timeout is not cut by it, nor
+// is the kept-alive connection that carried it.
+func TestStreamOutlivesBodyTimeout(t *testing.T) {
+	e := newEnv(t, withServer(ServerConfig{HeaderTimeout: 500 * time.Millisecond, BodyTimeout: 500 * time.Millisecond, MaxConnectionsPerAddress: -1}))
+	e.sims["eco-a"].SetOptions(sim.Options{Chunks: 8, ChunkGap: 250 * time.Millisecond})
+	e.account("long", "1")
+	key := e.key("long", "economy")
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	call := func(stream bool) string {
+		body := chatBody("modelf-flash", "a long story", fmt.Sprintf(`"stream":%v`, stream))
+		req, _ := http.NewRequest("POST", e.url+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("status %d, %v: %s", resp.StatusCode, err, data)
+		}
+		return string(data)
+	}
+	start := time.Now()
+	if out := call(true); !strings.Contains(out, "data: [DONE]") {
+		t.Fatalf("the stream was cut: %s", out)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Fatalf("the stream took %s: too short to test the deadline", d)
+	}
+	e.sims["eco-a"].SetOptions(sim.Options{})
+	call(false) // on the same kept-alive connection
+	if n, _ := e.gw.conns.counts(); n != 1 {
+		t.Errorf("%d connections open; the client should have kept and reused one", n)
+	}
+}
+
+// net/http's own errors (431, 400, 501, 505, 417) come in the spec's shape.
+func TestPlainErrorsInSpecShape(t *testing.T) {
+	e := newEnv(t)
+	addr := e.srv.Listener.Addr().String()
+	for _, tc := range []struct {
+		name, req string
+		status    int
+		code      string
+		says      string
+	}{
+		{"headers too large", "GET /v1/models HTTP/1.1\r\nHost: relay\r\nX-Big: " + strings.Repeat("a", 1<<20+8192) + "\r\n\r\n", 431, "request_headers_too_large", "headers are larger"},
+		{"malformed Content-Length", "POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nContent-Length: 12abc\r\n\r\n", 400, "malformed_request", "Content-Length"},
+		{"two Content-Lengths", "POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400, "malformed_request", "not valid HTTP/1.1"},
+		{"no Host", "GET /v1/models HTTP/1.1\r\n\r\n", 400, "malformed_request", "missing required Host header"},
+		{"transfer encoding", "POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "unsupported_transfer_encoding", "Transfer-Encoding"},
+		{"HTTP/2 request line", "GET /v1/models HTTP/2.0\r\nHost: relay\r\n\r\n", 505, "http_version_not_supported", "HTTP/1.x"},
+		{"unknown expectation", "POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}", 417, "expectation_failed", "100-continue"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialFrom(t, "127.0.0.1", addr)
+			br := bufio.NewReader(c)
+			go io.WriteString(c, tc.req) // a large one is still being written when the answer comes
+			resp, body, err := readAnswer(c, br, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code := checkErrorAnswer(t, resp, body, tc.status); code != tc.code {
+				t.Errorf("code %v, want %s", code, tc.code)
+			}
+			if msg, _, _ := errBody(t, body); !strings.Contains(msg, tc.says) {
+				t.Errorf("message %q does not say %q", msg, tc.says)
+			}
+			if !resp.Close || resp.ContentLength != int64(len(body)) {
+				t.Errorf("Connection close %v, Content-Length %d for %d bytes", resp.Close, resp.ContentLength, len(body))
+			}
+		})
+	}
+}
+
+// A handler's own answer that looks like one of net/http's is left alone:
+// only what net/http writes to the connection itself is rewritten.
+func TestHandlerAnswersAreNotRewritten(t *testing.T) {
+	e := newEnv(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(400)
+		io.WriteString(w, "400 Bad Request")
+	})}
+	e.gw.ConfigureServer(srv)
+	go srv.Serve(e.gw.Listener(ln))
+	defer srv.Close()
+	c := dialFrom(t, "127.0.0.1", ln.Addr().String())
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: relay\r\n\r\n")
+	resp, body, err := readAnswer(c, bufio.NewReader(c), 10*time.Second)
+	if err != nil || resp.StatusCode != 400 || string(body) != "400 Bad Request" || resp.Header.Get("X-Request-Id") != "" {
+		t.Fatalf("the handler's answer was changed: %v %v %q", resp, err, body)
+	}
+}
+
+func TestPlainError(t *testing.T) {
+	const h = plainHeaders
+	for _, tc := range []struct {
+		in     string
+		status int
+		detail string
+		ok     bool
+	}{
+		{"HTTP/1.1 431 Request Header Fields Too Large" + h + "431 Request Header Fields Too Large", 431, "", true},
+		{"HTTP/1.1 400 Bad Request" + h + "400 Bad Request", 400, "", true},
+		{"HTTP/1.1 400 Bad Request: missing required Host header" + h + "400 Bad Request: missing required Host header", 400, "missing required Host header", true},
+		{"HTTP/1.1 505 HTTP Version Not Supported: unsupported protocol version" + h + "505 HTTP Version Not Supported: unsupported protocol version", 505, "unsupported protocol version", true},
+		{"HTTP/1.1 501 Not Implemented" + h + "Unsupported transfer encoding", 501, "", true},
+		{"HTTP/1.1 400 Bad Request" + h + "400 Bad Request and more", 0, "", false},
+		{"HTTP/1.1 400 Bad Request" + h + "Unsupported transfer encoding", 0, "", false},
+		{"HTTP/1.1 401 Bad Request" + h + "401 Bad Request", 0, "", false},
+		{"HTTP/1.1 400 Bad Requestx" + h + "400 Bad Requestx", 0, "", false},
+		{"HTTP/1.1 200 OK" + h + "200 OK", 0, "", false},
+		{"HTTP/1.0 400 Bad Request" + h + "400 Bad Request", 0, "", false},
+		{"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nDate: x\r\n\r\n400 Bad Request", 0, "", false},
+		{"HTTP/1.1 400 Bad Request" + h[:len(h)-2], 0, "", false},
+		{"HTTP/1.1 4", 0, "", false},
+	} {
+		status, detail, ok := plainError([]byte(tc.in))
+		if status != tc.status || detail != tc.detail || ok != tc.ok {
+			t.Errorf("plainError(%q) = %d, %q, %v", tc.in, status, detail, ok)
+		}
+	}
+}
+
+// FuzzPlainError: never panics; whatever it recognises is an error status
+// that starts the write, and its replacement is a well-formed response in
+// the spec's shape with the same status.
+func FuzzPlainError(f *testing.F) {
+	f.Add([]byte("HTTP/1.1 431 Request Header Fields Too Large" + plainHeaders + "431 Request Header Fields Too Large"))
+	f.Add([]byte("HTTP/1.1 400 Bad Request: invalid header name" + plainHeaders + "400 Bad Request: invalid header name"))
+	f.Add([]byte("HTTP/1.1 501 Not Implemented" + plainHeaders + "Unsupported transfer encoding"))
+	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"))
+	f.Add([]byte("HTTP/1.1 4"))
+	b := newConnBounds(Config{SupportEmail: "help@relay.test"}, discardLogger())
+	f.Fuzz(func(t *testing.T, p []byte) {
+		status, detail, ok := plainError(p)
+		if !ok {
+			return
+		}
+		if status < 400 || status > 599 || !bytes.HasPrefix(p, []byte(fmt.Sprintf("HTTP/1.1 %d ", status))) {
+			t.Fatalf("recognised %q as %d", p, status)
+		}
+		out := b.answer(plainErrorOf(status, detail), "req_fuzz")
+		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(out)), nil)
+		if err != nil {
+			t.Fatalf("replacement is not HTTP: %v\n%s", err, out)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != status || !resp.Close {
+			t.Fatalf("replacement %d close %v", resp.StatusCode, resp.Close)
+		}
+		errBody(t, body)
+	})
+}
+
+func TestRemoteIP(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if ip := remoteIP(a); ip.IsValid() {
+		t.Fatalf("a pipe has no address: %v", ip)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c := dialFrom(t, "127.0.0.7", ln.Addr().String())
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if ip := remoteIP(s); ip != netip.MustParseAddr("127.0.0.7") {
+		t.Fatalf("remoteIP = %v", ip)
+	}
+	_ = c
+}
