@@ -222,7 +222,9 @@ CONTROL_PID=$STARTED_PID
 ADMIN_TOKEN=bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 mkdir -p "$WORK/data"
 cat >"$WORK/relay.yaml" <<EOF
-# Written by bench/run.sh: production defaults except the rate limit.
+# Written by bench/run.sh: production defaults except the rate limit and
+# the per-address connection bound (every load generator connection comes
+# from 127.0.0.1, as behind a load balancer).
 listen: 127.0.0.1:8080
 data_dir: $WORK/data
 admin_token: $ADMIN_TOKEN
@@ -230,6 +232,8 @@ $MEMORY_LIMIT_LINE
 plugins:
   dir: $RELAY_PLUGIN_DIR
   cache_dir: $RELAY_WASM_CACHE
+server:
+  max_connections_per_address: -1
 limits:
   key_rate: {rate: 1000000, burst: 1000000}
 $OVERLOAD_DELAY_LINE

@@ -82,11 +82,11 @@ func run(args []string) error {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{Handler: gw.Handler(), ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	gw.ConfigureServer(srv) // as relay serve: a deadline per phase of a request
 	psrv := &http.Server{Handler: profiler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(gw.Listener(ln)) }()
 	go func() { errc <- psrv.Serve(pln) }()
 	fmt.Fprintf(os.Stderr, "relayprof: gateway on http://%s, profiler on http://%s/debug/pprof/\n", ln.Addr(), pln.Addr())
 
