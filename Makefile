@@ -7,7 +7,7 @@ PLUGINS   := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
 export RELAY_PLUGIN_DIR := $(CURDIR)/$(PLUGINDIR)
 export RELAY_WASM_CACHE := $(WASMCACHE)
 
-.PHONY: all build plugins run test vet fmt-check browser fuzz bench clean
+.PHONY: all build plugins run test test-clients vet fmt-check browser fuzz bench clean
 
 all: build plugins
 
@@ -46,6 +46,17 @@ browser:
 # fixture and gateway tests load the real .wasm files.
 test: plugins vet fmt-check browser
 	$(GO) test -race -timeout 20m ./...
+
+# The real coding CLIs against relay demo: Claude Code (claude -p) and Codex
+# (codex exec, with a custom provider and with the built-in OpenAI one), the
+# versions pinned in clients/package-lock.json. Needs npm (the registry, once)
+# and about a minute; the CLIs only ever reach 127.0.0.1. See README.
+test-clients: plugins clients/node_modules/.installed
+	RELAY_TEST_CLIENTS=1 $(GO) test -count=1 -timeout 15m -run '^TestRealClients$$' -v ./cmd/relay/
+
+clients/node_modules/.installed: clients/package.json clients/package-lock.json
+	npm ci --prefix clients --no-audit --no-fund
+	@touch $@
 
 # A short run of every fuzz target (go test -fuzz takes one target at a time).
 FUZZTIME ?= 10s
