@@ -24,8 +24,9 @@ func conversationHash(id *string) uint64 {
 
 // conversationHeaders name the request headers that carry a conversation
 // identity, in the order they are read: Codex's session_id, then Claude
-// Code's x-claude-code-session-id.
-var conversationHeaders = []string{"session_id", "x-claude-code-session-id"}
+// Code's x-claude-code-session-id. They are in canonical form, as the
+// server stores them, so the lookup allocates nothing.
+var conversationHeaders = []string{"Session_id", "X-Claude-Code-Session-Id"}
 
 // conversation is the hash of c's conversation identity: the one its body
 // carries, else the first conversation header; 0 when it has none.
@@ -37,8 +38,8 @@ func conversation(c *call) uint64 {
 		return 0
 	}
 	for _, h := range conversationHeaders {
-		if v := c.r.Header.Get(h); v != "" {
-			return conversationHash(&v)
+		if vs := c.r.Header[h]; len(vs) > 0 && vs[0] != "" {
+			return conversationHash(&vs[0])
 		}
 	}
 	return 0
