@@ -219,6 +219,22 @@ type RetryConfig struct {
 	// best success ratio first (Envoy's panic mode). Default 0.5; 0 turns
 	// panic mode off (every such call gets 503 at once).
 	PanicShare *float64 `yaml:"panic_share"`
+	// Max429Wait is the longest Retry-After (or retry-after-ms) of a
+	// provider's 429 that the gateway waits out itself, when no other line
+	// of the plan can take the call, before trying that line again; a
+	// longer one reaches the caller as 429 with its Retry-After. The wait
+	// must also fit in what is left of MaxTime, and the try after it counts
+	// against MaxTries and the retry budget. Default 10s; negative: a 429
+	// is never waited out.
+	Max429Wait time.Duration `yaml:"max_429_wait"`
+	// AffinityTTL is how long a conversation (a call with a
+	// prompt_cache_key, an Anthropic metadata.user_id, or a session_id or
+	// x-claude-code-session-id header) remembers the line that last
+	// answered it: its next calls go to that line first while its breaker
+	// allows, so the provider's prompt cache of that account is hit. At most
+	// 100,000 conversations are remembered. Default 1h (the longest prompt
+	// cache lifetime providers offer); negative: no affinity.
+	AffinityTTL time.Duration `yaml:"affinity_ttl"`
 }
 
 // replacedKeys are configuration keys that are gone, with what replaced
@@ -522,6 +538,12 @@ func (r *RetryConfig) resolve() error {
 	}
 	if !(*r.PanicShare >= 0 && *r.PanicShare <= 1) {
 		return fmt.Errorf("config: retry.panic_share: %v is not within 0..1", *r.PanicShare)
+	}
+	if r.Max429Wait == 0 {
+		r.Max429Wait = 10 * time.Second
+	}
+	if r.AffinityTTL == 0 {
+		r.AffinityTTL = time.Hour
 	}
 	return nil
 }

@@ -28,7 +28,8 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	r := c.Retry
 	if r.BreakerFailureRatio != 0.8 || r.BreakerMinRequests != 20 || r.BreakerWindow != 10*time.Second ||
-		r.BreakerOpen != 10*time.Second || r.BudgetRatio != 1 || r.BudgetMinPerSecond != 10 || *r.PanicShare != 0.5 {
+		r.BreakerOpen != 10*time.Second || r.BudgetRatio != 1 || r.BudgetMinPerSecond != 10 || *r.PanicShare != 0.5 ||
+		r.Max429Wait != 10*time.Second || r.AffinityTTL != time.Hour {
 		t.Fatalf("retry defaults: %+v (panic share %v)", r, *r.PanicShare)
 	}
 	// panic_share 0 is kept: it turns panic mode off.
@@ -62,7 +63,8 @@ func TestExampleConfigIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Lines) != 4 || c.Lines[0].UpstreamKey() != "upstream" || c.Routes[1].Rate.Rate != 20 {
+	if len(c.Lines) != 4 || c.Lines[0].UpstreamKey() != "upstream" || c.Routes[1].Rate.Rate != 20 ||
+		c.Retry.Max429Wait != 10*time.Second || c.Retry.AffinityTTL != time.Hour {
 		t.Fatalf("example: %+v", c)
 	}
 }

@@ -19,6 +19,10 @@ type summary struct {
 	maxOutput    int64 // 0 when absent
 	includeUsage bool  // chat: the client asked for stream_options.include_usage
 	params       []abi.Param
+	// conv is the hash of the conversation identity the body carries
+	// (conversationHash): prompt_cache_key, or metadata.user_id on
+	// messages; 0 when none. Line affinity keys on it.
+	conv uint64
 }
 
 // jsonError turns a json decoding error into a 400 that names the field.
@@ -104,6 +108,7 @@ type chatRequest struct {
 	MaxTokens           *int64           `json:"max_tokens"`
 	MaxCompletionTokens *int64           `json:"max_completion_tokens"`
 	StreamOptions       *json.RawMessage `json:"stream_options"`
+	PromptCacheKey      *string          `json:"prompt_cache_key"`
 }
 
 type chatMessage struct {
@@ -141,7 +146,7 @@ func decodeChat(body []byte) (*summary, error) {
 			return nil, badRequest(f()+".content", "%s.content is required", f())
 		}
 	}
-	s := &summary{model: model}
+	s := &summary{model: model, conv: conversationHash(req.PromptCacheKey)}
 	if req.Stream != nil {
 		s.stream = *req.Stream
 	}
@@ -172,6 +177,7 @@ type responsesRequest struct {
 	Input           json.RawMessage `json:"input"`
 	Stream          *bool           `json:"stream"`
 	MaxOutputTokens *int64          `json:"max_output_tokens"`
+	PromptCacheKey  *string         `json:"prompt_cache_key"`
 }
 
 func decodeResponses(body []byte) (*summary, error) {
@@ -190,7 +196,7 @@ func decodeResponses(body []byte) (*summary, error) {
 	if in[0] != '"' && in[0] != '[' {
 		return nil, badRequest("input", "input must be a string or an array of input items")
 	}
-	s := &summary{model: model}
+	s := &summary{model: model, conv: conversationHash(req.PromptCacheKey)}
 	if req.Stream != nil {
 		s.stream = *req.Stream
 	}
@@ -206,6 +212,9 @@ type messagesRequest struct {
 	MaxTokens *int64             `json:"max_tokens"`
 	Messages  *[]messagesMessage `json:"messages"`
 	Stream    *bool              `json:"stream"`
+	Metadata  *struct {
+		UserID *string `json:"user_id"`
+	} `json:"metadata"`
 }
 
 type messagesMessage struct {
@@ -241,6 +250,9 @@ func decodeMessages(body []byte) (*summary, error) {
 		}
 	}
 	s := &summary{model: model, maxOutput: *req.MaxTokens}
+	if req.Metadata != nil {
+		s.conv = conversationHash(req.Metadata.UserID)
+	}
 	if req.Stream != nil {
 		s.stream = *req.Stream
 	}

@@ -20,6 +20,8 @@ var decodeSeeds = []string{
 	`{"model":"m","input":"x","max_output_tokens":3}`,
 	`{"model":"m","max_tokens":3,"messages":[{"role":"user","content":"x"}]}`,
 	`{"model":`, `[]`, `null`, `{"model":5}`, `{"messages":"x"}`, "\xff\xfe", `{"model":"m","stream_options":null}`,
+	`{"model":"m","input":"x","messages":[{"role":"user","content":"x"}],"max_tokens":1,"prompt_cache_key":"k","metadata":{"user_id":"u"}}`,
+	`{"model":"m","input":"x","prompt_cache_key":7}`, `{"model":"m","max_tokens":3,"messages":[],"metadata":{"user_id":[]}}`,
 }
 
 // Decoding never panics and fails only with a 400 that names a field.

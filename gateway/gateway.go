@@ -58,6 +58,7 @@ type Gateway struct {
 	shed     *shedder
 	budget   *retryBudget // retries of every call, over 10 s
 	panic    *panicMode   // calls sent on when every line of a pool is open
+	affinity *affinity    // conversation → the line that last answered it (nil: none)
 	conns    *connBounds  // open client connections (listen.go)
 }
 
@@ -90,6 +91,7 @@ func New(o Options) (*Gateway, error) {
 	g.shed = newShedder(o.Config.Limits.OverloadDelay)
 	g.budget = newRetryBudget(o.Config.Retry)
 	g.panic = newPanicMode(*o.Config.Retry.PanicShare)
+	g.affinity = newAffinity(o.Config.Retry.AffinityTTL)
 	g.met = newMetrics(g)
 	g.conns = newConnBounds(o.Config, o.Logger)
 	g.met.reg.MustRegister(g.conns.collectors()...)

@@ -19,6 +19,8 @@ import (
 type metrics struct {
 	// panicCalls counts calls sent on in panic mode: route, model.
 	panicCalls *prometheus.CounterVec
+	// waited429 counts the waits for a provider's short 429 (retry.max_429_wait).
+	waited429 prometheus.Counter
 
 	reg       *prometheus.Registry
 	requests  *prometheus.CounterVec   // endpoint, model, route, status
@@ -80,6 +82,15 @@ func newMetrics(g *Gateway) *metrics {
 		Name: "relay_panic_calls_total", Help: "Calls sent to the least-bad lines while every line serving them was open (retry.panic_share).",
 	}, []string{"route", "model"})
 	m.reg.MustRegister(m.panicCalls)
+	m.waited429 = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "relay_upstream_429_waited_total", Help: "Waits for a provider's 429 Retry-After (retry.max_429_wait) before trying the line again, instead of passing the 429 on.",
+	})
+	m.reg.MustRegister(m.waited429)
+	if g.affinity != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "relay_affinity_conversations", Help: "Conversations whose line is remembered (retry.affinity_ttl; at most 100,000).",
+		}, func() float64 { return float64(g.affinity.len()) }))
+	}
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "relay_retry_budget_refused_total", Help: "Retries not made because the retry budget was spent (retry.budget_ratio): the call answered with its last failure.",
 	}, func() float64 { return float64(g.budget.refused.Load()) }))

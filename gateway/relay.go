@@ -495,10 +495,30 @@ func (g *Gateway) send(ctx context.Context, c *call) (*upstream, error) {
 }
 
 // sendPlan tries the call's plan: its lines in order, those open left out.
+// A call of a conversation (see conversation) tries the line that last
+// answered that conversation first, while it is in the plan and its
+// breaker is not open; whichever line answers is remembered for the next.
 func (g *Gateway) sendPlan(ctx context.Context, c *call, plan []*line) (*upstream, error) {
 	if len(plan) == 0 && !g.anyLineFor(c) {
 		return nil, unavailable("no_line_available", "no line is configured to serve %q on route %q", c.model.ID, c.route)
 	}
+	var ak uint64 // the conversation's affinity key; 0: none
+	if g.affinity != nil {
+		if conv := conversation(c); conv != 0 {
+			ak = affinityKey(conv, c.route, c.model.ID)
+			if l := g.affinity.get(ak, time.Now()); l != nil {
+				plan = prefer(plan, l)
+			}
+		}
+	}
+	up, err := g.sendOrdered(ctx, c, plan)
+	if up != nil && ak != 0 {
+		g.affinity.put(ak, up.line, time.Now())
+	}
+	return up, err
+}
+
+func (g *Gateway) sendOrdered(ctx context.Context, c *call, plan []*line) (*upstream, error) {
 	var r tryResult
 	if len(plan) > 0 {
 		var up *upstream
@@ -558,14 +578,22 @@ type tryResult struct {
 // tryLines tries lines in order, cycling, up to maxTries. In panic mode
 // (bypass) the lines' breakers are open and not asked: the tries are
 // counted only in the lines' own windows.
+//
+// A line that answers 429 is left for the rest of the call; when no line
+// is left and one of them said when it will take calls again (Retry-After
+// or retry-after-ms) within retry.max_429_wait and what is left of
+// retry.max_time, the call waits that long and tries it again (a try, from
+// the retry budget) rather than pass the 429 on.
 func (g *Gateway) tryLines(ctx context.Context, c *call, lines []*line, maxTries int, bypass bool) (*upstream, tryResult) {
 	rc := g.cfg.Retry
 	start := g.now()
 	var (
-		r    tryResult
-		skip = make([]bool, len(lines)) // refused by its breaker, or answered 429
-		next int                        // where the search for the next line starts
-		prev *line
+		r      tryResult
+		skip   = make([]bool, len(lines)) // refused by its breaker, or answered 429
+		next   int                        // where the search for the next line starts
+		prev   *line
+		ready  []time.Time // per line: when its 429 said to come back (zero: not said); made at the first 429
+		waited bool        // the next try follows a 429's wait, its retry already taken from the budget
 	)
 	for r.tries < maxTries {
 		if r.tries > 0 && g.now().Sub(start) >= rc.MaxTime {
@@ -591,15 +619,30 @@ func (g *Gateway) tryLines(ctx context.Context, c *call, lines []*line, maxTries
 			break
 		}
 		if at < 0 {
-			break // no line left
+			// No line left: wait out the soonest 429 if it is short.
+			j, ok := g.wait429(ready, start)
+			if !ok || !g.budget.retry(time.Now()) {
+				break
+			}
+			t := time.NewTimer(time.Until(ready[j]))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				r.err = ctx.Err()
+				return nil, r
+			case <-t.C:
+			}
+			g.met.waited429.Inc()
+			skip[j], ready[j], next, waited = false, time.Time{}, j, true
+			continue
 		}
 		l := lines[at]
 		next = at + 1
-		if r.tries > 0 && !g.budget.retry(time.Now()) {
+		if r.tries > 0 && !waited && !g.budget.retry(time.Now()) {
 			done(errNotTried)
 			break
 		}
-		if prev == l && r.tries > 0 {
+		if prev == l && r.tries > 0 && !waited {
 			wait := retryablehttp.DefaultBackoff(rc.BackoffMin, rc.BackoffMax, r.tries, nil)
 			if g.now().Sub(start)+wait >= rc.MaxTime {
 				done(errNotTried)
@@ -618,7 +661,7 @@ func (g *Gateway) tryLines(ctx context.Context, c *call, lines []*line, maxTries
 		if r.tries == 0 {
 			g.budget.first(time.Now())
 		}
-		prev = l
+		prev, waited = l, false
 		r.tries++
 		l.recordRequest()
 		up, err := g.try(ctx, c, l)
@@ -650,6 +693,12 @@ func (g *Gateway) tryLines(ctx context.Context, c *call, lines []*line, maxTries
 				skip[at] = true
 				r.last429 = true
 				r.lastRetry = resp.Header.Get("Retry-After")
+				if d, ok := retryWait(resp.Header, time.Now()); ok {
+					if ready == nil {
+						ready = make([]time.Time, len(lines))
+					}
+					ready[at] = time.Now().Add(d)
+				}
 			}
 			up.close()
 		}
@@ -663,6 +712,55 @@ func (g *Gateway) tryLines(ctx context.Context, c *call, lines []*line, maxTries
 	}
 	return nil, r
 }
+
+// wait429 picks the line whose 429 said to come back soonest, when that
+// is within retry.max_429_wait from now and before retry.max_time (counted
+// from start) runs out.
+func (g *Gateway) wait429(ready []time.Time, start time.Time) (int, bool) {
+	at := -1
+	for j, t := range ready {
+		if !t.IsZero() && (at < 0 || t.Before(ready[at])) {
+			at = j
+		}
+	}
+	if at < 0 {
+		return -1, false
+	}
+	d := time.Until(ready[at])
+	rc := g.cfg.Retry
+	if rc.Max429Wait < 0 || d > rc.Max429Wait || g.now().Sub(start)+d >= rc.MaxTime {
+		return -1, false
+	}
+	return at, true
+}
+
+// retryWait is how long a 429 asks to wait: retry-after-ms (milliseconds,
+// as OpenAI sends it) when present and valid, else Retry-After (seconds,
+// or an HTTP date, RFC 9110 section 10.2.3). ok is false when neither says.
+func retryWait(h http.Header, now time.Time) (d time.Duration, ok bool) {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms <= float64(maxRetryWait/time.Millisecond) {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 || n > int64(maxRetryWait/time.Second) {
+			return 0, false
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(t.Sub(now), 0), maxRetryWait), true
+	}
+	return 0, false
+}
+
+// maxRetryWait bounds what retryWait returns (no overflow on a huge value).
+const maxRetryWait = 24 * time.Hour
 
 // failure is the error of a call whose tries all failed: the last 429 as
 // 429, an overloaded provider as 503 upstream_overloaded, else 503

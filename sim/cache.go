@@ -41,6 +41,13 @@ func fnvBytes(h uint64, s []byte) uint64 {
 
 func fnvByte(h uint64, c byte) uint64 { return (h ^ uint64(c)) * fnvPrime }
 
+func fnvUint64(h, v uint64) uint64 {
+	for i := 0; i < 8; i++ {
+		h = fnvByte(h, byte(v>>(8*i)))
+	}
+	return h
+}
+
 // boundary is the end of one content block in prompt order: the tokens up
 // to and including it, and the hash of the model and everything up to it.
 type boundary struct {
@@ -243,4 +250,95 @@ func (s *cacheShard) evict(now int64) {
 	if !removed {
 		delete(s.m, first)
 	}
+}
+
+// keyedPrefix lays out a chat or responses prompt sent with a
+// prompt_cache_key for caching: a boundary at the end of each message or
+// input item (responses: the instructions first), each hashed with the
+// model, the key and everything before it.
+type keyedPrefix struct {
+	h      uint64
+	pos    int64
+	bounds []boundary
+}
+
+func newKeyedPrefix(model, key string) keyedPrefix {
+	return keyedPrefix{h: fnvString(fnvByte(fnvString(fnvOffset, model), 0x1c), key)}
+}
+
+func (p *keyedPrefix) content(role string, c *content) {
+	p.h = fnvString(fnvByte(p.h, 0x1d), role)
+	if c != nil {
+		for i := range c.parts {
+			pt := &c.parts[i]
+			p.h = fnvString(fnvByte(p.h, 0x1e), pt.Type)
+			p.h = fnvByte(p.h, 0x1f)
+			if isText(pt.Type) {
+				p.h = fnvString(p.h, pt.Text)
+			} else {
+				p.h = fnvBytes(p.h, pt.raw)
+			}
+		}
+	}
+}
+
+func (p *keyedPrefix) end(tokens int64) {
+	p.pos += tokens
+	p.bounds = append(p.bounds, boundary{pos: p.pos, hash: p.h})
+}
+
+func chatKeyedPrefix(req *chatRequest) keyedPrefix {
+	p := newKeyedPrefix(req.Model, req.PromptCacheKey)
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		p.content(m.Role, &m.Content)
+		p.end(MessageTokens + contentTokens(&m.Content))
+	}
+	return p
+}
+
+func responsesKeyedPrefix(req *responsesRequest) keyedPrefix {
+	p := newKeyedPrefix(req.Model, req.PromptCacheKey)
+	if req.Instructions != nil {
+		p.h = fnvString(fnvByte(p.h, 0x1d), *req.Instructions)
+		p.end(Tokens(*req.Instructions))
+	}
+	in := req.Input
+	if in.str {
+		p.h = fnvString(fnvByte(p.h, 0x1d), in.text)
+		p.end(MessageTokens + Tokens(in.text))
+		return p
+	}
+	for i := range in.items {
+		it := &in.items[i]
+		if it.hasContent {
+			p.content(it.Role, it.Content)
+			p.end(MessageTokens + contentTokens(it.Content))
+		} else {
+			p.h = fnvUint64(fnvByte(p.h, 0x1d), it.rawHash)
+			p.end(MessageTokens + tokensN(it.rawLen))
+		}
+	}
+	return p
+}
+
+// cached is the cached tokens of a prompt sent with a prompt_cache_key:
+// the longest prefix, ending at a boundary, that this sim has seen with the
+// same model and key within ttl5m, in whole CacheBlocks, and 0 when it is
+// under CacheMinTokens. Every boundary is then stored (or refreshed).
+func (p *keyedPrefix) cached(cache *promptCache, now int64) int64 {
+	var read int64
+	for j := len(p.bounds) - 1; j >= 0; j-- {
+		if cache.hit(p.bounds[j].hash, now) {
+			read = p.bounds[j].pos
+			break
+		}
+	}
+	for _, b := range p.bounds {
+		cache.put(b.hash, ttl5m, now)
+	}
+	if read < CacheMinTokens {
+		return 0
+	}
+	return read / CacheBlock * CacheBlock
 }

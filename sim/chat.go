@@ -25,6 +25,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, cfg *config) {
 		return
 	}
 	c, echo, limit := chatPlan(req)
+	if req.PromptCacheKey != "" {
+		kp := chatKeyedPrefix(req)
+		c.Cached = kp.cached(&s.cache, s.now().UnixNano())
+	}
 	rep := buildReply(req.Model, echo, limit)
 	c.Completion, c.Capped = rep.words(), rep.capped
 	finish := "stop"

@@ -112,7 +112,9 @@ func chatPlan(req *chatRequest) (c Counts, echo string, limit int64) {
 	for i := range req.Messages {
 		c.Prompt += MessageTokens + contentTokens(&req.Messages[i].Content)
 	}
-	c.Cached = cachedTokens(c.Prompt)
+	if req.PromptCacheKey == "" { // else keyedCached decides, from the sim's cache
+		c.Cached = cachedTokens(c.Prompt)
+	}
 	limit, _ = limitField("max_tokens", req.MaxTokens)
 	if req.MaxCompletionTokens != nil {
 		limit, _ = limitField("max_completion_tokens", req.MaxCompletionTokens)
@@ -148,7 +150,9 @@ func responsesPlan(req *responsesRequest) (c Counts, echo string, limit int64) {
 			echo = partsText(in.items[last].Content)
 		}
 	}
-	c.Cached = cachedTokens(c.Prompt)
+	if req.PromptCacheKey == "" { // else keyedCached decides, from the sim's cache
+		c.Cached = cachedTokens(c.Prompt)
+	}
 	limit, _ = limitField("max_output_tokens", req.MaxOutputTokens)
 	return c, echo, limit
 }

@@ -53,7 +53,9 @@
 //     per other item 4 + Tokens of its raw JSON).
 //   - Chat and responses cached tokens (stateless): 0 below CacheMinTokens
 //     (1024) prompt tokens, else floor(prompt/2/64)*64. They are part of
-//     prompt_tokens / input_tokens, as upstream.
+//     prompt_tokens / input_tokens, as upstream. A request with a
+//     prompt_cache_key is different: see "Prompt caching (chat and
+//     responses with prompt_cache_key)".
 //   - Messages: the prompt is the system blocks, then per message 4 + its
 //     blocks. See "Prompt caching" for how it splits into input_tokens,
 //     cache reads and cache writes.
@@ -117,6 +119,21 @@
 // length. Entries expire after their ttl; the cache holds at most 65536
 // prefixes. MessagesUsage reports the first-time split (every breakpoint a
 // write); a repeat of the same request reads what the first one wrote.
+//
+// # Prompt caching (chat and responses with prompt_cache_key)
+//
+// A chat or responses request with a non-empty prompt_cache_key is cached
+// as a provider account caches it: each sim instance has its own cache, so
+// two sims are two accounts. The prompt has a boundary at the end of each
+// message (responses: after the instructions, then after the string input
+// or each input item), keyed by a hash of the model, the prompt_cache_key
+// and the prompt up to it. cached_tokens is the longest prefix ending at a
+// boundary that this sim has seen within 5 minutes, rounded down to a
+// multiple of CacheBlock, and 0 when it is under CacheMinTokens; every
+// boundary is then stored (or refreshed). So the first request with a key
+// reports no cached tokens, and a repeat (or a next turn extending it) of a
+// prompt of at least 1024 tokens reports the prefix seen before. ChatUsage
+// and ResponsesUsage report the first time (0 cached).
 //
 // # Images and video
 //

@@ -90,6 +90,7 @@ type chatRequest struct {
 	} `json:"stream_options"`
 	MaxTokens           *int64 `json:"max_tokens"`
 	MaxCompletionTokens *int64 `json:"max_completion_tokens"`
+	PromptCacheKey      string `json:"prompt_cache_key"`
 }
 
 type chatMessage struct {
@@ -104,6 +105,7 @@ type responsesRequest struct {
 	Instructions    *string    `json:"instructions"`
 	Stream          bool       `json:"stream"`
 	MaxOutputTokens *int64     `json:"max_output_tokens"`
+	PromptCacheKey  string     `json:"prompt_cache_key"`
 }
 
 // respInput is a responses `input`: a string or an array of items.
@@ -136,6 +138,7 @@ type respItem struct {
 	Role       string
 	Content    *content
 	rawLen     int
+	rawHash    uint64 // FNV-1a of the raw JSON of an item without content
 	hasContent bool
 }
 
@@ -155,6 +158,9 @@ func (it *respItem) UnmarshalJSON(b []byte) error {
 	}
 	it.Role, it.Content, it.rawLen = v.Role, v.Content, len(b)
 	it.hasContent = v.Content != nil
+	if !it.hasContent {
+		it.rawHash = fnvBytes(fnvOffset, b)
+	}
 	return nil
 }
 

@@ -43,6 +43,10 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, cfg *config) 
 		return
 	}
 	c, echo, limit := responsesPlan(req)
+	if req.PromptCacheKey != "" {
+		kp := responsesKeyedPrefix(req)
+		c.Cached = kp.cached(&s.cache, s.now().UnixNano())
+	}
 	var idBuf, itemBuf [48]byte
 	x := respReply{
 		id:      s.id(idBuf[:0], "resp_"),
