@@ -249,22 +249,82 @@ func parseMessages(body []byte) (*messagesRequest, error) {
 	if *req.MaxTokens < 1 {
 		return nil, errors.New("max_tokens: must be at least 1, got " + strconv.FormatInt(*req.MaxTokens, 10))
 	}
+	if err := checkMessages(&req); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+// messageRoles are the roles a messages turn may have: current clients
+// (Claude Code) put system turns inside messages, and the provider takes
+// them.
+var messageRoles = map[string]bool{"user": true, "assistant": true, "system": true}
+
+// checkMessages validates what a messages request and a count_tokens
+// request share: at least one message, each with a known role, and
+// well-formed cache_control on every block. Everything else (tools,
+// thinking, context_management, output_config, metadata, unknown fields)
+// passes unread.
+func checkMessages(req *messagesRequest) error {
 	if len(req.Messages) == 0 {
-		return nil, errors.New("messages: must contain at least one message")
+		return errors.New("messages: must contain at least one message")
 	}
 	for i := range req.Messages {
-		role := req.Messages[i].Role
-		if role != "user" && role != "assistant" {
-			return nil, errors.New("messages." + strconv.Itoa(i) + ".role: must be \"user\" or \"assistant\"")
+		if !messageRoles[req.Messages[i].Role] {
+			return errors.New("messages." + strconv.Itoa(i) + ".role: must be \"user\", \"assistant\" or \"system\"")
 		}
 	}
 	if err := checkCacheControl("system", req.System); err != nil {
-		return nil, err
+		return err
 	}
 	for i := range req.Messages {
 		if err := checkCacheControl("messages."+strconv.Itoa(i)+".content", &req.Messages[i].Content); err != nil {
-			return nil, err
+			return err
 		}
+	}
+	return nil
+}
+
+// parseCountTokens decodes and validates a count_tokens request: a
+// messages request without max_tokens.
+func parseCountTokens(body []byte) (*messagesRequest, error) {
+	var req messagesRequest
+	if err := decodeJSON(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Model == "" {
+		return nil, errors.New("model: Field required")
+	}
+	if !serves(req.Model, famMessages) {
+		return &req, errModel
+	}
+	if err := checkMessages(&req); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+// compactRequest is the part of a responses compact request the sim reads.
+// input is optional upstream (previous_response_id may name the
+// conversation instead); the sim keeps no conversations, so without input
+// it compacts the instructions alone.
+type compactRequest struct {
+	Model        string     `json:"model"`
+	Input        *respInput `json:"input"`
+	Instructions *string    `json:"instructions"`
+}
+
+// parseCompact decodes and validates a responses compact request.
+func parseCompact(body []byte) (*compactRequest, error) {
+	var req compactRequest
+	if err := decodeJSON(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Model == "" {
+		return nil, errors.New("`model` is required")
+	}
+	if !serves(req.Model, famResponses) {
+		return &req, errModel
 	}
 	return &req, nil
 }

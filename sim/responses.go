@@ -207,17 +207,22 @@ func (x *respReply) appendResponse(b []byte, done bool) []byte {
 	}
 	b = append(b, `],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"service_tier":"default","store":false,"temperature":1.0,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled","usage":`...)
 	if done {
-		b = append(b, `{"input_tokens":`...)
-		b = appendInt(b, x.c.Prompt)
-		b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
-		b = appendInt(b, x.c.Cached)
-		b = append(b, `},"output_tokens":`...)
-		b = appendInt(b, x.c.Completion)
-		b = append(b, `,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":`...)
-		b = appendInt(b, x.c.Prompt+x.c.Completion)
-		b = append(b, '}')
+		b = appendResponsesUsage(b, x.c)
 	} else {
 		b = append(b, "null"...)
 	}
 	return append(b, `,"user":null,"metadata":{}}`...)
+}
+
+// appendResponsesUsage appends a responses usage object.
+func appendResponsesUsage(b []byte, c Counts) []byte {
+	b = append(b, `{"input_tokens":`...)
+	b = appendInt(b, c.Prompt)
+	b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
+	b = appendInt(b, c.Cached)
+	b = append(b, `},"output_tokens":`...)
+	b = appendInt(b, c.Completion)
+	b = append(b, `,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":`...)
+	b = appendInt(b, c.Prompt+c.Completion)
+	return append(b, '}')
 }
