@@ -239,3 +239,60 @@ func TestCompact(t *testing.T) {
 		})
 	}
 }
+
+// Codex CLI's remote compaction v2: a responses call whose input ends with
+// a compaction_trigger item answers one compaction item, JSON or streamed.
+func TestResponsesCompactionTrigger(t *testing.T) {
+	_, ts := newTestServer(t, Options{})
+	body := `{"model":"modelb-6.1-sol","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"read notes canary-31"}]},` +
+		`{"type":"function_call","name":"exec_command","arguments":"{}","call_id":"c1"},{"type":"function_call_output","call_id":"c1","output":"hi"},{"type":"compaction_trigger"}],` +
+		`"store":false,"include":["reasoning.encrypted_content"],"prompt_cache_key":"k"}`
+	want, err := ResponsesUsage([]byte(body))
+	if err != nil || want.Completion != CompactTokens || want.Prompt == 0 {
+		t.Fatalf("ResponsesUsage = %+v, %v", want, err)
+	}
+	status, _, b := call(t, ts, http.MethodPost, "/v1/responses", body, nil)
+	if status != http.StatusOK {
+		t.Fatalf("status %d: %s", status, b)
+	}
+	var got struct {
+		Status string `json:"status"`
+		Usage  struct {
+			InputTokens  int64 `json:"input_tokens"`
+			OutputTokens int64 `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	_ = json.Unmarshal(b, &raw)
+	item, _ := raw["output"].([]any)
+	if got.Status != "completed" || len(item) != 1 || item[0].(map[string]any)["type"] != "compaction" ||
+		item[0].(map[string]any)["encrypted_content"] == "" || !strings.HasPrefix(item[0].(map[string]any)["id"].(string), "cmp_") {
+		t.Fatalf("answer %s, want one compaction item", b)
+	}
+	if strings.Contains(string(b), "canary-31") {
+		t.Errorf("the compaction carries prompt text: %s", b)
+	}
+	if got.Usage.InputTokens != want.Prompt || got.Usage.OutputTokens != CompactTokens {
+		t.Errorf("usage %+v, want %+v", got.Usage, want)
+	}
+
+	stream := strings.Replace(body, `"store":false`, `"stream":true,"store":false`, 1)
+	evs, err := postStream(t, ts, "/v1/responses", stream, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ev := range evs {
+		names = append(names, ev.name)
+	}
+	if strings.Join(names, ",") != "response.created,response.in_progress,response.output_item.added,response.output_item.done,response.completed" {
+		t.Fatalf("events %v", names)
+	}
+	last := evs[len(evs)-1].data
+	if !strings.Contains(last, `"type":"compaction"`) || !strings.Contains(last, `"output_tokens":32`) {
+		t.Errorf("response.completed %s", last)
+	}
+}

@@ -68,6 +68,7 @@ func FuzzResponsesRequest(f *testing.F) {
 	for _, seed := range []string{
 		respStream, `{"model":"modelc-4.7","input":[{"role":"user","content":"x"},{"type":"reasoning"}],"max_output_tokens":2}`,
 		`{"model":"modelc-4.7","input":[1]}`, `{"model":"modelc-4.7","input":{"a":1}}`,
+		`{"model":"modelc-4.7","stream":true,"input":[{"role":"user","content":"x"},{"type":"compaction_trigger"}]}`,
 	} {
 		f.Add([]byte(seed))
 	}

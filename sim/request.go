@@ -133,6 +133,7 @@ func (in *respInput) UnmarshalJSON(b []byte) error {
 // respItem is one input item. Items with content are messages; other items
 // (function calls, their outputs, …) count by the size of their raw JSON.
 type respItem struct {
+	Type       string
 	Role       string
 	Content    *content
 	rawLen     int
@@ -147,13 +148,14 @@ func (it *respItem) UnmarshalJSON(b []byte) error {
 		return errItem
 	}
 	var v struct {
+		Type    string   `json:"type"`
 		Role    string   `json:"role"`
 		Content *content `json:"content"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	it.Role, it.Content, it.rawLen = v.Role, v.Content, len(b)
+	it.Type, it.Role, it.Content, it.rawLen = v.Type, v.Role, v.Content, len(b)
 	it.hasContent = v.Content != nil
 	return nil
 }
@@ -348,6 +350,18 @@ func checkCacheControl(where string, c *content) error {
 		}
 	}
 	return nil
+}
+
+// compactionTrigger reports whether a responses input asks for a
+// compaction: an item of type compaction_trigger, as Codex CLI sends it
+// (remote compaction v2) instead of calling /v1/responses/compact.
+func (in *respInput) compactionTrigger() bool {
+	for i := range in.items {
+		if in.items[i].Type == "compaction_trigger" {
+			return true
+		}
+	}
+	return false
 }
 
 // errModel marks a request whose model the endpoint does not serve.

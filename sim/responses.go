@@ -15,6 +15,9 @@ type respReply struct {
 	maxOut     *int64
 	rep        reply
 	c          Counts
+	// compaction, when set, is the encrypted_content of the one output
+	// item, a compaction (the input had a compaction_trigger item).
+	compaction []byte
 }
 
 // finalStatus is the status of the finished response.
@@ -53,6 +56,12 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, cfg *config) 
 		rep:     buildReply(req.Model, echo, limit),
 	}
 	c.Completion, c.Capped = x.rep.words(), x.rep.capped
+	if req.Input.compactionTrigger() {
+		x.rep = reply{}
+		c.Completion, c.Capped = CompactTokens, false
+		x.itemID = s.id(itemBuf[:0], "cmp_")
+		x.compaction = appendHex([]byte("sim-compaction-"), fnvBytes(fnvString(fnvOffset, req.Model), sc.body.Bytes()), 16)
+	}
 	x.c = c
 
 	if !req.Stream {
@@ -87,6 +96,31 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, cfg *config) 
 		if !st.event(b) {
 			return
 		}
+	}
+	if x.compaction != nil {
+		// One item, whole when added; its done event is the one content
+		// event (timing and cuts apply to it).
+		begin("response.output_item.added")
+		b = append(b, `,"output_index":0,"item":`...)
+		b = x.appendItem(b, true)
+		end()
+		if !st.event(b) {
+			return
+		}
+		begin("response.output_item.done")
+		b = append(b, `,"output_index":0,"item":`...)
+		b = x.appendItem(b, true)
+		end()
+		if !st.content(0, b) {
+			return
+		}
+		st.contentDone()
+		begin("response.completed")
+		b = append(b, `,"response":`...)
+		b = x.appendResponse(b, true)
+		end()
+		st.event(b)
+		return
 	}
 	begin("response.output_item.added")
 	b = append(b, `,"output_index":0,"item":`...)
@@ -165,6 +199,11 @@ func (x *respReply) appendPart(b []byte) []byte {
 func (x *respReply) appendItem(b []byte, done bool) []byte {
 	b = append(b, `{"id":"`...)
 	b = append(b, x.itemID...)
+	if x.compaction != nil {
+		b = append(b, `","type":"compaction","encrypted_content":"`...)
+		b = append(b, x.compaction...)
+		return append(b, `"}`...)
+	}
 	b = append(b, `","type":"message","status":"`...)
 	if !done {
 		b = append(b, `in_progress","content":[]`...)
