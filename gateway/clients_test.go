@@ -325,3 +325,193 @@ func endpointFor(path string) *endpoint {
 	}
 	return nil
 }
+
+// TestCountTokens: POST /v1/messages/count_tokens is relayed to the
+// model's messages line and answered as the provider answers; it holds
+// and charges nothing (an account without credit may count), leaves no
+// journal entry, keeps ?beta=true, forwards anthropic-version and
+// anthropic-beta, and refuses as /v1/messages refuses (401, 403, 400).
+func TestCountTokens(t *testing.T) {
+	e, _, anthropic := recordedEnv(t)
+	e.account("acme", "5")
+	e.account("broke", "0")
+	key := e.key("acme", "standard")
+	brokeKey := e.key("broke", "standard")
+	ecoKey := e.key("acme", "economy")
+	exclKey := e.key("acme", "standard", "modela-sonnet-5-5")
+	body := `{"model":"modela-sonnet-5-5","system":[{"type":"text","text":"be brief","cache_control":{"type":"ephemeral"}}],` +
+		`"messages":[{"role":"user","content":"count me"},{"role":"system","content":"a system turn"}],"tools":[{"name":"t","input_schema":{"type":"object"},"defer_loading":true}]}`
+	n, err := sim.CountTokens([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`{"input_tokens":%d}`, n)
+	hdr := func(kv ...string) []string {
+		return append([]string{"anthropic-version", "2023-06-01", "anthropic-beta", "token-counting-2024-11-01"}, kv...)
+	}
+
+	for _, tc := range []struct {
+		name, key, path string
+		hdr             []string
+	}{
+		{"x-api-key, ?beta=true", "", "/v1/messages/count_tokens?beta=true", hdr("x-api-key", key)},
+		{"bearer", key, "/v1/messages/count_tokens", hdr()},
+		{"an account without credit", brokeKey, "/v1/messages/count_tokens?beta=true", hdr()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, h, data := e.do("POST", tc.path, tc.key, body, tc.hdr...)
+			if st != 200 || string(data) != want {
+				t.Fatalf("%d %s, want %s", st, data, want)
+			}
+			if h.Get("X-Request-Id") == "" {
+				t.Error("no X-Request-Id")
+			}
+			x := anthropic.last(t)
+			if x.uri != tc.path || string(x.body) != body {
+				t.Errorf("the provider got %s %s", x.uri, x.body)
+			}
+			if x.header.Get("Anthropic-Version") != "2023-06-01" || x.header.Get("Anthropic-Beta") != "token-counting-2024-11-01" {
+				t.Errorf("headers not forwarded: %v", x.header)
+			}
+		})
+	}
+	for _, acct := range []string{"acme", "broke"} {
+		b := e.balance(acct)
+		es, _ := e.charges(acct, 100)
+		credits := 0
+		if acct == "acme" {
+			credits = 1
+		}
+		if b.Held != 0 || len(es) != credits || (acct == "acme" && b.Balance != 5*pricing.NanoPerUSD) || (acct == "broke" && b.Balance != 0) {
+			t.Errorf("%s: balance %s held %s, %d journal entries: count_tokens held or charged", acct, b.Balance.Fixed(), b.Held.Fixed(), len(es))
+		}
+	}
+	if strings.Contains(e.logs.String(), "count me") {
+		t.Error("the prompt reached the log")
+	}
+
+	calls := len(anthropic.got)
+	for _, tc := range []struct {
+		name, key string
+		hdr       []string
+		body      string
+		status    int
+		msg       string
+	}{
+		{"no key", "", hdr(), body, 401, ""},
+		{"unknown key", "sk-unknown-key-0000000000000000", hdr(), body, 401, ""},
+		{"model not on the key's route", ecoKey, hdr(), body, 403, "route"},
+		{"model excluded by the key", exclKey, hdr(), body, 403, "excluded"},
+		{"model not sold", key, hdr(), strings.Replace(body, "modela-sonnet-5-5", "no-such-model", 1), 403, "not sold"},
+		{"a responses model", key, hdr(), strings.Replace(body, "modela-sonnet-5-5", "modelb-6-astra", 1), 403, "not served by /v1/messages/count_tokens"},
+		{"no version header", key, nil, body, 400, "anthropic-version"},
+		{"no messages", key, hdr(), `{"model":"modela-sonnet-5-5"}`, 400, "messages"},
+		{"not JSON", key, hdr(), `{"model":`, 400, "JSON"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _, data := e.do("POST", "/v1/messages/count_tokens", tc.key, tc.body, tc.hdr...)
+			msg, _, _ := errBody(t, data)
+			if st != tc.status || !strings.Contains(msg, tc.msg) {
+				t.Errorf("%d %s, want %d naming %q", st, data, tc.status, tc.msg)
+			}
+		})
+	}
+	if len(anthropic.got) != calls {
+		t.Errorf("refused calls reached the provider")
+	}
+}
+
+// TestCountTokensRateLimit: count_tokens takes a token from the key's
+// bucket, the same bucket its messages calls take from.
+func TestCountTokensRateLimit(t *testing.T) {
+	e := newEnv(t, func(c *Config) {
+		c.Routes[0].Rate = &RateConfig{Rate: 0.001, Burst: 2} // standard: a burst of 2, then a wait of ~17 min
+	})
+	e.account("acme", "5")
+	key := e.key("acme", "standard")
+	v := []string{"anthropic-version", "2023-06-01"}
+	count := `{"model":"modela-fable-5-1","messages":[{"role":"user","content":"x"}]}`
+	if st, _, data := e.do("POST", "/v1/messages/count_tokens", key, count, v...); st != 200 {
+		t.Fatalf("count_tokens within the burst: %d %s", st, data)
+	}
+	if st, _, data := e.do("POST", "/v1/messages", key, `{"model":"modela-fable-5-1","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, v...); st != 200 {
+		t.Fatalf("messages within the burst: %d %s", st, data)
+	}
+	st, h, data := e.do("POST", "/v1/messages/count_tokens", key, count, v...)
+	if _, typ, _ := errBody(t, data); st != 429 || typ != "rate_limit_error" || h.Get("Retry-After") == "" {
+		t.Fatalf("past the burst: %d %s (Retry-After %q)", st, data, h.Get("Retry-After"))
+	}
+}
+
+// TestResponsesCompact: POST /v1/responses/compact is relayed to the
+// responses models' lines and charged exactly what a responses call with
+// the same usage costs — the same prices and plugin — from the usage its
+// answer reports; the journal records it as a responses call.
+func TestResponsesCompact(t *testing.T) {
+	e, openai, _ := recordedEnv(t)
+	e.account("acme", "5")
+	key := e.key("acme", "standard")
+	body := `{"model":"modelb-6.1-sol","instructions":"You are a coding agent.","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"` +
+		strings.Repeat("a long conversation ", 200) + `"}]},{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"},{"type":"function_call_output","call_id":"c1","output":"ok"}]}`
+	st, _, data := e.do("POST", "/v1/responses/compact", key, body)
+	if st != 200 {
+		t.Fatalf("%d %s", st, data)
+	}
+	x := openai.last(t)
+	if x.uri != "/v1/responses/compact" || string(x.body) != body || !bytes.Equal(x.answer, data) {
+		t.Fatalf("relayed as %s, answer changed: %v", x.uri, !bytes.Equal(x.answer, data))
+	}
+	u, ok, err := pricing.ResponsesUsage(data)
+	c, cerr := sim.CompactUsage([]byte(body))
+	if err != nil || !ok || cerr != nil || u.InputTokens+u.CacheReadTokens != c.Prompt || u.CacheReadTokens != c.Cached || u.OutputTokens != sim.CompactTokens {
+		t.Fatalf("usage %+v (%v %v), sim %+v (%v)", u, ok, err, c, cerr)
+	}
+	want := priceOf(t, e, pricing.EndpointResponses, "modelb-6.1-sol", "standard", u)
+	if want <= 0 {
+		t.Fatalf("price %d", want)
+	}
+	b := e.balance("acme")
+	es, _ := e.charges("acme", 10)
+	if b.Balance != 5*pricing.NanoPerUSD-want || b.Held != 0 {
+		t.Errorf("balance %s held %s, want %s charged", b.Balance.Fixed(), b.Held.Fixed(), want.Fixed())
+	}
+	if es[0].Kind != store.KindCharge || es[0].Endpoint != pricing.EndpointResponses || es[0].Usage != u || es[0].Amount != -want || es[0].Note != "" {
+		t.Errorf("journal %+v", es[0])
+	}
+	// A /v1/responses call that reports the same usage is charged the same.
+	resp := `{"model":"modelb-6.1-sol","instructions":"You are a coding agent.","input":` + body[strings.Index(body, `[{"type":"message"`):len(body)-1] + `,"max_output_tokens":` + fmt.Sprint(sim.CompactTokens) + `}`
+	ru, err := sim.ResponsesUsage([]byte(resp))
+	if err != nil || ru.Prompt != c.Prompt || ru.Cached != c.Cached || ru.Completion != sim.CompactTokens {
+		t.Fatalf("responses usage %+v %v, compact %+v", ru, err, c)
+	}
+	if st, _, data := e.do("POST", "/v1/responses", key, resp); st != 200 {
+		t.Fatalf("responses: %d %s", st, data)
+	}
+	b2 := e.balance("acme")
+	if b.Balance-b2.Balance != want {
+		t.Errorf("the responses call with the same usage cost %s, compact %s", (b.Balance - b2.Balance).Fixed(), want.Fixed())
+	}
+	b = b2
+
+	for _, tc := range []struct {
+		name, key, body string
+		status          int
+		msg             string
+	}{
+		{"no key", "", body, 401, ""},
+		{"a messages model", key, `{"model":"modela-opus-5-5","input":"x"}`, 403, "not served by /v1/responses/compact"},
+		{"no model", key, `{"input":"x"}`, 400, "model"},
+		{"input an object", key, `{"model":"modelb-6-astra","input":{"a":1}}`, 400, "input"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _, data := e.do("POST", "/v1/responses/compact", tc.key, tc.body)
+			msg, _, _ := errBody(t, data)
+			if st != tc.status || !strings.Contains(msg, tc.msg) {
+				t.Errorf("%d %s, want %d naming %q", st, data, tc.status, tc.msg)
+			}
+		})
+	}
+	if b2 := e.balance("acme"); b2.Balance != b.Balance {
+		t.Errorf("a refused call was charged: %s → %s", b.Balance.Fixed(), b2.Balance.Fixed())
+	}
+}
