@@ -289,6 +289,13 @@ func TestClientShapesRelayed(t *testing.T) {
 				t.Errorf("the client received a different answer than the provider sent:\n%s\n%s", truncate(got, 300), truncate(x.answer, 300))
 			}
 
+			if bytes.Contains(f.body, []byte(`{"type":"compaction_trigger"}`)) {
+				// Codex: "remote compaction v2 expected exactly one compaction output item".
+				i := bytes.LastIndex(x.answer, []byte(`"type":"response.completed"`))
+				if i < 0 || bytes.Count(x.answer[i:], []byte(`"type":"compaction"`)) != 1 || bytes.Count(x.answer[i:], []byte(`"type":"message"`)) != 0 {
+					t.Errorf("the compaction's answer does not hold exactly one compaction item: %s", truncate(x.answer[max(i, 0):], 600))
+				}
+			}
 			after := e.balance("acme")
 			now, _ := e.charges("acme", 1000)
 			if after.Held != 0 {
