@@ -237,17 +237,8 @@ func decodeMessages(body []byte) (*summary, error) {
 	if *req.MaxTokens < 1 {
 		return nil, badRequest("max_tokens", "max_tokens must be a positive integer, got %d", *req.MaxTokens)
 	}
-	if req.Messages == nil {
-		return nil, badRequest("messages", "messages is required")
-	}
-	for i, m := range *req.Messages {
-		f := func() string { return "messages[" + strconv.Itoa(i) + "]" } // built only for an error
-		if m.Role == nil || *m.Role == "" {
-			return nil, badRequest(f()+".role", "%s.role is required", f())
-		}
-		if len(m.Content) == 0 {
-			return nil, badRequest(f()+".content", "%s.content is required", f())
-		}
+	if e := checkMessages(req.Messages); e != nil {
+		return nil, e
 	}
 	s := &summary{model: model, maxOutput: *req.MaxTokens}
 	if req.Metadata != nil {
@@ -257,6 +248,67 @@ func decodeMessages(body []byte) (*summary, error) {
 		s.stream = *req.Stream
 	}
 	return s, nil
+}
+
+// decodeCountTokens reads a count_tokens request: a messages request
+// without max_tokens (any max_tokens, stream or other field is forwarded
+// as sent and left to the provider).
+func decodeCountTokens(body []byte) (*summary, error) {
+	var req messagesRequest
+	if e := decodeObject(body, &req); e != nil {
+		return nil, e
+	}
+	model, e := requireModel(req.Model)
+	if e != nil {
+		return nil, e
+	}
+	if e := checkMessages(req.Messages); e != nil {
+		return nil, e
+	}
+	return &summary{model: model}, nil
+}
+
+// checkMessages requires messages, each with a role and a content; which
+// roles and blocks are valid is the provider's to say.
+func checkMessages(msgs *[]messagesMessage) *Error {
+	if msgs == nil {
+		return badRequest("messages", "messages is required")
+	}
+	for i, m := range *msgs {
+		f := func() string { return "messages[" + strconv.Itoa(i) + "]" } // built only for an error
+		if m.Role == nil || *m.Role == "" {
+			return badRequest(f()+".role", "%s.role is required", f())
+		}
+		if len(m.Content) == 0 {
+			return badRequest(f()+".content", "%s.content is required", f())
+		}
+	}
+	return nil
+}
+
+// compactRequest is the part of a responses compact request the gateway
+// reads.
+type compactRequest struct {
+	Model *string         `json:"model"`
+	Input json.RawMessage `json:"input"`
+}
+
+// decodeCompact reads a POST /v1/responses/compact request: model is
+// required; input is optional upstream (previous_response_id can stand for
+// it) but, when present and not null, a string or an array of items.
+func decodeCompact(body []byte) (*summary, error) {
+	var req compactRequest
+	if e := decodeObject(body, &req); e != nil {
+		return nil, e
+	}
+	model, e := requireModel(req.Model)
+	if e != nil {
+		return nil, e
+	}
+	if in := bytes.TrimSpace(req.Input); len(in) > 0 && !bytes.Equal(in, []byte("null")) && in[0] != '"' && in[0] != '[' {
+		return nil, badRequest("input", "input must be a string or an array of input items")
+	}
+	return &summary{model: model}, nil
 }
 
 // forceIncludeUsage returns body with stream_options.include_usage set to

@@ -19,6 +19,7 @@ var decodeSeeds = []string{
 	`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"max_tokens":5,"max_completion_tokens":7}`,
 	`{"model":"m","input":"x","max_output_tokens":3}`,
 	`{"model":"m","max_tokens":3,"messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"m","messages":[{"role":"system","content":"x"}]}`, `{"model":"m","input":null}`, `{"model":"m","input":{}}`,
 	`{"model":`, `[]`, `null`, `{"model":5}`, `{"messages":"x"}`, "\xff\xfe", `{"model":"m","stream_options":null}`,
 	`{"model":"m","input":"x","messages":[{"role":"user","content":"x"}],"max_tokens":1,"prompt_cache_key":"k","metadata":{"user_id":"u"}}`,
 	`{"model":"m","input":"x","prompt_cache_key":7}`, `{"model":"m","max_tokens":3,"messages":[],"metadata":{"user_id":[]}}`,
@@ -30,7 +31,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, dec := range []func([]byte) (*summary, error){decodeChat, decodeResponses, decodeMessages} {
+		for _, dec := range []func([]byte) (*summary, error){decodeChat, decodeResponses, decodeMessages, decodeCountTokens, decodeCompact} {
 			s, err := dec(body)
 			if err != nil {
 				var e *Error

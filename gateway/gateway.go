@@ -122,9 +122,9 @@ func (g *Gateway) routes() *httprouter.Router {
 	r.HandleMethodNotAllowed = true
 
 	for _, ep := range endpoints {
-		r.POST(ep.path, g.handle(ep.name, g.relayHandler(ep)))
+		r.POST(ep.path, g.handle(ep.Label(), g.relayHandler(ep)))
 		for _, alias := range ep.aliases {
-			r.POST(alias, g.handle(ep.name, g.relayHandler(ep)))
+			r.POST(alias, g.handle(ep.Label(), g.relayHandler(ep)))
 		}
 	}
 	r.GET("/v1/models", g.handle("models", g.handleModels))

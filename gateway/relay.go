@@ -29,6 +29,7 @@ import (
 // endpoint describes one relayed POST endpoint.
 type endpoint struct {
 	name     string // the endpoint type (pricing.Endpoint*)
+	label    string // the access log's and metrics' endpoint label; "" = name
 	path     string
 	aliases  []string
 	protocol string // the line protocol that serves it
@@ -46,7 +47,14 @@ type endpoint struct {
 	// estimate is the usage settled when a JSON answer carries none; nil
 	// means the token estimate.
 	estimate func(c *call, answer []byte) pricing.Usage
+	// uncharged endpoints (count_tokens) are relayed like the others —
+	// key, rate limit, model and route checks, the same lines — but hold,
+	// charge and journal nothing: see relayUncharged.
+	uncharged bool
 }
+
+// Label is the endpoint's name in the access log and the metrics.
+func (ep *endpoint) Label() string { return cmp.Or(ep.label, ep.name) }
 
 var endpoints = []*endpoint{
 	{
@@ -60,6 +68,17 @@ var endpoints = []*endpoint{
 	{
 		name: pricing.EndpointMessages, path: "/v1/messages", protocol: ProtocolAnthropic, xAPIKey: true,
 		decode: jsonOnly(decodeMessages), usage: pricing.MessagesUsage, meter: pricing.NewMessagesMeter, text: messagesText,
+	},
+	{
+		// Token counting: the messages models and lines, never charged.
+		name: pricing.EndpointMessages, label: "messages_count_tokens", path: "/v1/messages/count_tokens",
+		protocol: ProtocolAnthropic, xAPIKey: true, decode: jsonOnly(decodeCountTokens), uncharged: true,
+	},
+	{
+		// Compaction is a responses call on another path: the responses
+		// models, their prices and plugin, billed from the usage it returns.
+		name: pricing.EndpointResponses, label: "responses_compact", path: "/v1/responses/compact", protocol: ProtocolOpenAI,
+		decode: jsonOnly(decodeCompact), usage: pricing.ResponsesUsage, meter: pricing.NewResponsesMeter, text: responsesText,
 	},
 	{
 		name: pricing.EndpointImages, path: "/v1/images/generations", protocol: ProtocolOpenAI,
@@ -144,7 +163,10 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		// never carry a model id the caller made up.
 		info.model = c.model.ID
 		if ep.name == pricing.EndpointMessages && versionHeader(r) == "" {
-			return badRequest("anthropic-version", "the vendorx-version header (anthropic-version) is required on /v1/messages, e.g. \"anthropic-version: 2023-06-01\"")
+			return badRequest("anthropic-version", "the vendorx-version header (anthropic-version) is required on %s, e.g. \"anthropic-version: 2023-06-01\"", ep.path)
+		}
+		if ep.uncharged {
+			return g.relayUncharged(ctx, w, c)
 		}
 		if err := g.admit(ctx, c); err != nil {
 			return err
@@ -1024,6 +1046,32 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 	// releaseUnsettled releases its hold: the failure goes the customer's
 	// way.
 	_, _ = g.settle(ctx, c, u, note) // a failure is logged; the hold is released
+	return nil
+}
+
+// relayUncharged relays a call that costs nothing (count_tokens) and
+// returns the provider's answer unchanged. It holds nothing, so an account
+// without credit can make it, and it leaves no journal entry; the key's
+// rate limit and the model and route checks have applied as to any call.
+func (g *Gateway) relayUncharged(ctx context.Context, w http.ResponseWriter, c *call) error {
+	up, err := g.send(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer up.close()
+	if up.resp.StatusCode < 200 || up.resp.StatusCode > 299 {
+		return g.upstreamError(up)
+	}
+	data, err := io.ReadAll(io.LimitReader(up.resp.Body, maxUpstreamBody))
+	if err != nil {
+		up.line.recordFailure(g.now(), err)
+		return unavailable("upstream_error", "the provider's answer was cut before it was complete; retry")
+	}
+	h := w.Header()
+	copyResponseHeaders(h, up.resp.Header)
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(up.resp.StatusCode)
+	_, _ = w.Write(data)
 	return nil
 }
 

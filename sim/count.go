@@ -297,6 +297,10 @@ func ResponsesUsage(body []byte) (Counts, error) {
 		return Counts{}, usageErr(err, req)
 	}
 	c, echo, limit := responsesPlan(req)
+	if req.Input.compactionTrigger() {
+		c.Completion = CompactTokens
+		return c, nil
+	}
 	r := buildReply(req.Model, echo, limit)
 	c.Completion, c.Capped = r.words(), r.capped
 	return c, nil

@@ -15,7 +15,9 @@
 //
 //	POST /v1/chat/completions     text models (spec 2.1); JSON or SSE
 //	POST /v1/responses            modelb-6-astra, modelb-6.1-sol, modelc-4.7; JSON or SSE
+//	POST /v1/responses/compact    the responses models; JSON
 //	POST /v1/messages             modela-fable-5-1, modela-sonnet-5-5, modela-opus-5-5; JSON or SSE
+//	POST /v1/messages/count_tokens the messages models; JSON {"input_tokens": N}
 //	POST /v1/images/generations   modelb-image-2.5-sunburst, modelb-image-2.5-flare
 //	POST /v1/images/edits         same models, multipart/form-data
 //	POST /v1/videos/generations   modelc-imagine-video-1.5
@@ -28,13 +30,30 @@
 // A model the endpoint does not serve (unknown, or of another family) is
 // 404: OpenAI shape {"error":{"message":"The model `x` does not exist",
 // "type":"invalid_request_error","param":null,"code":"model_not_found"}};
-// /v1/messages answers every error in the Anthropic shape
-// {"type":"error","error":{"type":"not_found_error","message":"…"}}. A body
-// that is not valid JSON, or misses a required field, is 400 and the message
-// names the field (typed questions: validation problems are 422 with a
-// FastAPI-style {"detail":[{"loc","msg","type"}]}). /v1/messages needs the
-// header anthropic-version (or the spec's neutral spelling vendorx-version)
-// and max_tokens, else 400 invalid_request_error.
+// /v1/messages and /v1/messages/count_tokens answer every error in the
+// Anthropic shape {"type":"error","error":{"type":"not_found_error",
+// "message":"…"}}. A body that is not valid JSON, or misses a required
+// field, is 400 and the message names the field (typed questions:
+// validation problems are 422 with a FastAPI-style
+// {"detail":[{"loc","msg","type"}]}). /v1/messages needs the header
+// anthropic-version (or the spec's neutral spelling vendorx-version) and
+// max_tokens, else 400 invalid_request_error; count_tokens needs the header
+// but not max_tokens.
+//
+// # What the sim accepts
+//
+// It validates no more strictly than the providers: what it does not read
+// passes. Messages: a message role is "user", "assistant" or "system"
+// (Claude Code puts system turns inside messages; they count as any other
+// turn); blocks of any type (thinking, tool_use, tool_result, image,
+// document, …) with cache_control on any of them; tools with any fields
+// (defer_loading, cache_control, server tools), thinking,
+// context_management, output_config, metadata and unknown top-level or
+// per-message fields. cache_control is checked as upstream checks it (type
+// "ephemeral", ttl "5m" or "1h"). Responses: items of any type and role
+// (developer messages, reasoning items with content null, function calls
+// and outputs, compaction items, unknown fields such as store, include,
+// prompt_cache_key, client_metadata).
 //
 // # Token counting
 //
@@ -56,11 +75,30 @@
 //     prompt_tokens / input_tokens, as upstream. A request with a
 //     prompt_cache_key is different: see "Prompt caching (chat and
 //     responses with prompt_cache_key)".
-//   - Messages: the prompt is the system blocks, then per message 4 + its
-//     blocks. See "Prompt caching" for how it splits into input_tokens,
+//   - Messages: the prompt is the system blocks, then per message (system
+//     turns included) 4 + its blocks. Tools are not counted. See "Prompt caching" for how it splits into input_tokens,
 //     cache reads and cache writes.
 //   - Typed questions: input_tokens = Tokens(state) + Σ per question
 //     (Tokens(name) + Tokens(instructions) + Σ Tokens(option)); output 0.
+//
+// # Token counts and compaction
+//
+// count_tokens answers the whole prompt a messages call with the same body
+// counts (input, cache reads and cache writes together); it reads and
+// writes no cache entry. /v1/responses/compact counts its input as
+// /v1/responses does (instructions and input, cached tokens by the same
+// rule; no input counts the instructions alone) and reports CompactTokens
+// (32) output tokens; its answer is {"id":"resp_…","object":
+// "response.compaction","created_at","output","usage"}, output being every
+// user message of the input ({"type":"message","role":"user"} with its
+// content; a string input becomes one input_text) then one
+// {"id":"cmp_…","type":"compaction","encrypted_content":"sim-compaction-<hash>"}.
+// A /v1/responses call whose input has a compaction_trigger item (Codex
+// CLI's remote compaction) answers that compaction item as its only output,
+// with the same usage rule; streamed, its events are response.created,
+// response.in_progress, response.output_item.added,
+// response.output_item.done (the content event for timing and cuts) and
+// response.completed.
 //
 // # Completions
 //

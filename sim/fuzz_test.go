@@ -68,6 +68,7 @@ func FuzzResponsesRequest(f *testing.F) {
 	for _, seed := range []string{
 		respStream, `{"model":"modelc-4.7","input":[{"role":"user","content":"x"},{"type":"reasoning"}],"max_output_tokens":2}`,
 		`{"model":"modelc-4.7","input":[1]}`, `{"model":"modelc-4.7","input":{"a":1}}`,
+		`{"model":"modelc-4.7","stream":true,"input":[{"role":"user","content":"x"},{"type":"compaction_trigger"}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -151,6 +152,50 @@ func FuzzAppendString(f *testing.F) {
 		_ = json.Unmarshal(want, &w)
 		if got != w {
 			t.Fatalf("%q decodes to %q, encoding/json round-trips to %q", s, got, w)
+		}
+	})
+}
+
+func FuzzCountTokensRequest(f *testing.F) {
+	for _, seed := range []string{
+		claudeCodeBody, `{"model":"modela-fable-5-1","messages":[{"role":"system","content":"x"}]}`,
+		`{"model":"modela-fable-5-1","messages":[]}`, `{"model":"modela-fable-5-1","messages":[{"role":"user","content":[1]}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	s := New(Options{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		n, err := CountTokens(body)
+		rec := serveBody(s, "/v1/messages/count_tokens", "application/json", body, anthropicHdr)
+		checkAnswer(t, rec, err)
+		if err == nil && rec.Body.String() != `{"input_tokens":`+itoa(n)+`}` {
+			t.Fatalf("answer %s, helper %d", rec.Body.Bytes(), n)
+		}
+	})
+}
+
+func FuzzCompactRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"model":"modelb-6-astra","input":[{"role":"user","content":"x"},{"type":"reasoning","content":null}]}`,
+		`{"model":"modelc-4.7","input":"x","instructions":"y"}`, `{"model":"modelc-4.7"}`,
+		`{"model":"modelc-4.7","input":[{"role":"user","content":[{"type":"input_text","text":"a"}]},{"role":"user","content":7}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	s := New(Options{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c, err := CompactUsage(body)
+		rec := serveBody(s, "/v1/responses/compact", "application/json", body, nil)
+		checkAnswer(t, rec, err)
+		if err != nil {
+			return
+		}
+		var got compaction
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || got.Usage == nil {
+			t.Fatalf("answer %s: %v", rec.Body.Bytes(), err)
+		}
+		if got.Usage.InputTokens != c.Prompt || got.Usage.OutputTokens != CompactTokens || got.Output[len(got.Output)-1].Type != "compaction" {
+			t.Fatalf("answer %s, helper %+v", rec.Body.Bytes(), c)
 		}
 	})
 }

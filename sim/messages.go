@@ -11,16 +11,19 @@ const messagesPath = "/v1/messages"
 // header: the vendor's own and the spec's neutral one.
 var versionHeaders = [...]string{"anthropic-version", "vendorx-version"}
 
-// messages answers POST /v1/messages.
-func (s *Server) messages(w http.ResponseWriter, r *http.Request, cfg *config) {
-	version := false
+// hasVersion reports whether r carries the messages API version header.
+func hasVersion(r *http.Request) bool {
 	for _, h := range versionHeaders {
 		if r.Header.Get(h) != "" {
-			version = true
-			break
+			return true
 		}
 	}
-	if !version {
+	return false
+}
+
+// messages answers POST /v1/messages.
+func (s *Server) messages(w http.ResponseWriter, r *http.Request, cfg *config) {
+	if !hasVersion(r) {
 		badRequest(w, shapeAnthropic, "anthropic-version: header is required")
 		return
 	}

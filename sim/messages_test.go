@@ -110,7 +110,7 @@ func TestMessagesErrors(t *testing.T) {
 		{"zero max_tokens", `{"model":"modela-fable-5-1","max_tokens":0,"messages":[{"role":"user","content":"x"}]}`, anthropicHdr, 400, "invalid_request_error", "max_tokens"},
 		{"non-modela model", `{"model":"modelb-6-astra","max_tokens":10,"messages":[{"role":"user","content":"x"}]}`, anthropicHdr, 404, "not_found_error", "modelb-6-astra"},
 		{"unknown model", `{"model":"modela-x","max_tokens":10,"messages":[{"role":"user","content":"x"}]}`, anthropicHdr, 404, "not_found_error", "does not exist"},
-		{"bad role", `{"model":"modela-fable-5-1","max_tokens":10,"messages":[{"role":"system","content":"x"}]}`, anthropicHdr, 400, "invalid_request_error", "messages.0.role"},
+		{"bad role", `{"model":"modela-fable-5-1","max_tokens":10,"messages":[{"role":"robot","content":"x"}]}`, anthropicHdr, 400, "invalid_request_error", "messages.0.role"},
 		{"bad cache_control", `{"model":"modela-fable-5-1","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral","ttl":"2h"}}]}]}`, anthropicHdr, 400, "invalid_request_error", "ttl"},
 		{"bad json", `{"model"`, anthropicHdr, 400, "invalid_request_error", "JSON"},
 	}

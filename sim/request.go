@@ -135,6 +135,7 @@ func (in *respInput) UnmarshalJSON(b []byte) error {
 // respItem is one input item. Items with content are messages; other items
 // (function calls, their outputs, …) count by the size of their raw JSON.
 type respItem struct {
+	Type       string
 	Role       string
 	Content    *content
 	rawLen     int
@@ -150,13 +151,14 @@ func (it *respItem) UnmarshalJSON(b []byte) error {
 		return errItem
 	}
 	var v struct {
+		Type    string   `json:"type"`
 		Role    string   `json:"role"`
 		Content *content `json:"content"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	it.Role, it.Content, it.rawLen = v.Role, v.Content, len(b)
+	it.Type, it.Role, it.Content, it.rawLen = v.Type, v.Role, v.Content, len(b)
 	it.hasContent = v.Content != nil
 	if !it.hasContent {
 		it.rawHash = fnvBytes(fnvOffset, b)
@@ -255,22 +257,82 @@ func parseMessages(body []byte) (*messagesRequest, error) {
 	if *req.MaxTokens < 1 {
 		return nil, errors.New("max_tokens: must be at least 1, got " + strconv.FormatInt(*req.MaxTokens, 10))
 	}
+	if err := checkMessages(&req); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+// messageRoles are the roles a messages turn may have: current clients
+// (Claude Code) put system turns inside messages, and the provider takes
+// them.
+var messageRoles = map[string]bool{"user": true, "assistant": true, "system": true}
+
+// checkMessages validates what a messages request and a count_tokens
+// request share: at least one message, each with a known role, and
+// well-formed cache_control on every block. Everything else (tools,
+// thinking, context_management, output_config, metadata, unknown fields)
+// passes unread.
+func checkMessages(req *messagesRequest) error {
 	if len(req.Messages) == 0 {
-		return nil, errors.New("messages: must contain at least one message")
+		return errors.New("messages: must contain at least one message")
 	}
 	for i := range req.Messages {
-		role := req.Messages[i].Role
-		if role != "user" && role != "assistant" {
-			return nil, errors.New("messages." + strconv.Itoa(i) + ".role: must be \"user\" or \"assistant\"")
+		if !messageRoles[req.Messages[i].Role] {
+			return errors.New("messages." + strconv.Itoa(i) + ".role: must be \"user\", \"assistant\" or \"system\"")
 		}
 	}
 	if err := checkCacheControl("system", req.System); err != nil {
-		return nil, err
+		return err
 	}
 	for i := range req.Messages {
 		if err := checkCacheControl("messages."+strconv.Itoa(i)+".content", &req.Messages[i].Content); err != nil {
-			return nil, err
+			return err
 		}
+	}
+	return nil
+}
+
+// parseCountTokens decodes and validates a count_tokens request: a
+// messages request without max_tokens.
+func parseCountTokens(body []byte) (*messagesRequest, error) {
+	var req messagesRequest
+	if err := decodeJSON(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Model == "" {
+		return nil, errors.New("model: Field required")
+	}
+	if !serves(req.Model, famMessages) {
+		return &req, errModel
+	}
+	if err := checkMessages(&req); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+// compactRequest is the part of a responses compact request the sim reads.
+// input is optional upstream (previous_response_id may name the
+// conversation instead); the sim keeps no conversations, so without input
+// it compacts the instructions alone.
+type compactRequest struct {
+	Model        string     `json:"model"`
+	Input        *respInput `json:"input"`
+	Instructions *string    `json:"instructions"`
+}
+
+// parseCompact decodes and validates a responses compact request.
+func parseCompact(body []byte) (*compactRequest, error) {
+	var req compactRequest
+	if err := decodeJSON(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Model == "" {
+		return nil, errors.New("`model` is required")
+	}
+	if !serves(req.Model, famResponses) {
+		return &req, errModel
 	}
 	return &req, nil
 }
@@ -294,6 +356,18 @@ func checkCacheControl(where string, c *content) error {
 		}
 	}
 	return nil
+}
+
+// compactionTrigger reports whether a responses input asks for a
+// compaction: an item of type compaction_trigger, as Codex CLI sends it
+// (remote compaction v2) instead of calling /v1/responses/compact.
+func (in *respInput) compactionTrigger() bool {
+	for i := range in.items {
+		if in.items[i].Type == "compaction_trigger" {
+			return true
+		}
+	}
+	return false
 }
 
 // errModel marks a request whose model the endpoint does not serve.

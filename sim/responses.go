@@ -15,6 +15,9 @@ type respReply struct {
 	maxOut     *int64
 	rep        reply
 	c          Counts
+	// compaction, when set, is the encrypted_content of the one output
+	// item, a compaction (the input had a compaction_trigger item).
+	compaction []byte
 }
 
 // finalStatus is the status of the finished response.
@@ -57,6 +60,12 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, cfg *config) 
 		rep:     buildReply(req.Model, echo, limit),
 	}
 	c.Completion, c.Capped = x.rep.words(), x.rep.capped
+	if req.Input.compactionTrigger() {
+		x.rep = reply{}
+		c.Completion, c.Capped = CompactTokens, false
+		x.itemID = s.id(itemBuf[:0], "cmp_")
+		x.compaction = appendHex([]byte("sim-compaction-"), fnvBytes(fnvString(fnvOffset, req.Model), sc.body.Bytes()), 16)
+	}
 	x.c = c
 
 	if !req.Stream {
@@ -91,6 +100,31 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, cfg *config) 
 		if !st.event(b) {
 			return
 		}
+	}
+	if x.compaction != nil {
+		// One item, whole when added; its done event is the one content
+		// event (timing and cuts apply to it).
+		begin("response.output_item.added")
+		b = append(b, `,"output_index":0,"item":`...)
+		b = x.appendItem(b, true)
+		end()
+		if !st.event(b) {
+			return
+		}
+		begin("response.output_item.done")
+		b = append(b, `,"output_index":0,"item":`...)
+		b = x.appendItem(b, true)
+		end()
+		if !st.content(0, b) {
+			return
+		}
+		st.contentDone()
+		begin("response.completed")
+		b = append(b, `,"response":`...)
+		b = x.appendResponse(b, true)
+		end()
+		st.event(b)
+		return
 	}
 	begin("response.output_item.added")
 	b = append(b, `,"output_index":0,"item":`...)
@@ -169,6 +203,11 @@ func (x *respReply) appendPart(b []byte) []byte {
 func (x *respReply) appendItem(b []byte, done bool) []byte {
 	b = append(b, `{"id":"`...)
 	b = append(b, x.itemID...)
+	if x.compaction != nil {
+		b = append(b, `","type":"compaction","encrypted_content":"`...)
+		b = append(b, x.compaction...)
+		return append(b, `"}`...)
+	}
 	b = append(b, `","type":"message","status":"`...)
 	if !done {
 		b = append(b, `in_progress","content":[]`...)
@@ -211,17 +250,22 @@ func (x *respReply) appendResponse(b []byte, done bool) []byte {
 	}
 	b = append(b, `],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"service_tier":"default","store":false,"temperature":1.0,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled","usage":`...)
 	if done {
-		b = append(b, `{"input_tokens":`...)
-		b = appendInt(b, x.c.Prompt)
-		b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
-		b = appendInt(b, x.c.Cached)
-		b = append(b, `},"output_tokens":`...)
-		b = appendInt(b, x.c.Completion)
-		b = append(b, `,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":`...)
-		b = appendInt(b, x.c.Prompt+x.c.Completion)
-		b = append(b, '}')
+		b = appendResponsesUsage(b, x.c)
 	} else {
 		b = append(b, "null"...)
 	}
 	return append(b, `,"user":null,"metadata":{}}`...)
+}
+
+// appendResponsesUsage appends a responses usage object.
+func appendResponsesUsage(b []byte, c Counts) []byte {
+	b = append(b, `{"input_tokens":`...)
+	b = appendInt(b, c.Prompt)
+	b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
+	b = appendInt(b, c.Cached)
+	b = append(b, `},"output_tokens":`...)
+	b = appendInt(b, c.Completion)
+	b = append(b, `,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":`...)
+	b = appendInt(b, c.Prompt+c.Completion)
+	return append(b, '}')
 }

@@ -229,6 +229,8 @@ const (
 	routeSystemOne
 	routeModels
 	routeImageFile
+	routeCountTokens
+	routeCompact
 )
 
 // match maps a path to its route, the method it needs and, for video
@@ -241,6 +243,10 @@ func match(path string) (rt route, method, id string) {
 		return routeResponses, http.MethodPost, ""
 	case "/v1/messages":
 		return routeMessages, http.MethodPost, ""
+	case countTokensPath:
+		return routeCountTokens, http.MethodPost, ""
+	case compactPath:
+		return routeCompact, http.MethodPost, ""
 	case "/v1/images/generations":
 		return routeImages, http.MethodPost, ""
 	case "/v1/images/edits":
@@ -276,7 +282,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cfg := s.cfg.Load()
 	rt, method, id := match(r.URL.Path)
 	sh := shapeOpenAI
-	if rt == routeMessages {
+	if rt == routeMessages || rt == routeCountTokens {
 		sh = shapeAnthropic
 	}
 	if rt == routeNone {
@@ -327,6 +333,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.responses(w, r, cfg)
 	case routeMessages:
 		s.messages(w, r, cfg)
+	case routeCountTokens:
+		s.countTokens(w, r)
+	case routeCompact:
+		s.compact(w, r)
 	case routeImages:
 		s.images(w, r)
 	case routeImageEdits:

@@ -317,7 +317,9 @@ func TestEndpointsAndStatuses(t *testing.T) {
 	}{
 		{"POST /v1/chat/completions", relay, bearer},
 		{"POST /v1/responses", relay, bearer},
+		{"POST /v1/responses/compact", relay, bearer},
 		{"POST /v1/messages", relay, messages},
+		{"POST /v1/messages/count_tokens", []string{"200", "400", "401", "403", "404", "429", "503", "default"}, messages},
 		{"POST /v1/images/generations", relay, bearer},
 		{"POST /v1/images/edits", relay, bearer},
 		{"POST /v1/videos/generations", relay, bearer},
