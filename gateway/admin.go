@@ -320,28 +320,6 @@ func (g *Gateway) adminLines(w http.ResponseWriter, _ *http.Request, _ httproute
 	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": g.lines.health()})
 }
 
-// handleModels lists the models the key's route serves (spec 2.11).
-func (g *Gateway) handleModels(w http.ResponseWriter, r *http.Request, _ httprouter.Params, info *reqInfo) error {
-	k, err := g.authenticate(r.Context(), r, false, info)
-	if err != nil {
-		return err
-	}
-	type item struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
-	data := []item{}
-	for _, m := range g.host.Catalog().Models() {
-		if !keyMayCall(k, m) {
-			continue
-		}
-		data = append(data, item{ID: m.ID, Object: "model", Created: 1758240000, OwnedBy: ownerOf(m.ID)})
-	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
-}
-
 func keyMayCall(k store.Key, m pricing.Model) bool {
 	if contains(k.Exclude, m.ID) {
 		return false
