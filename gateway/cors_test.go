@@ -65,7 +65,9 @@ func TestCORSPreflight(t *testing.T) {
 // TestCORSConfigured: only the configured origins get CORS headers, and
 // cors.disable turns it all off.
 func TestCORSConfigured(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CORS = CORSConfig{Origins: []string{"https://app.example", "https://*.tools.example"}} })
+	e := newEnv(t, func(c *Config) {
+		c.CORS = CORSConfig{Origins: []string{"https://app.example", "https://*.tools.example"}}
+	})
 	for origin, allowed := range map[string]bool{
 		"https://app.example": true, "https://a.tools.example": true, "https://evil.example": false,
 	} {

@@ -51,7 +51,7 @@ func TestHeaderFilter(t *testing.T) {
 			"X-Ratelimit-Limit-Tokens": "800000", "Set-Cookie": "__cf_bm=abc; path=/",
 			"Provider-Request-Id": "req_011CUpstream", "Request-Id": "", "Upstream-Request-Id": "",
 			"X-Request-Id": "req_ours", // the gateway's, whatever the list says
-			"Connection": "", "X-Hop": "", "Access-Control-Allow-Origin": "",
+			"Connection":   "", "X-Hop": "", "Access-Control-Allow-Origin": "",
 		}},
 		{"nothing configurable dropped", HeadersConfig{Drop: []string{}, RequestIDs: []string{}}, map[string]string{
 			"Openai-Organization": "org-operator", "X-Ratelimit-Limit-Tokens": "800000",
