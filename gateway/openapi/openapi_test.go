@@ -317,6 +317,7 @@ func TestEndpointsAndStatuses(t *testing.T) {
 	}{
 		{"POST /v1/chat/completions", relay, bearer},
 		{"POST /v1/responses", relay, bearer},
+		{"GET /v1/responses", []string{"405", "426", "default"}, none},
 		{"POST /v1/messages", relay, messages},
 		{"POST /v1/images/generations", relay, bearer},
 		{"POST /v1/images/edits", relay, bearer},
@@ -325,7 +326,7 @@ func TestEndpointsAndStatuses(t *testing.T) {
 		{"GET /v1/videos/{request_id}/content", video, bearer},
 		{"POST /v1/systemone", typed, bearer},
 		{"POST /v1/system_one", typed, bearer},
-		{"GET /v1/models", []string{"200", "401", "default"}, bearer},
+		{"GET /v1/models", []string{"200", "400", "401", "default"}, bearer},
 		{"GET /api/pricing", []string{"200", "304", "429", "default"}, none},
 		{"GET /openapi.json", []string{"200", "304", "default"}, none},
 		{"GET /pricing", []string{"200", "304", "default"}, none},
