@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -19,6 +20,7 @@ import (
 // token; an sk- API key never opens it.
 func (g *Gateway) adminRoutes(r *httprouter.Router) {
 	r.POST("/admin/accounts", g.handle("admin", g.admin(g.adminCreateAccount)))
+	r.GET("/admin/accounts", g.handle("admin", g.admin(g.adminListAccounts)))
 	r.GET("/admin/accounts/:account", g.handle("admin", g.admin(g.adminBalance)))
 	r.POST("/admin/accounts/:account/credit", g.handle("admin", g.admin(g.adminCredit)))
 	r.GET("/admin/accounts/:account/charges", g.handle("admin", g.admin(g.adminCharges)))
@@ -81,13 +83,54 @@ type AccountView struct {
 	AvailableUSD string `json:"available_usd"` // balance minus holds
 	BalanceNano  int64  `json:"balance_nano"`
 	HeldNano     int64  `json:"held_nano"`
+	Created      string `json:"created,omitempty"` // RFC 3339, UTC
 }
 
 func accountView(a store.Account) AccountView {
-	return AccountView{
+	v := AccountView{
 		ID: a.ID, BalanceUSD: a.Balance.Fixed(), HeldUSD: a.Held.Fixed(), AvailableUSD: a.Available().Fixed(),
 		BalanceNano: int64(a.Balance), HeldNano: int64(a.Held),
 	}
+	if !a.Created.IsZero() {
+		v.Created = a.Created.UTC().Format(time.RFC3339)
+	}
+	return v
+}
+
+// maxAdminAccounts bounds a page of GET /admin/accounts (one more is asked
+// of the store, to know whether there is a next page).
+const maxAdminAccounts = 500
+
+// adminListAccounts lists accounts in id order, a page at a time: limit
+// (1 to 500, default 100) after the id after; has_more says whether a
+// next page exists, asked for with after = the last id.
+func (g *Gateway) adminListAccounts(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ *reqInfo) error {
+	q := r.URL.Query()
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxAdminAccounts {
+			return badRequest("limit", "limit must be an integer from 1 to %d", maxAdminAccounts)
+		}
+		limit = n
+	}
+	after := q.Get("after")
+	if after != "" && !validAccountID(after) {
+		return badRequest("after", "after must be an account id (1–64 characters of letters, digits, '-', '_' or '.')")
+	}
+	as, err := g.store.ListAccounts(r.Context(), after, limit+1)
+	if err != nil {
+		return err
+	}
+	more := len(as) > limit
+	if more {
+		as = as[:limit]
+	}
+	out := make([]AccountView, len(as))
+	for i, a := range as {
+		out[i] = accountView(a)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out, "has_more": more})
 }
 
 func storeErr(err error, what string) error {
@@ -318,28 +361,6 @@ func (g *Gateway) adminRevokeKey(w http.ResponseWriter, r *http.Request, _ httpr
 
 func (g *Gateway) adminLines(w http.ResponseWriter, _ *http.Request, _ httprouter.Params, _ *reqInfo) error {
 	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": g.lines.health()})
-}
-
-// handleModels lists the models the key's route serves (spec 2.11).
-func (g *Gateway) handleModels(w http.ResponseWriter, r *http.Request, _ httprouter.Params, info *reqInfo) error {
-	k, err := g.authenticate(r.Context(), r, false, info)
-	if err != nil {
-		return err
-	}
-	type item struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
-	data := []item{}
-	for _, m := range g.host.Catalog().Models() {
-		if !keyMayCall(k, m) {
-			continue
-		}
-		data = append(data, item{ID: m.ID, Object: "model", Created: 1758240000, OwnedBy: ownerOf(m.ID)})
-	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 func keyMayCall(k store.Key, m pricing.Model) bool {

@@ -65,6 +65,8 @@ type Config struct {
 	Limits  LimitsConfig  `yaml:"limits"`
 	Server  ServerConfig  `yaml:"server"`
 	Retry   RetryConfig   `yaml:"retry"`
+	Headers HeadersConfig `yaml:"headers"`
+	CORS    CORSConfig    `yaml:"cors"`
 	Routes  []RouteConfig `yaml:"routes"`
 	Lines   []LineConfig  `yaml:"lines"`
 }
@@ -395,6 +397,12 @@ func (c *Config) Resolve() error {
 		return err
 	}
 	if err := c.Retry.resolve(); err != nil {
+		return err
+	}
+	if err := c.Headers.resolve(); err != nil {
+		return err
+	}
+	if err := c.CORS.resolve(); err != nil {
 		return err
 	}
 

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,17 @@ func TestExampleConfigIsValid(t *testing.T) {
 	if len(c.Lines) != 4 || c.Lines[0].UpstreamKey() != "upstream" || c.Routes[1].Rate.Rate != 20 ||
 		c.Retry.Max429Wait != 10*time.Second || c.Retry.AffinityTTL != time.Hour {
 		t.Fatalf("example: %+v", c)
+	}
+	// The example's headers: and cors: sections are the defaults.
+	var d Config
+	if err := d.Headers.resolve(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CORS.resolve(); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(c.Headers) != fmt.Sprint(d.Headers) || fmt.Sprint(c.CORS) != fmt.Sprint(d.CORS) {
+		t.Errorf("example headers %+v cors %+v, defaults %+v %+v", c.Headers, c.CORS, d.Headers, d.CORS)
 	}
 }
 

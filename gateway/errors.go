@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/sdk/abi"
@@ -20,7 +21,12 @@ type Error struct {
 	Type       string
 	Code       any // string, integer or nil
 	Message    string
-	RetryAfter int // seconds; sent as Retry-After when > 0
+	RetryAfter int // seconds; sent as Retry-After when > 0 (every 429 and 503 sends at least 1)
+	// retryWait is the wait to the millisecond when it is known (a rate
+	// limiter's delay), sent as retry-after-ms; else RetryAfter × 1000.
+	retryWait time.Duration
+	// retry overrides the x-should-retry hint the status implies (retryHints).
+	retry retryHint
 	// refusal marks a call turned away by design (overload, shutdown): the
 	// access log records it, but it is not logged as a failure.
 	refusal bool
@@ -30,6 +36,47 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// retryHint says whether the SDKs should retry an answer: x-should-retry.
+type retryHint uint8
+
+const (
+	hintByStatus retryHint = iota // true on 429 and 503, false on 402 and 403, else none
+	hintRetry                     // true: a retry can succeed
+	hintNoRetry                   // false: a retry cannot fix it
+)
+
+// retryHints are the headers the OpenAI and Anthropic SDKs read before
+// their own rules (README "Retry hints"): every 429 and 503 carries a wait,
+// Retry-After in whole seconds (at least 1) and retry-after-ms beside it;
+// x-should-retry is "false" on answers a retry cannot fix (402, 403, a 503
+// because no line serves the model at all) and "true" on overload, rate
+// limits and an upstream's transient failure. should is "" when the
+// status says it all.
+func (e *Error) retryHints() (secs int, ms int64, should string) {
+	busy := e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable
+	switch {
+	case e.retry == hintRetry:
+		should = "true"
+	case e.retry == hintNoRetry:
+		should = "false"
+	case busy:
+		should = "true"
+	case e.Status == http.StatusPaymentRequired || e.Status == http.StatusForbidden:
+		should = "false"
+	}
+	secs = e.RetryAfter
+	if busy && secs <= 0 {
+		secs = 1
+	}
+	if secs > 0 {
+		ms = int64(secs) * 1000
+		if w := e.retryWait.Milliseconds(); e.retryWait > 0 && w < ms {
+			ms = max(w, 1)
+		}
+	}
+	return secs, ms, should
+}
 
 // logText is what a log line says of the error: a provider's status only,
 // or the gateway's message, bounded.
@@ -70,6 +117,14 @@ func notFound(format string, args ...any) *Error {
 
 func unavailable(code, format string, args ...any) *Error {
 	return errf(http.StatusServiceUnavailable, "service_unavailable_error", code, format, args...)
+}
+
+// unserved is the 503 of a model no line is configured to serve: a retry
+// cannot fix it, so it carries x-should-retry: false.
+func unserved(format string, args ...any) *Error {
+	e := unavailable("no_line_available", format, args...)
+	e.retry = hintNoRetry
+	return e
 }
 
 // refusal is a 503 the gateway gives by design, asking the client to retry
@@ -145,8 +200,13 @@ func (g *Gateway) writeError(w http.ResponseWriter, rid string, err error) *Erro
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Request-Id", rid)
-	if e.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	secs, ms, should := e.retryHints()
+	if secs > 0 {
+		h.Set("Retry-After", strconv.Itoa(secs))
+		h.Set("Retry-After-Ms", strconv.FormatInt(ms, 10))
+	}
+	if should != "" {
+		h.Set("X-Should-Retry", should)
 	}
 	h.Del("Content-Length")
 	w.WriteHeader(e.Status)

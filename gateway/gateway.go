@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,8 @@ type Gateway struct {
 	keys   *keyCache
 	limits *limiters
 	router *httprouter.Router
+	front  http.Handler  // router behind CORS (cors.go)
+	hdrs   *headerFilter // cleans upstream response headers (headers.go)
 	met    *metrics
 
 	settling *settling // calls answered but not yet settled, per account
@@ -95,12 +98,14 @@ func New(o Options) (*Gateway, error) {
 	g.met = newMetrics(g)
 	g.conns = newConnBounds(o.Config, o.Logger)
 	g.met.reg.MustRegister(g.conns.collectors()...)
+	g.hdrs = newHeaderFilter(o.Config.Headers)
 	g.router = g.routes()
+	g.front = withCORS(o.Config.CORS, slices.Concat(corsExposed, g.hdrs.renamed()), g.router)
 	return g, nil
 }
 
 // Handler is the gateway's HTTP handler.
-func (g *Gateway) Handler() http.Handler { return g.router }
+func (g *Gateway) Handler() http.Handler { return g.front }
 
 // Drain waits for in-flight relayed calls to finish, or ctx to end.
 func (g *Gateway) Drain(ctx context.Context) error {
@@ -127,6 +132,7 @@ func (g *Gateway) routes() *httprouter.Router {
 			r.POST(alias, g.handle(ep.Label(), g.relayHandler(ep)))
 		}
 	}
+	r.GET("/v1/responses", g.handle("responses_websocket", g.handleResponsesGet))
 	r.GET("/v1/models", g.handle("models", g.handleModels))
 	r.GET("/v1/videos/:id", g.handle("video_status", g.handleVideoStatus))
 	r.GET("/v1/videos/:id/content", g.handle("video_content", g.handleVideoContent))

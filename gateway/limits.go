@@ -77,7 +77,9 @@ func take(b *rate.Limiter, now time.Time, msg string) error {
 		return nil
 	}
 	r.CancelAt(now)
-	return rateLimited(msg, int(math.Ceil(d.Seconds())))
+	e := rateLimited(msg, int(math.Ceil(d.Seconds())))
+	e.retryWait = d
+	return e
 }
 
 func rateLimited(msg string, after int) *Error {

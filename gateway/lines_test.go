@@ -157,8 +157,9 @@ func TestUpstreamStatuses(t *testing.T) {
 		msg    string
 	}{
 		{"provider rate limit", sim.Options{Status: 429, RetryAfter: 7}, 429, "7", "rate limiting"},
-		{"provider overloaded", sim.Options{Status: 503}, 503, "", "overloaded"},
-		{"provider down", sim.Options{Status: 502}, 503, "", "no line could serve"},
+		// Every 503 says when to retry (README "SDKs, tools and browsers").
+		{"provider overloaded", sim.Options{Status: 503}, 503, "1", "overloaded"},
+		{"provider down", sim.Options{Status: 502}, 503, "1", "no line could serve"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,6 +171,9 @@ func TestUpstreamStatuses(t *testing.T) {
 			msg, _, _ := errBody(t, data)
 			if st != tc.status || h.Get("Retry-After") != tc.retry || !strings.Contains(msg, tc.msg) {
 				t.Fatalf("%d Retry-After %q %q", st, h.Get("Retry-After"), msg)
+			}
+			if h.Get("Retry-After-Ms") != tc.retry+"000" || h.Get("X-Should-Retry") != "true" {
+				t.Errorf("retry-after-ms %q, x-should-retry %q", h.Get("Retry-After-Ms"), h.Get("X-Should-Retry"))
 			}
 			if b := e.balance("acme"); b.Balance.String() != "10" || b.Held != 0 {
 				t.Fatalf("charged: %+v", b)

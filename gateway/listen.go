@@ -177,8 +177,12 @@ func (b *connBounds) answer(e *Error, rid string) []byte {
 	out := make([]byte, 0, 256+len(j))
 	out = fmt.Appendf(out, "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Length: %d\r\nContent-Type: application/json\r\n",
 		e.Status, http.StatusText(e.Status), len(j))
-	if e.RetryAfter > 0 {
-		out = fmt.Appendf(out, "Retry-After: %d\r\n", e.RetryAfter)
+	secs, ms, should := e.retryHints()
+	if secs > 0 {
+		out = fmt.Appendf(out, "Retry-After: %d\r\nRetry-After-Ms: %d\r\n", secs, ms)
+	}
+	if should != "" {
+		out = fmt.Appendf(out, "X-Should-Retry: %s\r\n", should)
 	}
 	out = fmt.Appendf(out, "X-Request-Id: %s\r\n\r\n", rid)
 	return append(out, j...)

@@ -226,6 +226,11 @@ func TestOpenAPIConformance(t *testing.T) {
 		{name: "responses with a compaction trigger", method: "POST", path: "/v1/responses", header: bearer,
 			body: []byte(`{"model":"modelb-6.1-sol","store":false,"include":["reasoning.encrypted_content"],"prompt_cache_key":"k","input":[{"role":"user","content":"hi"},{"type":"compaction_trigger"}]}`), wantStatus: 200},
 		{name: "models", method: "GET", path: "/v1/models", header: bearer, wantStatus: 200},
+		{name: "models, Anthropic shape", method: "GET", path: "/v1/models", header: withBearer("anthropic-version", "2023-06-01"), wantStatus: 200},
+		{name: "models, Anthropic shape, a page", method: "GET", path: "/v1/models?limit=2&after_id=modelf-flash", header: withBearer("anthropic-version", "2023-06-01"), wantStatus: 200},
+		{name: "400 models limit", method: "GET", path: "/v1/models?limit=0", header: withBearer("anthropic-version", "2023-06-01"), wantStatus: 400, wantInvalid: true},
+		{name: "426 responses WebSocket", method: "GET", path: "/v1/responses", header: map[string]string{"Upgrade": "websocket", "Connection": "Upgrade"}, wantStatus: 426},
+		{name: "405 responses GET", method: "GET", path: "/v1/responses", wantStatus: 405},
 		{name: "price table", method: "GET", path: "/api/pricing", wantStatus: 200},
 		{name: "price table again", method: "GET", path: "/api/pricing", wantStatus: 200},
 		{name: "openapi document", method: "GET", path: "/openapi.json", wantStatus: 200},
@@ -280,8 +285,11 @@ func TestOpenAPIConformance(t *testing.T) {
 					t.Errorf("the message %q does not end with the request id %q", msg, rid)
 				}
 			}
-			if x.wantStatus == 429 && hdr.Get("Retry-After") == "" {
-				t.Error("429 without Retry-After")
+			if x.wantStatus == 429 && (hdr.Get("Retry-After") == "" || hdr.Get("Retry-After-Ms") == "" || hdr.Get("X-Should-Retry") != "true") {
+				t.Errorf("429 without its retry hints: %v", hdr)
+			}
+			if (x.wantStatus == 402 || x.wantStatus == 403 || x.wantStatus == 426) && hdr.Get("X-Should-Retry") != "false" {
+				t.Errorf("%d without x-should-retry: false", x.wantStatus)
 			}
 		})
 	}
@@ -363,8 +371,8 @@ func TestOpenAPIConformanceOverloaded(t *testing.T) {
 	h, body := c.run(t, e, exchange{method: "POST", path: "/v1/chat/completions",
 		header: map[string]string{"Authorization": "Bearer " + key},
 		body:   []byte(chatBody("modelf-flash", "hi")), wantStatus: 503})
-	if _, _, code := errBody(t, body); code != "overloaded" || h.Get("Retry-After") != "1" {
-		t.Errorf("code %v, Retry-After %q", code, h.Get("Retry-After"))
+	if _, _, code := errBody(t, body); code != "overloaded" || h.Get("Retry-After") != "1" || h.Get("Retry-After-Ms") != "1000" || h.Get("X-Should-Retry") != "true" {
+		t.Errorf("code %v, Retry-After %q, retry-after-ms %q, x-should-retry %q", code, h.Get("Retry-After"), h.Get("Retry-After-Ms"), h.Get("X-Should-Retry"))
 	}
 }
 

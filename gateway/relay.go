@@ -522,7 +522,7 @@ func (g *Gateway) send(ctx context.Context, c *call) (*upstream, error) {
 // breaker is not open; whichever line answers is remembered for the next.
 func (g *Gateway) sendPlan(ctx context.Context, c *call, plan []*line) (*upstream, error) {
 	if len(plan) == 0 && !g.anyLineFor(c) {
-		return nil, unavailable("no_line_available", "no line is configured to serve %q on route %q", c.model.ID, c.route)
+		return nil, unserved("no line is configured to serve %q on route %q", c.model.ID, c.route)
 	}
 	var ak uint64 // the conversation's affinity key; 0: none
 	if g.affinity != nil {
@@ -972,21 +972,6 @@ func isEventStream(resp *http.Response) bool {
 	return strings.HasPrefix(strings.TrimSpace(strings.ToLower(ct)), "text/event-stream")
 }
 
-// response headers never copied from upstream.
-var dropResponseHeaders = map[string]bool{
-	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Connection": true,
-	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Content-Length": true,
-	"Set-Cookie": true, "X-Request-Id": true, "Date": true, "Server": true,
-}
-
-func copyResponseHeaders(dst, src http.Header) {
-	for k, vs := range src {
-		if !dropResponseHeaders[k] {
-			dst[k] = vs
-		}
-	}
-}
-
 // maxUpstreamBody caps a JSON response read into memory.
 const maxUpstreamBody = 256 << 20
 
@@ -1023,7 +1008,7 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 	}
 	c.answered = g.settling.begin(c.key.Account)
 	h := w.Header()
-	copyResponseHeaders(h, up.resp.Header)
+	g.copyResponseHeaders(h, up.resp.Header)
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(up.resp.StatusCode)
 	_, _ = w.Write(data)
@@ -1068,7 +1053,7 @@ func (g *Gateway) relayUncharged(ctx context.Context, w http.ResponseWriter, c *
 		return unavailable("upstream_error", "the provider's answer was cut before it was complete; retry")
 	}
 	h := w.Header()
-	copyResponseHeaders(h, up.resp.Header)
+	g.copyResponseHeaders(h, up.resp.Header)
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(up.resp.StatusCode)
 	_, _ = w.Write(data)

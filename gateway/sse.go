@@ -27,7 +27,7 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *cal
 	stripUsage := c.ep.name == pricing.EndpointChat && !c.sum.includeUsage
 	meter := c.ep.meter()
 	h := w.Header()
-	copyResponseHeaders(h, up.resp.Header)
+	g.copyResponseHeaders(h, up.resp.Header)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(up.resp.StatusCode)

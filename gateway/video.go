@@ -46,7 +46,7 @@ func acceptVideo(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call
 		g.log.Error("record video job", "request_id", c.info.rid, "job", acc.RequestID, "error", err.Error())
 	}
 	h := w.Header()
-	copyResponseHeaders(h, up.resp.Header)
+	g.copyResponseHeaders(h, up.resp.Header)
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(up.resp.StatusCode)
 	_, _ = w.Write(data)
@@ -80,7 +80,7 @@ func (g *Gateway) videoJob(r *http.Request, ps httprouter.Params, info *reqInfo)
 	info.model, info.route = job.Model, job.Route
 	l := g.lines.byName[job.Line]
 	if l == nil {
-		return store.Job{}, nil, unavailable("no_line_available", "the line %q that runs job %q is no longer configured", job.Line, id)
+		return store.Job{}, nil, unserved("the line %q that runs job %q is no longer configured", job.Line, id)
 	}
 	info.line = l.cfg.Name
 	return job, l, nil
@@ -146,7 +146,7 @@ func (g *Gateway) handleVideoStatus(w http.ResponseWriter, r *http.Request, ps h
 		}
 	}
 	h := w.Header()
-	copyResponseHeaders(h, resp.Header)
+	g.copyResponseHeaders(h, resp.Header)
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(data)
@@ -172,7 +172,7 @@ func (g *Gateway) handleVideoContent(w http.ResponseWriter, r *http.Request, ps 
 		return g.upstreamError(&upstream{resp: resp, line: l})
 	}
 	h := w.Header()
-	copyResponseHeaders(h, resp.Header)
+	g.copyResponseHeaders(h, resp.Header)
 	if resp.ContentLength >= 0 {
 		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
 	}

@@ -436,3 +436,42 @@ func journal(txn *badger.Txn, acct *accountRec, e entryRec) (entryRec, error) {
 	}
 	return e, nil
 }
+
+// ListAccounts lists the accounts whose id sorts after after, in id order,
+// at most limit (≤ 0 or above MaxAccountPage: MaxAccountPage). Held counts
+// the open holds as Balance does; it loads nothing into memory.
+func (b *Badger) ListAccounts(ctx context.Context, after string, limit int) ([]Account, error) {
+	if limit <= 0 || limit > MaxAccountPage {
+		limit = MaxAccountPage
+	}
+	var recs []accountRec
+	err := b.view(ctx, func(txn *badger.Txn) error {
+		prefix := []byte(prefixAccount)
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		opts.PrefetchSize = min(limit, 100)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		start := prefix
+		if after != "" {
+			start = append(accountKey(after), 0) // the first key past after's
+		}
+		for it.Seek(start); it.ValidForPrefix(prefix) && len(recs) < limit; it.Next() {
+			key := it.Item().KeyCopy(nil)
+			var r accountRec
+			if err := it.Item().Value(func(v []byte) error { return r.decode(key, v) }); err != nil {
+				return err
+			}
+			recs = append(recs, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Account, len(recs))
+	for i, r := range recs {
+		out[i] = b.mem.view(r)
+	}
+	return out, nil
+}

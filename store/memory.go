@@ -181,3 +181,24 @@ func (a *acctMem) api() Account {
 	acct.Held += pricing.Nano(a.held)
 	return acct
 }
+
+// view is the account of rec, read from the ledger, as the API shows it:
+// the record this process has in memory when it has one loaded (it is the
+// last committed), with the open holds of this process counted. It adds
+// nothing to memory.
+func (m *memory) view(rec accountRec) Account {
+	m.mu.RLock()
+	a := m.accounts[rec.ID]
+	m.mu.RUnlock()
+	if a == nil {
+		return rec.api()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.loaded {
+		return a.api()
+	}
+	acct := rec.api()
+	acct.Held += pricing.Nano(a.held)
+	return acct
+}

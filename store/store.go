@@ -131,9 +131,17 @@ type Ledger interface {
 	Charges(ctx context.Context, account string, limit int) ([]Entry, error)
 }
 
+// MaxAccountPage bounds a page of ListAccounts.
+const MaxAccountPage = 1000
+
 // Keys keeps accounts' API keys.
 type Keys interface {
 	CreateAccount(ctx context.Context, id string) (Account, error)
+	// ListAccounts lists the accounts whose id sorts after after ("" from
+	// the first), in id order, at most limit (≤ 0 or above MaxAccountPage
+	// means MaxAccountPage): one page, the last id being the next page's
+	// after.
+	ListAccounts(ctx context.Context, after string, limit int) ([]Account, error)
 	// CreateKey stores k (whose Hash is already set); ErrExists on a duplicate.
 	CreateKey(ctx context.Context, k Key) error
 	KeyByHash(ctx context.Context, hash string) (Key, error)

@@ -91,6 +91,35 @@ func subcommand(args []string, name string, subs ...string) (string, []string, e
 	return "", nil, fmt.Errorf("relay %s: unknown subcommand %q (want %s)", name, args[0], strings.Join(subs, ", "))
 }
 
+// parseInterleaved parses args with fs, flags and positional arguments in
+// any order (the flag package stops at the first positional, so it is
+// called again on what follows each one); "--" ends the flags. It returns
+// the positional arguments.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+// noArgs is the error for positional arguments a subcommand does not take.
+func noArgs(cmd string, pos []string) error {
+	if len(pos) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: unexpected argument %q (flags start with -)", cmd, pos[0])
+}
+
 func runKeys(args []string) error {
 	sub, rest, err := subcommand(args, "keys", "create", "list", "revoke")
 	if err != nil {
@@ -101,8 +130,14 @@ func runKeys(args []string) error {
 	account := fs.String("account", "", "account id")
 	route := fs.String("route", "", "route name, or auto")
 	exclude := fs.String("exclude", "", "comma-separated models the key may not call")
-	if err := fs.Parse(rest); err != nil {
+	pos, err := parseInterleaved(fs, rest)
+	if err != nil {
 		return exitCode(2)
+	}
+	if sub != "revoke" {
+		if err := noArgs("keys "+sub, pos); err != nil {
+			return err
+		}
 	}
 	c, err := newAdminClient(*server)
 	if err != nil {
@@ -142,12 +177,12 @@ func runKeys(args []string) error {
 		}
 		return tw.Flush()
 	case "revoke":
-		if fs.NArg() != 1 {
-			return errors.New("usage: relay keys revoke KEY (the key's id, key_…, or the key itself, sk-…)")
+		if len(pos) != 1 {
+			return errors.New("usage: relay keys revoke KEY [-server URL] (the key's id, key_…, or the key itself, sk-…)")
 		}
-		in := map[string]string{"id": fs.Arg(0)}
-		if strings.HasPrefix(fs.Arg(0), "sk-") {
-			in = map[string]string{"key": fs.Arg(0)}
+		in := map[string]string{"id": pos[0]}
+		if strings.HasPrefix(pos[0], "sk-") {
+			in = map[string]string{"key": pos[0]}
 		}
 		var out gateway.KeyView
 		if err := c.do("POST", "/admin/keys/revoke", in, &out); err != nil {
@@ -159,7 +194,7 @@ func runKeys(args []string) error {
 }
 
 func runAccounts(args []string) error {
-	sub, rest, err := subcommand(args, "accounts", "create", "credit", "balance", "charges")
+	sub, rest, err := subcommand(args, "accounts", "create", "credit", "balance", "charges", "list")
 	if err != nil {
 		return err
 	}
@@ -168,8 +203,19 @@ func runAccounts(args []string) error {
 	account := fs.String("account", "", "account id")
 	usd := fs.String("usd", "", "amount in USD, e.g. 1.50")
 	limit := fs.Int("limit", 50, "charges: how many entries")
-	if err := fs.Parse(rest); err != nil {
+	pos, err := parseInterleaved(fs, rest)
+	if err != nil {
 		return exitCode(2)
+	}
+	if err := noArgs("accounts "+sub, pos); err != nil {
+		return err
+	}
+	if sub == "list" {
+		c, err := newAdminClient(*server)
+		if err != nil {
+			return err
+		}
+		return listAccounts(c)
 	}
 	if *account == "" {
 		return fmt.Errorf("accounts %s: -account is required", sub)
@@ -215,4 +261,27 @@ func runAccounts(args []string) error {
 		return tw.Flush()
 	}
 	return nil
+}
+
+// listAccounts prints every account, asking for a page at a time.
+func listAccounts(c *adminClient) error {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tBALANCE_USD\tHELD_USD\tAVAILABLE_USD\tCREATED")
+	after := ""
+	for {
+		var page struct {
+			Data    []gateway.AccountView `json:"data"`
+			HasMore bool                  `json:"has_more"`
+		}
+		if err := c.do("GET", "/admin/accounts?limit=500&after="+url.QueryEscape(after), nil, &page); err != nil {
+			return err
+		}
+		for _, a := range page.Data {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, a.BalanceUSD, a.HeldUSD, a.AvailableUSD, a.Created)
+		}
+		if !page.HasMore || len(page.Data) == 0 {
+			return tw.Flush()
+		}
+		after = page.Data[len(page.Data)-1].ID
+	}
 }

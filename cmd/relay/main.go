@@ -14,11 +14,12 @@ usage:
   relay sim     [-addr 127.0.0.1:9090] [faults…]   run the simulated provider
   relay demo    [-addr 127.0.0.1:8080] [-data ./data] [-plugins ./build/plugins]
   relay keys     create -account A -route R [-exclude m1,m2] | list [-account A] | revoke KEY
-  relay accounts create -account A | credit -account A -usd 1.50 | balance -account A | charges -account A
+  relay accounts create -account A | credit -account A -usd 1.50 | balance -account A | charges -account A | list
   relay plugin  test PLUGIN.wasm DIR [-update]
 
 The admin commands talk to a running gateway: -server (default
-http://127.0.0.1:8080) and the admin token in RELAY_ADMIN_TOKEN.
+http://127.0.0.1:8080) and the admin token in RELAY_ADMIN_TOKEN. Flags may
+come before or after the other arguments.
 `
 
 func main() {

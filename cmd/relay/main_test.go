@@ -215,8 +215,13 @@ func TestAdminCLI(t *testing.T) {
 	if !strings.Contains(list, "economy") || !strings.Contains(list, "modelf-v4-pro") || strings.Contains(list, key) {
 		t.Fatalf("keys list: %s", list)
 	}
-	if out, _, code := cli(t, addr, "keys", "revoke", key); code != 0 || !strings.HasPrefix(out, "revoked key_") {
-		t.Fatalf("revoke: %q", out)
+	// Flags after the key, as people type them.
+	if out, errOut, code := cli(t, "", "keys", "revoke", key, "-server", "http://"+addr); code != 0 || !strings.HasPrefix(out, "revoked key_") {
+		t.Fatalf("revoke: %q %q", out, errOut)
+	}
+	accts, _, code := cli(t, addr, "accounts", "list")
+	if code != 0 || !strings.Contains(accts, "acme") || !strings.Contains(accts, "BALANCE_USD") {
+		t.Fatalf("accounts list: %q", accts)
 	}
 	// Errors: one clear line and a non-zero exit.
 	for _, args := range [][]string{
