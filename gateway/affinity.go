@@ -143,6 +143,14 @@ func (a *affinity) put(k uint64, l *line, now time.Time) {
 	s.m[k] = affinityEntry{l: l, exp: t + a.ttl}
 }
 
+// forget drops what is remembered for k.
+func (a *affinity) forget(k uint64) {
+	s := a.shard(k)
+	s.mu.Lock()
+	delete(s.m, k)
+	s.mu.Unlock()
+}
+
 // len is the number of conversations remembered (expired ones included
 // until they are found or evicted).
 func (a *affinity) len() int {

@@ -218,6 +218,34 @@ func TestAffinityMovesWhenTheLineFails(t *testing.T) {
 
 // The affinity map forgets a conversation after its ttl and stays within
 // its bound however many conversations come.
+// A remembered line whose answers become errors the caller gets (a 4xx
+// its upstream account gives: out of credit, a revoked key) does not keep
+// the conversation: such answers leave its breaker closed, so only the
+// affinity can let go, and the conversation's later calls spread again.
+func TestAffinityLetsGoOfALineAnswering4xx(t *testing.T) {
+	e := newEnv(t, twoAccounts)
+	e.account("acme", "10")
+	cc := chatConversation("conv-4xx")
+	first, _ := converse(t, e, "acme", cc, 1)
+	stuck := first[0]
+	e.sims[stuck].SetOptions(sim.Options{Status: 400})
+	key := e.key("acme", "standard")
+	if st, _, data := e.do("POST", cc.path, key, cc.body); st != 400 {
+		t.Fatalf("the remembered line answering 400: got %d %s", st, data)
+	}
+	// Later calls order the two lines at random again: in 20 of them the
+	// healthy line answers some (all 20 on the failing one: 2^-20).
+	ok := 0
+	for i := 0; i < 20; i++ {
+		if st, _, _ := e.do("POST", cc.path, key, cc.body); st == 200 {
+			ok++
+		}
+	}
+	if ok == 0 {
+		t.Fatalf("every later call of the conversation went to %s, answering 400", stuck)
+	}
+}
+
 func TestAffinityMapBounds(t *testing.T) {
 	e := newTryEnv(t, RetryConfig{}, "a", "b")
 	a := newAffinity(time.Minute)

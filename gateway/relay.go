@@ -534,8 +534,17 @@ func (g *Gateway) sendPlan(ctx context.Context, c *call, plan []*line) (*upstrea
 		}
 	}
 	up, err := g.sendOrdered(ctx, c, plan)
-	if up != nil && ak != 0 {
-		g.affinity.put(ak, up.line, time.Now())
+	if ak != 0 {
+		// Only a line that served the call keeps the conversation: one
+		// whose answer is an error the caller gets (a 4xx its account
+		// gives, say, out of credit upstream) would otherwise hold every
+		// later turn while its breaker, which counts such answers as
+		// served, stays closed.
+		if up != nil && up.resp.StatusCode >= 200 && up.resp.StatusCode <= 299 {
+			g.affinity.put(ak, up.line, time.Now())
+		} else {
+			g.affinity.forget(ak)
+		}
 	}
 	return up, err
 }
