@@ -502,3 +502,26 @@ func TestConversationIdentity(t *testing.T) {
 		}
 	}
 }
+
+// A provider's Retry-After passed on to the caller is whole seconds, at
+// least 1 and at most a day: a broken or hostile upstream's huge value
+// neither overflows retry-after-ms nor tells the SDKs to wait for years.
+func TestRetryAfterSecondsClamped(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"", 1}, {"0", 1}, {"-3", 1}, {"7", 7}, {" 12 ", 12}, {"soon", 1},
+		{"86400", 86400}, {"86401", 86400}, {"99999999", 86400}, {"9223372036854775807", 86400},
+		{time.Now().Add(1000 * time.Hour).UTC().Format(http.TimeFormat), 86400},
+	} {
+		got := retryAfterSeconds(tc.in)
+		if got != tc.want {
+			t.Errorf("retryAfterSeconds(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+		e := &Error{Status: http.StatusTooManyRequests, RetryAfter: got}
+		if secs, ms, _ := e.retryHints(); ms != int64(secs)*1000 || ms <= 0 {
+			t.Errorf("Retry-After %q: hints %d s, %d ms", tc.in, secs, ms)
+		}
+	}
+}

@@ -220,10 +220,10 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 		info := &reqInfo{rid: newRequestID(), start: g.now()}
 		w.Header().Set("X-Request-Id", info.rid)
 		sw := &statusWriter{ResponseWriter: w}
-		if r.ContentLength == 0 {
-			// Nothing to read: lift server.body_timeout at once, as
-			// bodyRead does once a body is in (a long download must not
-			// be cut by it).
+		if r.ContentLength == 0 || r.Method == http.MethodGet || r.Method == http.MethodHead {
+			// Nothing to read (a GET's body, chunked or not, is never
+			// read): lift server.body_timeout at once, as bodyRead does
+			// once a body is in (a long download must not be cut by it).
 			_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		}
 		err := fn(sw, r, ps, info)

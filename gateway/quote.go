@@ -2,8 +2,9 @@ package gateway
 
 import (
 	"strconv"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/modelrelay/modelrelay/internal/clip"
 )
 
 // Bounds on caller-supplied text (see RATIONALE.md, "Caller text in logs and
@@ -40,14 +41,8 @@ func quoted(s string) string {
 // escape per byte shown (\x80), and the length note of the largest int.
 const quotedMax = 2 + 4*quoteLimit + len("…(") + 19 + len(" bytes)")
 
-// cutAt returns n, or fewer when s[:n] would end inside a rune (at most
-// utf8.UTFMax-1 fewer: bytes of invalid UTF-8 are cut anywhere).
-func cutAt(s string, n int) int {
-	for i := 0; i < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(s[n]); i++ {
-		n--
-	}
-	return n
-}
+// cutAt is clip.At: n, or fewer so that s[:n] ends on a rune boundary.
+func cutAt(s string, n int) int { return clip.At(s, n) }
 
 // fieldPath returns a field path built from caller text (a typed question's
 // name, a form field's name, a plugin's field) for an error message: as it
@@ -69,12 +64,7 @@ func fieldPath(f string) string {
 // error, a parser's error) cut to n bytes on a rune boundary, with …(N bytes)
 // when it was cut, and with invalid UTF-8 replaced. It is not quoted: the
 // JSON of an error body and of a log line escapes control characters.
-func bounded(s string, n int) string {
-	if len(s) > n {
-		s = s[:cutAt(s, n)] + "…(" + strconv.Itoa(len(s)) + " bytes)"
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
-}
+func bounded(s string, n int) string { return clip.Text(s, n) }
 
 // checkUTF8 → 400 invalid_<field> naming the offset of the first byte of b
 // that is not UTF-8. what names the text ("the request body").

@@ -881,15 +881,18 @@ func (g *Gateway) anyLineFor(c *call) bool {
 func (l *line) Serves(model string) bool { return l.cfg.Serves(model) }
 
 // retryAfterSeconds converts a provider's Retry-After to whole seconds (≥ 1).
+// A wait beyond maxRetryWait (a broken or hostile upstream's "wait three
+// years") is passed on as maxRetryWait.
 func retryAfterSeconds(v string) int {
+	const most = int(maxRetryWait / time.Second)
 	if v == "" {
 		return 1
 	}
 	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-		return max(n, 1)
+		return min(max(n, 1), most)
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return max(int(time.Until(t).Seconds()+0.999), 1)
+		return min(max(int(time.Until(t).Seconds()+0.999), 1), most)
 	}
 	return 1
 }

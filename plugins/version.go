@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/modelrelay/modelrelay/internal/clip"
 	"github.com/modelrelay/modelrelay/internal/wasmmeter"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk/abi"
@@ -563,7 +564,10 @@ func (v *version) run(ctx context.Context, op abi.Op, opName string, req callReq
 	}
 	if gerr != nil {
 		if op == abi.OpSettle {
-			return v.fail(ctx, in, opName, fmt.Errorf("refused to price the usage: %w", gerr))
+			// The guest's words may quote the call's params (the caller's
+			// values) and are logged below and by the host's retry: bounded.
+			refused := &abi.Error{Code: gerr.Code, Field: clip.Text(gerr.Field, maxGuestText), Message: clip.Text(gerr.Message, maxGuestText)}
+			return v.fail(ctx, in, opName, fmt.Errorf("refused to price the usage: %w", refused))
 		}
 		v.put(in)
 		return gerr
@@ -651,3 +655,7 @@ func (t trap) Error() string {
 }
 
 func (t trap) Unwrap() error { return t.err }
+
+// maxGuestText bounds the text of a guest's error the host logs: a
+// plugin's message may quote the caller's values.
+const maxGuestText = 512
