@@ -189,12 +189,12 @@ func decodeResponses(body []byte) (*summary, error) {
 	if e != nil {
 		return nil, e
 	}
-	in := bytes.TrimSpace(req.Input)
-	if len(in) == 0 || bytes.Equal(in, []byte("null")) {
-		return nil, badRequest("input", "input is required (a string or an array of input items)")
+	given, e := checkInput(req.Input)
+	if e != nil {
+		return nil, e
 	}
-	if in[0] != '"' && in[0] != '[' {
-		return nil, badRequest("input", "input must be a string or an array of input items")
+	if !given {
+		return nil, badRequest("input", "input is required (a string or an array of input items)")
 	}
 	s := &summary{model: model, conv: conversationHash(req.PromptCacheKey)}
 	if req.Stream != nil {
@@ -204,6 +204,20 @@ func decodeResponses(body []byte) (*summary, error) {
 		return nil, e
 	}
 	return s, nil
+}
+
+// checkInput checks a responses input (of /v1/responses or
+// /v1/responses/compact): absent or null is not given, anything else must
+// be a string or an array of input items.
+func checkInput(raw json.RawMessage) (given bool, e *Error) {
+	in := bytes.TrimSpace(raw)
+	if len(in) == 0 || bytes.Equal(in, []byte("null")) {
+		return false, nil
+	}
+	if in[0] != '"' && in[0] != '[' {
+		return true, badRequest("input", "input must be a string or an array of input items")
+	}
+	return true, nil
 }
 
 // messagesRequest is the part of spec 2.6 the gateway reads.
@@ -305,8 +319,8 @@ func decodeCompact(body []byte) (*summary, error) {
 	if e != nil {
 		return nil, e
 	}
-	if in := bytes.TrimSpace(req.Input); len(in) > 0 && !bytes.Equal(in, []byte("null")) && in[0] != '"' && in[0] != '[' {
-		return nil, badRequest("input", "input must be a string or an array of input items")
+	if _, e := checkInput(req.Input); e != nil {
+		return nil, e
 	}
 	return &summary{model: model}, nil
 }

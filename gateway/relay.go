@@ -192,14 +192,11 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 			}
 			c.body = nb
 		}
-		up, err := g.send(ctx, c)
+		up, err := g.sendOK(ctx, c)
 		if err != nil {
 			return err
 		}
 		defer up.close()
-		if up.resp.StatusCode < 200 || up.resp.StatusCode > 299 {
-			return g.upstreamError(up)
-		}
 		if isEventStream(up.resp) {
 			return g.relayStream(ctx, w, c, up)
 		}
@@ -1019,11 +1016,7 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 		return unavailable("upstream_error", "the provider's answer was cut before it was complete; you were not charged; retry")
 	}
 	c.answered = g.settling.begin(c.key.Account)
-	h := w.Header()
-	g.copyResponseHeaders(h, up.resp.Header)
-	h.Set("Content-Length", strconv.Itoa(len(data)))
-	w.WriteHeader(up.resp.StatusCode)
-	_, _ = w.Write(data)
+	g.writeAnswer(w, up, data)
 	_ = http.NewResponseController(w).Flush()
 	u, ok, uerr := c.ep.usage(data)
 	note := ""
@@ -1051,25 +1044,44 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 // without credit can make it, and it leaves no journal entry; the key's
 // rate limit and the model and route checks have applied as to any call.
 func (g *Gateway) relayUncharged(ctx context.Context, w http.ResponseWriter, c *call) error {
-	up, err := g.send(ctx, c)
+	up, err := g.sendOK(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer up.close()
-	if up.resp.StatusCode < 200 || up.resp.StatusCode > 299 {
-		return g.upstreamError(up)
-	}
 	data, err := io.ReadAll(io.LimitReader(up.resp.Body, maxUpstreamBody))
 	if err != nil {
 		up.line.recordFailure(g.now(), err)
 		return unavailable("upstream_error", "the provider's answer was cut before it was complete; retry")
 	}
+	g.writeAnswer(w, up, data)
+	return nil
+}
+
+// sendOK sends c and returns the provider's answer when its status is 2xx;
+// any other status is passed on as the provider's error (upstreamError)
+// and the answer closed.
+func (g *Gateway) sendOK(ctx context.Context, c *call) (*upstream, error) {
+	up, err := g.send(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if up.resp.StatusCode < 200 || up.resp.StatusCode > 299 {
+		defer up.close()
+		return nil, g.upstreamError(up)
+	}
+	return up, nil
+}
+
+// writeAnswer passes on a provider's answer read whole into data: its
+// status, its headers as copyResponseHeaders keeps them, and data with its
+// length.
+func (g *Gateway) writeAnswer(w http.ResponseWriter, up *upstream, data []byte) {
 	h := w.Header()
 	g.copyResponseHeaders(h, up.resp.Header)
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(up.resp.StatusCode)
 	_, _ = w.Write(data)
-	return nil
 }
 
 // upstreamError passes a provider's non-retryable error on in the spec's

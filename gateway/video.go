@@ -45,11 +45,7 @@ func acceptVideo(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call
 	if err := g.store.PutJob(context.WithoutCancel(ctx), job); err != nil {
 		g.log.Error("record video job", "request_id", c.info.rid, "job", acc.RequestID, "error", err.Error())
 	}
-	h := w.Header()
-	g.copyResponseHeaders(h, up.resp.Header)
-	h.Set("Content-Length", strconv.Itoa(len(data)))
-	w.WriteHeader(up.resp.StatusCode)
-	_, _ = w.Write(data)
+	g.writeAnswer(w, up, data)
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"net/http"
 )
 
@@ -11,17 +10,8 @@ const chatPath = "/v1/chat/completions"
 func (s *Server) chat(w http.ResponseWriter, r *http.Request, cfg *config) {
 	sc := getScratch()
 	defer putScratch(sc)
-	if err := readBody(r, sc); err != nil {
-		bodyError(w, shapeOpenAI, err)
-		return
-	}
-	req, err := parseChat(sc.body.Bytes())
-	if errors.Is(err, errModel) {
-		modelError(w, shapeOpenAI, req.Model, chatPath)
-		return
-	}
-	if err != nil {
-		badRequest(w, shapeOpenAI, err.Error())
+	req, ok := readRequest(w, r, sc, shapeOpenAI, chatPath, parseChat)
+	if !ok {
 		return
 	}
 	c, echo, limit := chatPlan(req)

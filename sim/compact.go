@@ -3,7 +3,6 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 )
 
@@ -27,17 +26,8 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 	}
 	sc := getScratch()
 	defer putScratch(sc)
-	if err := readBody(r, sc); err != nil {
-		bodyError(w, shapeAnthropic, err)
-		return
-	}
-	req, err := parseCountTokens(sc.body.Bytes())
-	if errors.Is(err, errModel) {
-		modelError(w, shapeAnthropic, req.Model, countTokensPath)
-		return
-	}
-	if err != nil {
-		badRequest(w, shapeAnthropic, err.Error())
+	req, ok := readRequest(w, r, sc, shapeAnthropic, countTokensPath, parseCountTokens)
+	if !ok {
 		return
 	}
 	p := messagesPrefix(req)
@@ -93,20 +83,11 @@ func (r *compactRequest) model() string { return r.Model }
 func (s *Server) compact(w http.ResponseWriter, r *http.Request) {
 	sc := getScratch()
 	defer putScratch(sc)
-	if err := readBody(r, sc); err != nil {
-		bodyError(w, shapeOpenAI, err)
+	req, ok := readRequest(w, r, sc, shapeOpenAI, compactPath, parseCompact)
+	if !ok {
 		return
 	}
 	body := sc.body.Bytes()
-	req, err := parseCompact(body)
-	if errors.Is(err, errModel) {
-		modelError(w, shapeOpenAI, req.Model, compactPath)
-		return
-	}
-	if err != nil {
-		badRequest(w, shapeOpenAI, err.Error())
-		return
-	}
 	c := compactPlan(req)
 	var idBuf [48]byte
 	b := append(sc.out[:0], `{"id":"`...)

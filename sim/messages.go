@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"net/http"
 )
 
@@ -29,17 +28,8 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, cfg *config) {
 	}
 	sc := getScratch()
 	defer putScratch(sc)
-	if err := readBody(r, sc); err != nil {
-		bodyError(w, shapeAnthropic, err)
-		return
-	}
-	req, err := parseMessages(sc.body.Bytes())
-	if errors.Is(err, errModel) {
-		modelError(w, shapeAnthropic, req.Model, messagesPath)
-		return
-	}
-	if err != nil {
-		badRequest(w, shapeAnthropic, err.Error())
+	req, ok := readRequest(w, r, sc, shapeAnthropic, messagesPath, parseMessages)
+	if !ok {
 		return
 	}
 	p := messagesPrefix(req)

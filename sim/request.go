@@ -191,14 +191,8 @@ func limitField(name string, v *int64) (int64, error) {
 // is returned as errModel so the caller can answer 404.
 func parseChat(body []byte) (*chatRequest, error) {
 	var req chatRequest
-	if err := decodeJSON(body, &req); err != nil {
-		return nil, err
-	}
-	if req.Model == "" {
-		return nil, errors.New("`model` is required")
-	}
-	if !serves(req.Model, famChat) {
-		return &req, errModel
+	if err := decodeModel(body, &req, famChat, "`model` is required"); err != nil {
+		return &req, err
 	}
 	if len(req.Messages) == 0 {
 		return nil, errors.New("`messages` must be a non-empty array")
@@ -220,14 +214,8 @@ func parseChat(body []byte) (*chatRequest, error) {
 // parseResponses decodes and validates a responses request.
 func parseResponses(body []byte) (*responsesRequest, error) {
 	var req responsesRequest
-	if err := decodeJSON(body, &req); err != nil {
-		return nil, err
-	}
-	if req.Model == "" {
-		return nil, errors.New("`model` is required")
-	}
-	if !serves(req.Model, famResponses) {
-		return &req, errModel
+	if err := decodeModel(body, &req, famResponses, "`model` is required"); err != nil {
+		return &req, err
 	}
 	if req.Input == nil {
 		return nil, errors.New("`input` is required")
@@ -242,14 +230,8 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 // header is checked by the handler).
 func parseMessages(body []byte) (*messagesRequest, error) {
 	var req messagesRequest
-	if err := decodeJSON(body, &req); err != nil {
-		return nil, err
-	}
-	if req.Model == "" {
-		return nil, errors.New("model: Field required")
-	}
-	if !serves(req.Model, famMessages) {
-		return &req, errModel
+	if err := decodeModel(body, &req, famMessages, "model: Field required"); err != nil {
+		return &req, err
 	}
 	if req.MaxTokens == nil {
 		return nil, errors.New("max_tokens: Field required")
@@ -297,14 +279,8 @@ func checkMessages(req *messagesRequest) error {
 // messages request without max_tokens.
 func parseCountTokens(body []byte) (*messagesRequest, error) {
 	var req messagesRequest
-	if err := decodeJSON(body, &req); err != nil {
-		return nil, err
-	}
-	if req.Model == "" {
-		return nil, errors.New("model: Field required")
-	}
-	if !serves(req.Model, famMessages) {
-		return &req, errModel
+	if err := decodeModel(body, &req, famMessages, "model: Field required"); err != nil {
+		return &req, err
 	}
 	if err := checkMessages(&req); err != nil {
 		return nil, err
@@ -325,14 +301,8 @@ type compactRequest struct {
 // parseCompact decodes and validates a responses compact request.
 func parseCompact(body []byte) (*compactRequest, error) {
 	var req compactRequest
-	if err := decodeJSON(body, &req); err != nil {
-		return nil, err
-	}
-	if req.Model == "" {
-		return nil, errors.New("`model` is required")
-	}
-	if !serves(req.Model, famResponses) {
-		return &req, errModel
+	if err := decodeModel(body, &req, famResponses, "`model` is required"); err != nil {
+		return &req, err
 	}
 	return &req, nil
 }
@@ -372,3 +342,19 @@ func (in *respInput) compactionTrigger() bool {
 
 // errModel marks a request whose model the endpoint does not serve.
 var errModel = errors.New("model not served")
+
+// decodeModel decodes body into req and checks the model it names: none is
+// an error saying missing (each API words it its own way), one that f does
+// not serve is errModel, so that the caller can answer 404 with the name.
+func decodeModel(body []byte, req interface{ model() string }, f family, missing string) error {
+	if err := decodeJSON(body, req); err != nil {
+		return err
+	}
+	if req.model() == "" {
+		return errors.New(missing)
+	}
+	if !serves(req.model(), f) {
+		return errModel
+	}
+	return nil
+}

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"net/http"
 )
 
@@ -32,17 +31,8 @@ func (x *respReply) finalStatus() string {
 func (s *Server) responses(w http.ResponseWriter, r *http.Request, cfg *config) {
 	sc := getScratch()
 	defer putScratch(sc)
-	if err := readBody(r, sc); err != nil {
-		bodyError(w, shapeOpenAI, err)
-		return
-	}
-	req, err := parseResponses(sc.body.Bytes())
-	if errors.Is(err, errModel) {
-		modelError(w, shapeOpenAI, req.Model, responsesPath)
-		return
-	}
-	if err != nil {
-		badRequest(w, shapeOpenAI, err.Error())
+	req, ok := readRequest(w, r, sc, shapeOpenAI, responsesPath, parseResponses)
+	if !ok {
 		return
 	}
 	c, echo, limit := responsesPlan(req)
@@ -90,13 +80,24 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, cfg *config) 
 		seq++
 	}
 	end := func() { b = frameEnd(append(b, '}')) }
+	// itemEvent and responseEvent frame event `name` carrying the output
+	// item or the response, in progress or done.
+	itemEvent := func(name string, done bool) {
+		begin(name)
+		b = append(b, `,"output_index":0,"item":`...)
+		b = x.appendItem(b, done)
+		end()
+	}
+	responseEvent := func(name string, done bool) {
+		begin(name)
+		b = append(b, `,"response":`...)
+		b = x.appendResponse(b, done)
+		end()
+	}
 	defer func() { sc.out = b }()
 
 	for _, name := range [2]string{"response.created", "response.in_progress"} {
-		begin(name)
-		b = append(b, `,"response":`...)
-		b = x.appendResponse(b, false)
-		end()
+		responseEvent(name, false)
 		if !st.event(b) {
 			return
 		}
@@ -104,32 +105,20 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, cfg *config) 
 	if x.compaction != nil {
 		// One item, whole when added; its done event is the one content
 		// event (timing and cuts apply to it).
-		begin("response.output_item.added")
-		b = append(b, `,"output_index":0,"item":`...)
-		b = x.appendItem(b, true)
-		end()
+		itemEvent("response.output_item.added", true)
 		if !st.event(b) {
 			return
 		}
-		begin("response.output_item.done")
-		b = append(b, `,"output_index":0,"item":`...)
-		b = x.appendItem(b, true)
-		end()
+		itemEvent("response.output_item.done", true)
 		if !st.content(0, b) {
 			return
 		}
 		st.contentDone()
-		begin("response.completed")
-		b = append(b, `,"response":`...)
-		b = x.appendResponse(b, true)
-		end()
+		responseEvent("response.completed", true)
 		st.event(b)
 		return
 	}
-	begin("response.output_item.added")
-	b = append(b, `,"output_index":0,"item":`...)
-	b = x.appendItem(b, false)
-	end()
+	itemEvent("response.output_item.added", false)
 	if !st.event(b) {
 		return
 	}
@@ -170,17 +159,11 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, cfg *config) 
 	if !st.event(b) {
 		return
 	}
-	begin("response.output_item.done")
-	b = append(b, `,"output_index":0,"item":`...)
-	b = x.appendItem(b, true)
-	end()
+	itemEvent("response.output_item.done", true)
 	if !st.event(b) {
 		return
 	}
-	begin("response." + x.finalStatus())
-	b = append(b, `,"response":`...)
-	b = x.appendResponse(b, true)
-	end()
+	responseEvent("response."+x.finalStatus(), true)
 	st.event(b)
 }
 

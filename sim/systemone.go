@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"math"
 	"net/http"
 	"slices"
@@ -191,17 +190,8 @@ func answer(state, name string, q *question) map[string]any {
 func (s *Server) systemOne(w http.ResponseWriter, r *http.Request) {
 	sc := getScratch()
 	defer putScratch(sc)
-	if err := readBody(r, sc); err != nil {
-		bodyError(w, shapeOpenAI, err)
-		return
-	}
-	req, err := parseSystemOne(sc.body.Bytes())
-	if errors.Is(err, errModel) {
-		modelError(w, shapeOpenAI, req.Model, systemOnePath)
-		return
-	}
-	if err != nil {
-		badRequest(w, shapeOpenAI, err.Error())
+	req, ok := readRequest(w, r, sc, shapeOpenAI, systemOnePath, parseSystemOne)
+	if !ok {
 		return
 	}
 	if ps := req.validate(); len(ps) > 0 {

@@ -232,6 +232,27 @@ func modelError(w http.ResponseWriter, sh shape, model, endpoint string) {
 	writeError(w, sh, http.StatusNotFound, "invalid_request_error", "model_not_found", msg)
 }
 
+// readRequest reads r's body into sc and parses it. When the body cannot be
+// read or parsed, or names a model the endpoint does not serve (errModel,
+// answered 404 naming endpoint), it answers in sh and returns false.
+func readRequest[T interface{ model() string }](w http.ResponseWriter, r *http.Request, sc *scratch, sh shape, endpoint string, parse func([]byte) (T, error)) (T, bool) {
+	var zero T
+	if err := readBody(r, sc); err != nil {
+		bodyError(w, sh, err)
+		return zero, false
+	}
+	req, err := parse(sc.body.Bytes())
+	if errors.Is(err, errModel) {
+		modelError(w, sh, req.model(), endpoint)
+		return zero, false
+	}
+	if err != nil {
+		badRequest(w, sh, err.Error())
+		return zero, false
+	}
+	return req, true
+}
+
 // writeFault sends the configured fault status with an error body.
 func writeFault(w http.ResponseWriter, sh shape, c *config) {
 	status := c.status

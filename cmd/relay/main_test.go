@@ -122,27 +122,30 @@ func (s syncBuffer) Write(p []byte) (int, error) {
 
 func startGateway(t *testing.T, config, addr string) *gatewayProc {
 	t.Helper()
-	g := &gatewayProc{addr: addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}}
-	g.cmd = exec.Command(relayBin, "serve", "-config", config)
-	g.cmd.Stdout = syncBuffer{g.mu, g.logs}
-	g.cmd.Stderr = syncBuffer{g.mu, g.logs}
-	if err := g.cmd.Start(); err != nil {
+	return startGatewayCmd(t, exec.Command(relayBin, "serve", "-config", config), addr)
+}
+
+// startGatewayCmd starts the gateway cmd runs (relay serve, or a shell
+// that sets limits first), which must serve on addr, and waits until it
+// answers /healthz.
+func startGatewayCmd(t *testing.T, cmd *exec.Cmd, addr string) *gatewayProc {
+	t.Helper()
+	g := &gatewayProc{cmd: cmd, addr: addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	cmd.Stdout = syncBuffer{g.mu, g.logs}
+	cmd.Stderr = syncBuffer{g.mu, g.logs}
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = g.cmd.Process.Kill(); _, _ = g.cmd.Process.Wait() })
-	deadline := time.Now().Add(120 * time.Second)
-	for {
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			return g
 		}
 		if time.Now().After(deadline) {
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			t.Fatalf("gateway did not start: %s", g.logs.String())
+			t.Fatalf("gateway did not start: %s", g.output())
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -325,26 +325,3 @@ func tail(s string, n int) string {
 	}
 	return s
 }
-
-// startGatewayCmd is startGateway for a gateway started by cmd (a shell
-// that sets limits, say), which must serve on addr.
-func startGatewayCmd(t *testing.T, cmd *exec.Cmd, addr string) *gatewayProc {
-	t.Helper()
-	g := &gatewayProc{cmd: cmd, addr: addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}}
-	cmd.Stdout = syncBuffer{g.mu, g.logs}
-	cmd.Stderr = syncBuffer{g.mu, g.logs}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			return g
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway did not start: %s", g.output())
-		}
-	}
-}
