@@ -38,7 +38,9 @@ func FuzzText(f *testing.F) {
 		if !utf8.ValidString(out) {
 			t.Fatalf("Text(%q, %d) = %q: not UTF-8", s, n, out)
 		}
-		if len(s) > n && len(out) > n+3*4+len("…( bytes)")+20 {
+		// Each run of invalid bytes becomes one U+FFFD (three bytes): at
+		// most three bytes out per byte kept, plus the length note.
+		if len(out) > 3*min(n, len(s))+len("…( bytes)")+20 {
 			t.Fatalf("Text(%q, %d) is %d bytes", s, n, len(out))
 		}
 		if len(s) <= n && utf8.ValidString(s) && out != s {
