@@ -16,9 +16,9 @@ const entryCols = `account, seq, kind, request_id, key_id, model, route, endpoin
 
 func scanEntry(row pgx.Row) (store.Entry, error) {
 	var (
-		e                    store.Entry
-		seq                  int64
-		usage                []byte
+		e                   store.Entry
+		seq                 int64
+		usage               []byte
 		hold, amount, after int64
 	)
 	if err := row.Scan(&e.Account, &seq, &e.Kind, &e.RequestID, &e.KeyID, &e.Model, &e.Route, &e.Endpoint,
@@ -298,7 +298,7 @@ func (s *Store) ListAccounts(ctx context.Context, after string, limit int) ([]st
 // still open or never existed.
 func (s *Store) Outcome(ctx context.Context, requestID string) (store.Outcome, error) {
 	var (
-		o                  store.Outcome
+		o                 store.Outcome
 		hold, charge, seq int64
 	)
 	err := s.pool.QueryRow(ctx, `SELECT request_id, account, state, hold_amount, charge, seq, owner, reason, time FROM outcomes WHERE request_id = $1`, requestID).
@@ -312,4 +312,3 @@ func (s *Store) Outcome(ctx context.Context, requestID string) (store.Outcome, e
 	o.HoldAmount, o.Charge, o.Seq, o.Time = pricing.Nano(hold), pricing.Nano(charge), uint64(seq), o.Time.UTC()
 	return o, nil
 }
-

@@ -83,6 +83,7 @@ type Options struct {
 
 // Store is the ledger in PostgreSQL.
 type Store struct {
+	dsn   string
 	pool  *pgxpool.Pool
 	owner string
 	lease time.Duration
@@ -157,7 +158,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if len(applied) > 0 {
 		opts.Logger.Info("postgres: schema migrated", "versions", applied)
 	}
-	s := &Store{pool: pool, owner: opts.Owner, lease: opts.Lease, batch: opts.SweepBatch, log: opts.Logger, stop: make(chan struct{})}
+	s := &Store{dsn: dsn, pool: pool, owner: opts.Owner, lease: opts.Lease, batch: opts.SweepBatch, log: opts.Logger, stop: make(chan struct{})}
 	if opts.RenewEvery > 0 {
 		s.done.Add(1)
 		go s.loop(opts.RenewEvery, opts.SweepEvery)
