@@ -67,6 +67,7 @@ func (s *Store) Sweep(ctx context.Context) (released int, err error) {
 		if err := rows.Err(); err != nil {
 			return released, mapErr("sweep", err)
 		}
+		before := released
 		for _, c := range cands {
 			var (
 				account string
@@ -87,7 +88,8 @@ j AS (
 	SELECT a.id, a.seq, 'recovery', h.request_id, h.key_id, h.model, h.route, h.endpoint, h.amount, 0, a.balance, $2::text FROM a, h),
 o AS (
 	INSERT INTO outcomes (request_id, account, state, hold_amount, seq, owner, reason)
-	SELECT h.request_id, h.account, 'recovered', h.amount, a.seq, h.owner, $2::text FROM h, a)
+	SELECT h.request_id, h.account, 'recovered', h.amount, a.seq, h.owner, $2::text FROM h, a
+	ON CONFLICT (request_id) DO NOTHING)
 SELECT h.account, h.amount FROM h`, c.id, clip(store.RecoveryNote(c.owner))).Scan(&account, &amount)
 			if err != nil {
 				if isNoRows(err) {
@@ -99,7 +101,10 @@ SELECT h.account, h.amount FROM h`, c.id, clip(store.RecoveryNote(c.owner))).Sca
 			s.log.Info("postgres: released a hold whose lease expired",
 				"request_id", c.id, "account", account, "hold_nano", pricing.Nano(amount), "owner", c.owner)
 		}
-		if len(cands) < s.batch {
+		// A short batch was the last; a full one that released nothing
+		// (every hold in it ended or was renewed meanwhile) ends the
+		// sweep too, to be taken up by the next.
+		if len(cands) < s.batch || released == before {
 			return released, nil
 		}
 	}

@@ -85,6 +85,13 @@ RETURNING `+entryCols, account, int64(amount), clip(note))
 // row) and the hold row commit together. A request id with an open hold, or
 // one that has already ended, returns ErrExists; an unknown account
 // ErrNotFound; too little credit *store.InsufficientError.
+//
+// The outcome check sees the snapshot the statement began with: a Hold that
+// races the Settle of the same request id (which the gateway never does: its
+// request ids are unique) can open a hold on an ended id. The outcome
+// inserts of Settle, Release and the sweep therefore keep the first outcome
+// (ON CONFLICT DO NOTHING), so that such a hold can still end and its
+// credit is never locked for good.
 func (s *Store) Hold(ctx context.Context, h store.Hold) error {
 	if err := checkID("request", h.RequestID); err != nil {
 		return err
@@ -155,7 +162,8 @@ a AS (
 	RETURNING acc.id, acc.balance, acc.seq),
 o AS (
 	INSERT INTO outcomes (request_id, account, state, hold_amount, charge, seq, owner, reason)
-	SELECT h.request_id, h.account, 'settled', h.amount, $3::bigint, a.seq, h.owner, $5::text FROM h, a)
+	SELECT h.request_id, h.account, 'settled', h.amount, $3::bigint, a.seq, h.owner, $5::text FROM h, a
+	ON CONFLICT (request_id) DO NOTHING)
 INSERT INTO journal (account, seq, kind, request_id, key_id, model, route, endpoint, usage, hold_amount, amount, balance_after, note)
 SELECT a.id, a.seq, 'charge', h.request_id, h.key_id, h.model, h.route, h.endpoint, $4::jsonb, h.amount, -$3::bigint, a.balance, $5::text
 FROM a, h
@@ -185,7 +193,8 @@ WITH h AS (
 a AS (
 	UPDATE accounts acc SET held = acc.held - h.amount FROM h WHERE acc.id = h.account RETURNING acc.id)
 INSERT INTO outcomes (request_id, account, state, hold_amount, owner, reason)
-SELECT h.request_id, h.account, 'released', h.amount, h.owner, $2::text FROM h, a`, requestID, clip(reason))
+SELECT h.request_id, h.account, 'released', h.amount, h.owner, $2::text FROM h, a
+ON CONFLICT (request_id) DO NOTHING`, requestID, clip(reason))
 	if err != nil {
 		return mapErr(fmt.Sprintf("release %q", requestID), err)
 	}
