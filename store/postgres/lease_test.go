@@ -225,3 +225,50 @@ func TestSweepRacesSettle(t *testing.T) {
 	}
 	t.Logf("%d settled, %d recovered", settled, recovered)
 }
+
+// TestBackgroundLoop: with the store's own loop running, a live replica's
+// hold outlives several leases (renewed), and a closed replica's hold is
+// swept by the other's loop without anyone calling Sweep.
+func TestBackgroundLoop(t *testing.T) {
+	dsn := freshDSN(t)
+	ctx := context.Background()
+	const lease = 3 * time.Second
+	opts := Options{Lease: lease, RenewEvery: 200 * time.Millisecond, SweepEvery: 300 * time.Millisecond}
+	opts.Owner = "live"
+	live := openStore(t, dsn, opts)
+	opts.Owner = "dead"
+	dead := openStore(t, dsn, opts)
+	if _, err := live.Credit(ctx, "acme", 10*usd, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Hold(ctx, hold("acme", "live_1", usd)); err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.Hold(ctx, hold("acme", "dead_1", 2*usd)); err != nil {
+		t.Fatal(err)
+	}
+	_ = dead.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		a, err := live.Balance(ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Held == usd {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the closed replica's hold was not swept: %+v", a)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(lease + time.Second) // the live hold must outlive its first lease
+	if _, err := live.Settle(ctx, store.Settlement{RequestID: "live_1", Charge: usd}); err != nil {
+		t.Fatalf("the live replica's renewed hold: %v", err)
+	}
+	o, err := live.Outcome(ctx, "dead_1")
+	if err != nil || o.State != store.OutcomeRecovered {
+		t.Fatalf("outcome of the dead hold: %+v, %v", o, err)
+	}
+	audit(t, live, "acme")
+}

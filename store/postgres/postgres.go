@@ -169,8 +169,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 // Owner is this replica's name in the holds it takes.
 func (s *Store) Owner() string { return s.owner }
 
-// Pool is the connection pool (for readiness checks).
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+// Ping reports whether the database answers (for readiness checks).
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: ping: %w", err)
+	}
+	return nil
+}
 
 // Close stops the lease loop and closes the pool. Holds still open stay in
 // the database until their lease runs out and another replica sweeps them.
