@@ -930,8 +930,9 @@ func (k *kit) recovery(t *testing.T, s Store) {
 			switch e.Kind {
 			case store.KindRecovery:
 				found[e.RequestID]++
-				if want, ok := lost[e.RequestID]; !ok || e.HoldAmount != want || e.Amount != 0 {
-					t.Errorf("recovery entry %+v: want one of the lost holds, its hold amount, amount 0", e)
+				if want, ok := lost[e.RequestID]; !ok || e.HoldAmount != want || e.Amount != 0 ||
+					e.KeyID != "key_kit" || e.Model != "kit-model" || e.Route != "kit-route" {
+					t.Errorf("recovery entry %+v: want one of the lost holds, its hold amount, key, model and route, amount 0", e)
 				}
 			case store.KindCharge:
 				if e.RequestID != "settled" {
