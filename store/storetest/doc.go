@@ -16,8 +16,9 @@
 // the journal, newest first, summing exactly to the balance; keys by hash,
 // ErrExists, listing and revoking; ListAccounts paging; video jobs and
 // their refund exactly once; and the concurrent cases: many holds against
-// scarce credit never admit more than it covers, and concurrent ends of
-// one hold charge it once.
+// scarce credit never admit more than it covers, concurrent ends of one
+// hold charge it once, and concurrent creations of one account, key, job
+// or hold succeed once. Options.Callers sets how many goroutines race.
 //
 // How a store releases the holds of an owner that died is its own (Badger
 // at RecoverHolds after reopening, PostgreSQL when their lease expires), so

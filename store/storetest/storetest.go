@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts Options) {
 		{"ConcurrentHolds", k.concurrentHolds},
 		{"ConcurrentSettle", k.concurrentSettle},
 		{"ConcurrentMixed", k.concurrentMixed},
+		{"ConcurrentCreate", k.concurrentCreate},
 		{"Recovery", k.recovery},
 	}
 	for _, tc := range tests {
@@ -890,6 +891,77 @@ func (k *kit) concurrentMixed(t *testing.T, s Store) {
 	}
 }
 
+// race runs fn(i) for i in [0, n) on n goroutines released together.
+func race(n int, fn func(i int)) {
+	var (
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+	)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			fn(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+}
+
+// Concurrent first credits of one new account all count; concurrent
+// creations of one account, one key or one job, and concurrent holds on one
+// request id, succeed once and answer ErrExists to the rest.
+func (k *kit) concurrentCreate(t *testing.T, s Store) {
+	n := k.opts.Callers
+	race(n, func(i int) {
+		if _, err := s.Credit(ctx, "fresh", pricing.Nano(i+1), ""); err != nil {
+			t.Errorf("Credit %d: %v", i, err)
+		}
+	})
+	wantAccount(t, s, "fresh", pricing.Nano(n*(n+1)/2), 0)
+	if entries := books(t, s, "fresh"); len(entries) != n {
+		t.Errorf("%d journal entries for %d credits", len(entries), n)
+	}
+
+	once := func(what string, fn func(i int) error) {
+		t.Helper()
+		var ok atomic.Int64
+		race(n, func(i int) {
+			switch err := fn(i); {
+			case err == nil:
+				ok.Add(1)
+			case !errors.Is(err, store.ErrExists):
+				t.Errorf("%s: %v, want nil or ErrExists", what, err)
+			}
+		})
+		if ok.Load() != 1 {
+			t.Errorf("%s: %d of %d concurrent calls succeeded, want 1", what, ok.Load(), n)
+		}
+	}
+	once("CreateAccount", func(int) error {
+		_, err := s.CreateAccount(ctx, "acme")
+		return err
+	})
+	once("CreateKey with one hash", func(i int) error {
+		return s.CreateKey(ctx, store.Key{ID: fmt.Sprintf("key_%d", i), Hash: store.HashKey("one secret"), Account: "acme", Route: "r"})
+	})
+	once("CreateKey with one id", func(i int) error {
+		return s.CreateKey(ctx, store.Key{ID: "key_one", Hash: store.HashKey(fmt.Sprintf("secret %d", i)), Account: "acme", Route: "r"})
+	})
+	if keys, err := s.ListKeys(ctx, "acme"); err != nil || len(keys) != 2 {
+		t.Errorf("keys after the races: %+v, %v; want 2", keys, err)
+	}
+	once("PutJob", func(i int) error {
+		return s.PutJob(ctx, store.Job{RequestID: "vid_1", Account: "fresh", Amount: pricing.Nano(i)})
+	})
+	once("Hold on one request id", func(int) error {
+		return s.Hold(ctx, holdOf("fresh", "req_1", 7))
+	})
+	wantAccount(t, s, "fresh", pricing.Nano(n*(n+1)/2), 7)
+	mustSettle(t, s, "req_1", 7)
+	wantAccount(t, s, "fresh", pricing.Nano(n*(n+1)/2)-7, 0)
+	books(t, s, "fresh")
+}
+
 // --- recovery --------------------------------------------------------------
 
 // The holds of an owner that died are released, each with a KindRecovery
@@ -930,8 +1002,9 @@ func (k *kit) recovery(t *testing.T, s Store) {
 			switch e.Kind {
 			case store.KindRecovery:
 				found[e.RequestID]++
-				if want, ok := lost[e.RequestID]; !ok || e.HoldAmount != want || e.Amount != 0 {
-					t.Errorf("recovery entry %+v: want one of the lost holds, its hold amount, amount 0", e)
+				if want, ok := lost[e.RequestID]; !ok || e.HoldAmount != want || e.Amount != 0 ||
+					e.KeyID != "key_kit" || e.Model != "kit-model" || e.Route != "kit-route" {
+					t.Errorf("recovery entry %+v: want one of the lost holds, its hold amount, key, model and route, amount 0", e)
 				}
 			case store.KindCharge:
 				if e.RequestID != "settled" {
