@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestMigrateTwice: a second Migrate, and an Open after it, apply nothing.
@@ -108,5 +111,50 @@ func TestMigrateNewerRefused(t *testing.T) {
 	}
 	if _, err := Migrate(ctx, dsn); !errors.Is(err, ErrSchemaNewer) {
 		t.Fatalf("Migrate of a newer schema: %v, want ErrSchemaNewer", err)
+	}
+}
+
+// TestUnreachable: a server that does not answer is ErrUnavailable, so the
+// gateway can answer 503.
+func TestUnreachable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := Open(ctx, "postgres://postgres@127.0.0.1:1/none?connect_timeout=5", Options{RenewEvery: -1})
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Open of a closed port: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestStatementTimeoutUnavailable: a statement the server cancels for
+// running past the statement timeout is ErrUnavailable and leaves nothing
+// written.
+func TestStatementTimeoutUnavailable(t *testing.T) {
+	dsn := freshDSN(t)
+	ctx := context.Background()
+	s := openStore(t, dsn, Options{RenewEvery: -1, StatementTimeout: 200 * time.Millisecond})
+	if _, err := s.Credit(ctx, "acme", usd, "c"); err != nil {
+		t.Fatal(err)
+	}
+	// Another session holds the account's row lock past the timeout.
+	locker, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(ctx)
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = 'acme' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Hold(ctx, hold("acme", "r1", usd/2))
+	_ = tx.Rollback(ctx)
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Hold past the statement timeout: %v, want ErrUnavailable", err)
+	}
+	r := audit(t, s, "acme")
+	if r.Account.Held != 0 || r.OpenHolds != 0 {
+		t.Fatalf("a timed-out hold left %+v", r)
 	}
 }

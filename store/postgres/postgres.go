@@ -24,8 +24,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -147,7 +150,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: connect: %w", err)
+		return nil, mapErr("connect", err)
 	}
 	applied, err := migrate(ctx, conn.Conn())
 	conn.Release()
@@ -213,18 +216,41 @@ func (s *Store) loop(renew, sweep time.Duration) {
 	}
 }
 
-// mapErr turns PostgreSQL's constraint violations into the store's errors.
+// ErrUnavailable wraps the errors of a database that is down, unreachable,
+// shutting down or too slow (a statement timeout): the caller answers 503
+// and tries again later. Every money step is one statement, so such an
+// error leaves nothing half-written; a Settle whose commit was lost with the
+// connection is safe to repeat (a replay answers ErrAlreadySettled).
+var ErrUnavailable = errors.New("database unavailable")
+
+// mapErr turns PostgreSQL's constraint violations into the store's errors,
+// and an unreachable or failing server into ErrUnavailable.
 func mapErr(what string, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		switch pe.Code {
-		case "23505": // unique_violation
+		switch {
+		case pe.Code == "23505": // unique_violation
 			return fmt.Errorf("postgres: %s: %w", what, store.ErrExists)
-		case "23503": // foreign_key_violation: the account does not exist
+		case pe.Code == "23503": // foreign_key_violation: the account does not exist
 			return fmt.Errorf("postgres: %s: account: %w", what, store.ErrNotFound)
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			strings.HasPrefix(pe.Code, "57P"), // admin shutdown, crash shutdown, cannot connect now
+			pe.Code == "57014",                // query_canceled: the statement timeout
+			pe.Code == "53300":                // too_many_connections
+			return fmt.Errorf("postgres: %s: %w: %w", what, ErrUnavailable, err)
 		}
+		return fmt.Errorf("postgres: %s: %w", what, err)
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) || isNetErr(err) {
+		return fmt.Errorf("postgres: %s: %w: %w", what, ErrUnavailable, err)
 	}
 	return fmt.Errorf("postgres: %s: %w", what, err)
+}
+
+func isNetErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 func checkID(field, id string) error {
