@@ -272,3 +272,39 @@ func TestBackgroundLoop(t *testing.T) {
 	}
 	audit(t, live, "acme")
 }
+
+// TestHoldOnEndedID: a request id that has ended cannot be held again (a
+// replayed request id is refused at admission, and nothing is reserved).
+func TestHoldOnEndedID(t *testing.T) {
+	dsn := freshDSN(t)
+	ctx := context.Background()
+	s := openStore(t, dsn, Options{RenewEvery: -1})
+	if _, err := s.Credit(ctx, "acme", 10*usd, "c"); err != nil {
+		t.Fatal(err)
+	}
+	for _, end := range []string{"settle", "release"} {
+		id := "req_" + end
+		if err := s.Hold(ctx, hold("acme", id, usd)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Hold(ctx, hold("acme", id, usd)); !errors.Is(err, store.ErrExists) {
+			t.Fatalf("a second hold on an open id: %v, want ErrExists", err)
+		}
+		var err error
+		if end == "settle" {
+			_, err = s.Settle(ctx, store.Settlement{RequestID: id, Charge: usd})
+		} else {
+			err = s.Release(ctx, id, "failed")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Hold(ctx, hold("acme", id, usd)); !errors.Is(err, store.ErrExists) {
+			t.Fatalf("a hold on an id that ended (%s): %v, want ErrExists", end, err)
+		}
+	}
+	r := audit(t, s, "acme")
+	if r.Account.Held != 0 || r.Account.Balance != 9*usd {
+		t.Fatalf("books %+v", r)
+	}
+}
