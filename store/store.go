@@ -117,17 +117,21 @@ type Ledger interface {
 	Credit(ctx context.Context, account string, amount pricing.Nano, note string) (Entry, error)
 	// Hold reserves h.Amount of the account's available credit; the error
 	// wraps ErrInsufficient (as *InsufficientError) when it cannot. A zero or
-	// negative balance is always insufficient, even for a zero hold.
+	// negative balance is always insufficient, even for a zero hold. An
+	// unknown account is ErrNotFound; a request id with an open hold
+	// ErrExists.
 	Hold(ctx context.Context, h Hold) error
 	// Settle charges the call and releases the rest of its hold, exactly once
 	// per request id: a second Settle or a Settle after Release returns
 	// ErrAlreadySettled; no hold at all returns ErrNoHold.
 	Settle(ctx context.Context, s Settlement) (Entry, error)
-	// Release drops a hold without charging (the call failed).
+	// Release drops a hold without charging (the call failed); like Settle,
+	// once: ErrAlreadySettled after an end, ErrNoHold with no hold at all.
 	Release(ctx context.Context, requestID, reason string) error
-	// Balance returns the account.
+	// Balance returns the account; ErrNotFound if it does not exist.
 	Balance(ctx context.Context, account string) (Account, error)
-	// Charges lists the account's journal entries, newest first, at most limit.
+	// Charges lists the account's journal entries, newest first, at most
+	// limit; ErrNotFound for an unknown account.
 	Charges(ctx context.Context, account string, limit int) ([]Entry, error)
 }
 
@@ -142,10 +146,13 @@ type Keys interface {
 	// means MaxAccountPage): one page, the last id being the next page's
 	// after.
 	ListAccounts(ctx context.Context, after string, limit int) ([]Account, error)
-	// CreateKey stores k (whose Hash is already set); ErrExists on a duplicate.
+	// CreateKey stores k (whose Hash is already set); ErrExists on a
+	// duplicate hash or id, ErrNotFound if its account does not exist.
 	CreateKey(ctx context.Context, k Key) error
+	// KeyByHash returns the key, revoked or not; ErrNotFound if none.
 	KeyByHash(ctx context.Context, hash string) (Key, error)
-	ListKeys(ctx context.Context, account string) ([]Key, error) // account "" lists all
+	ListKeys(ctx context.Context, account string) ([]Key, error) // account "" lists all; oldest first
+	// RevokeKey marks the key revoked (again is a no-op); ErrNotFound if none.
 	RevokeKey(ctx context.Context, id string) (Key, error)
 }
 
@@ -164,8 +171,10 @@ type Job struct {
 
 // Jobs keeps video jobs.
 type Jobs interface {
+	// PutJob records j once: ErrExists for its request id again,
+	// ErrNotFound if its account does not exist.
 	PutJob(ctx context.Context, j Job) error
-	Job(ctx context.Context, requestID string) (Job, error)
+	Job(ctx context.Context, requestID string) (Job, error) // ErrNotFound if none
 	// RefundJob credits the job's amount back exactly once; refunded reports
 	// whether this call did it.
 	RefundJob(ctx context.Context, requestID, reason string) (refunded bool, err error)

@@ -1,0 +1,151 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// RenewLeases extends the lease of every hold this replica owns to now +
+// Lease (the database's clock) and returns how many it renewed. The
+// background loop calls it every RenewEvery; a gateway that disabled the
+// loop calls it itself, more often than Lease.
+func (s *Store) RenewLeases(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE holds SET lease_until = now() + $2::bigint * interval '1 millisecond' WHERE owner = $1`,
+		s.owner, s.lease.Milliseconds())
+	if err != nil {
+		return 0, mapErr("renew leases", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// Sweep releases the holds whose lease has expired (their owner died or
+// lost the database for longer than the lease), each with a KindRecovery
+// journal entry (amount 0, never charged) and an outcome in state
+// store.OutcomeRecovered, and returns how many it released. One replica
+// sweeps at a time: a sweep holds a session advisory lock, and a replica
+// that cannot take it returns 0 at once. The sweep works in batches of
+// SweepBatch, each hold in its own short statement, so that it never holds
+// an account's row for longer than one hold's release.
+func (s *Store) Sweep(ctx context.Context) (released int, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, mapErr("sweep", err)
+	}
+	defer conn.Release()
+	var got bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, sweepLock).Scan(&got); err != nil {
+		return 0, mapErr("sweep: lock", err)
+	}
+	if !got {
+		return 0, nil
+	}
+	defer func() {
+		if _, uerr := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, sweepLock); uerr != nil {
+			// The lock is the session's: a connection that cannot say it
+			// lets go must not go back to the pool holding it.
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}()
+	for {
+		type cand struct{ id, owner string }
+		var cands []cand
+		rows, err := conn.Query(ctx, `SELECT request_id, owner FROM holds WHERE lease_until < now() ORDER BY lease_until LIMIT $1`, s.batch)
+		if err != nil {
+			return released, mapErr("sweep", err)
+		}
+		for rows.Next() {
+			var c cand
+			if err := rows.Scan(&c.id, &c.owner); err != nil {
+				rows.Close()
+				return released, mapErr("sweep", err)
+			}
+			cands = append(cands, c)
+		}
+		if err := rows.Err(); err != nil {
+			return released, mapErr("sweep", err)
+		}
+		before := released
+		for _, c := range cands {
+			var (
+				account string
+				amount  int64
+			)
+			// The lease is checked again as the row is deleted: a hold
+			// renewed, settled or released since the read above is left
+			// alone (its DELETE finds no row).
+			err := conn.QueryRow(ctx, `
+WITH h AS (
+	DELETE FROM holds WHERE request_id = $1 AND lease_until < now() RETURNING *),
+a AS (
+	UPDATE accounts acc SET held = acc.held - h.amount, seq = acc.seq + 1
+	FROM h WHERE acc.id = h.account
+	RETURNING acc.id, acc.balance, acc.seq),
+j AS (
+	INSERT INTO journal (account, seq, kind, request_id, key_id, model, route, endpoint, hold_amount, amount, balance_after, note)
+	SELECT a.id, a.seq, 'recovery', h.request_id, h.key_id, h.model, h.route, h.endpoint, h.amount, 0, a.balance, $2::text FROM a, h),
+o AS (
+	INSERT INTO outcomes (request_id, account, state, hold_amount, seq, owner, reason)
+	SELECT h.request_id, h.account, 'recovered', h.amount, a.seq, h.owner, $2::text FROM h, a
+	ON CONFLICT (request_id) DO NOTHING)
+SELECT h.account, h.amount FROM h`, c.id, clip(store.RecoveryNote(c.owner))).Scan(&account, &amount)
+			if err != nil {
+				if isNoRows(err) {
+					continue
+				}
+				return released, mapErr(fmt.Sprintf("sweep: hold %q", c.id), err)
+			}
+			released++
+			s.log.Info("postgres: released a hold whose lease expired",
+				"request_id", c.id, "account", account, "hold_nano", pricing.Nano(amount), "owner", c.owner)
+		}
+		// A short batch was the last; a full one that released nothing
+		// (every hold in it ended or was renewed meanwhile) ends the
+		// sweep too, to be taken up by the next.
+		if len(cands) < s.batch || released == before {
+			return released, nil
+		}
+	}
+}
+
+// RecoverHolds releases the holds whose owners let their lease expire: a
+// sweep, run once at start-up before serving (the background loop sweeps
+// after that). Holds whose lease is still running are left to their owner.
+func (s *Store) RecoverHolds(ctx context.Context) (int, error) { return s.Sweep(ctx) }
+
+// OpenHolds lists every open hold of every replica, oldest first.
+func (s *Store) OpenHolds(ctx context.Context) ([]store.Hold, error) {
+	rows, err := s.pool.Query(ctx, `SELECT request_id, account, key_id, model, route, endpoint, amount, created, owner FROM holds ORDER BY created, request_id`)
+	if err != nil {
+		return nil, mapErr("open holds", err)
+	}
+	defer rows.Close()
+	var out []store.Hold
+	for rows.Next() {
+		var (
+			h      store.Hold
+			amount int64
+		)
+		if err := rows.Scan(&h.RequestID, &h.Account, &h.KeyID, &h.Model, &h.Route, &h.Endpoint, &amount, &h.Created, &h.Owner); err != nil {
+			return nil, mapErr("open holds", err)
+		}
+		h.Amount, h.Created = pricing.Nano(amount), h.Created.UTC()
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr("open holds", err)
+	}
+	return out, nil
+}
+
+// HeldTotal sums the open holds of account ("" sums every account's).
+func (s *Store) HeldTotal(ctx context.Context, account string) (pricing.Nano, error) {
+	var sum int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(amount), 0)::bigint FROM holds WHERE $1 = '' OR account = $1`, account).Scan(&sum)
+	if err != nil {
+		return 0, mapErr("held total", err)
+	}
+	return pricing.Nano(sum), nil
+}

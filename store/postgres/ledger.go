@@ -1,0 +1,323 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+const entryCols = `account, seq, kind, request_id, key_id, model, route, endpoint, usage, hold_amount, amount, balance_after, time, note`
+
+func scanEntry(row pgx.Row) (store.Entry, error) {
+	var (
+		e                   store.Entry
+		seq                 int64
+		usage               []byte
+		hold, amount, after int64
+	)
+	if err := row.Scan(&e.Account, &seq, &e.Kind, &e.RequestID, &e.KeyID, &e.Model, &e.Route, &e.Endpoint,
+		&usage, &hold, &amount, &after, &e.Time, &e.Note); err != nil {
+		return store.Entry{}, err
+	}
+	if len(usage) > 0 {
+		if err := json.Unmarshal(usage, &e.Usage); err != nil {
+			return store.Entry{}, fmt.Errorf("postgres: journal entry %d of %q: usage: %w", seq, e.Account, err)
+		}
+	}
+	e.Seq, e.HoldAmount, e.Amount, e.BalanceAfter = uint64(seq), pricing.Nano(hold), pricing.Nano(amount), pricing.Nano(after)
+	e.Time = e.Time.UTC()
+	return e, nil
+}
+
+// CreateAccount creates an empty account; ErrExists if it is present.
+func (s *Store) CreateAccount(ctx context.Context, id string) (store.Account, error) {
+	if err := checkAccountID(id); err != nil {
+		return store.Account{}, err
+	}
+	var a store.Account
+	err := s.pool.QueryRow(ctx, `INSERT INTO accounts (id) VALUES ($1) ON CONFLICT (id) DO NOTHING RETURNING id, created`, id).
+		Scan(&a.ID, &a.Created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Account{}, fmt.Errorf("postgres: account %q: %w", id, store.ErrExists)
+	}
+	if err != nil {
+		return store.Account{}, mapErr("create account", err)
+	}
+	a.Created = a.Created.UTC()
+	return a, nil
+}
+
+// Credit adds amount (> 0) to the account's balance, creating the account if
+// it does not exist, and journals a KindCredit entry, in one statement.
+func (s *Store) Credit(ctx context.Context, account string, amount pricing.Nano, note string) (store.Entry, error) {
+	if err := checkAccountID(account); err != nil {
+		return store.Entry{}, err
+	}
+	if amount <= 0 {
+		return store.Entry{}, fmt.Errorf("postgres: credit to account %q: amount %d nano-USD is not positive", account, amount)
+	}
+	// The upsert row-locks the account; the journal entry takes the
+	// sequence number and balance it produced.
+	row := s.pool.QueryRow(ctx, `
+WITH a AS (
+	INSERT INTO accounts AS acc (id, balance, seq) VALUES ($1, $2::bigint, 1)
+	ON CONFLICT (id) DO UPDATE SET balance = acc.balance + EXCLUDED.balance, seq = acc.seq + 1
+	RETURNING id, balance, seq)
+INSERT INTO journal (account, seq, kind, amount, balance_after, note)
+SELECT id, seq, 'credit', $2::bigint, balance, $3::text FROM a
+RETURNING `+entryCols, account, int64(amount), clip(note))
+	e, err := scanEntry(row)
+	if err != nil {
+		return store.Entry{}, mapErr("credit", err)
+	}
+	return e, nil
+}
+
+// Hold reserves h.Amount of the account's available credit, in one
+// statement: the conditional UPDATE of the account (which row-locks it and,
+// at READ COMMITTED, re-checks the condition against the newest committed
+// row) and the hold row commit together. A request id with an open hold, or
+// one that has already ended, returns ErrExists; an unknown account
+// ErrNotFound; too little credit *store.InsufficientError.
+//
+// The outcome check sees the snapshot the statement began with: a Hold that
+// races the Settle of the same request id (which the gateway never does: its
+// request ids are unique) can open a hold on an ended id. The outcome
+// inserts of Settle, Release and the sweep therefore keep the first outcome
+// (ON CONFLICT DO NOTHING), so that such a hold can still end and its
+// credit is never locked for good.
+func (s *Store) Hold(ctx context.Context, h store.Hold) error {
+	if err := checkID("request", h.RequestID); err != nil {
+		return err
+	}
+	if err := checkAccountID(h.Account); err != nil {
+		return err
+	}
+	if h.Amount < 0 {
+		return fmt.Errorf("postgres: hold %q: amount %d nano-USD is negative", h.RequestID, h.Amount)
+	}
+	tag, err := s.pool.Exec(ctx, `
+WITH a AS (
+	UPDATE accounts SET held = held + $3::bigint
+	WHERE id = $2 AND balance > 0 AND balance - held >= $3::bigint
+	  AND NOT EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1)
+	RETURNING id)
+INSERT INTO holds (request_id, account, key_id, model, route, endpoint, amount, created, owner, lease_until)
+SELECT $1, id, $4, $5, $6, $7, $3::bigint, $8, $9, now() + $10::bigint * interval '1 millisecond' FROM a`,
+		h.RequestID, h.Account, int64(h.Amount), h.KeyID, h.Model, h.Route, h.Endpoint,
+		stamp(h.Created), s.owner, s.lease.Milliseconds())
+	if err != nil {
+		return mapErr(fmt.Sprintf("hold %q", h.RequestID), err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	var (
+		balance, held int64
+		ended         bool
+	)
+	err = s.pool.QueryRow(ctx, `SELECT balance, held, EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1) FROM accounts WHERE id = $2`,
+		h.RequestID, h.Account).Scan(&balance, &held, &ended)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("postgres: hold %q: account %q: %w", h.RequestID, h.Account, store.ErrNotFound)
+	case err != nil:
+		return mapErr(fmt.Sprintf("hold %q", h.RequestID), err)
+	case ended:
+		return fmt.Errorf("postgres: hold %q: the request id already has an outcome: %w", h.RequestID, store.ErrExists)
+	}
+	return &store.InsufficientError{Needed: h.Amount, Available: pricing.Nano(balance - held)}
+}
+
+// Settle charges the call and releases its hold, exactly once per request
+// id, in one statement: the hold row is deleted (of two racing settles the
+// second blocks on the row, then finds none), the account charged in full
+// (even above the hold), the journal entry and the outcome written. A
+// replay returns ErrAlreadySettled; an unknown request id ErrNoHold. It
+// does not give up when ctx is cancelled: the call has happened.
+func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.Entry, error) {
+	ctx = context.WithoutCancel(ctx)
+	if err := checkID("request", st.RequestID); err != nil {
+		return store.Entry{}, err
+	}
+	if st.Charge < 0 {
+		return store.Entry{}, fmt.Errorf("postgres: settle %q: charge %d nano-USD is negative", st.RequestID, st.Charge)
+	}
+	usage, err := usageJSON(st.Usage)
+	if err != nil {
+		return store.Entry{}, err
+	}
+	row := s.pool.QueryRow(ctx, `
+WITH h AS (
+	DELETE FROM holds WHERE request_id = $1 AND ($2::text = '' OR account = $2::text) RETURNING *),
+a AS (
+	UPDATE accounts acc SET balance = acc.balance - $3::bigint, held = acc.held - h.amount, seq = acc.seq + 1
+	FROM h WHERE acc.id = h.account
+	RETURNING acc.id, acc.balance, acc.seq),
+o AS (
+	INSERT INTO outcomes (request_id, account, state, hold_amount, charge, seq, owner, reason)
+	SELECT h.request_id, h.account, 'settled', h.amount, $3::bigint, a.seq, h.owner, $5::text FROM h, a
+	ON CONFLICT (request_id) DO NOTHING)
+INSERT INTO journal (account, seq, kind, request_id, key_id, model, route, endpoint, usage, hold_amount, amount, balance_after, note)
+SELECT a.id, a.seq, 'charge', h.request_id, h.key_id, h.model, h.route, h.endpoint, $4::jsonb, h.amount, -$3::bigint, a.balance, $5::text
+FROM a, h
+RETURNING `+entryCols, st.RequestID, st.Account, int64(st.Charge), usage, clip(st.Note))
+	e, err := scanEntry(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Entry{}, s.endedErr(ctx, st.RequestID, st.Account)
+	}
+	if err != nil {
+		return store.Entry{}, mapErr(fmt.Sprintf("settle %q", st.RequestID), err)
+	}
+	return e, nil
+}
+
+// Release drops a hold without charging: the hold row is deleted, the
+// account's held lowered and the outcome written, in one statement; no
+// journal entry, since no money moves. A later Settle or Release returns
+// ErrAlreadySettled; an unknown request id ErrNoHold.
+func (s *Store) Release(ctx context.Context, requestID, reason string) error {
+	ctx = context.WithoutCancel(ctx)
+	if err := checkID("request", requestID); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `
+WITH h AS (
+	DELETE FROM holds WHERE request_id = $1 RETURNING *),
+a AS (
+	UPDATE accounts acc SET held = acc.held - h.amount FROM h WHERE acc.id = h.account RETURNING acc.id)
+INSERT INTO outcomes (request_id, account, state, hold_amount, owner, reason)
+SELECT h.request_id, h.account, 'released', h.amount, h.owner, $2::text FROM h, a
+ON CONFLICT (request_id) DO NOTHING`, requestID, clip(reason))
+	if err != nil {
+		return mapErr(fmt.Sprintf("release %q", requestID), err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.endedErr(ctx, requestID, "")
+	}
+	return nil
+}
+
+// endedErr explains why requestID had no open hold (of account, if set).
+func (s *Store) endedErr(ctx context.Context, requestID, account string) error {
+	var (
+		holder *string
+		ended  bool
+	)
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT account FROM holds WHERE request_id = $1), EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1)`,
+		requestID).Scan(&holder, &ended)
+	switch {
+	case err != nil:
+		return mapErr(fmt.Sprintf("request %q", requestID), err)
+	case holder != nil && account != "" && *holder != account:
+		return fmt.Errorf("postgres: hold %q belongs to account %q, not %q", requestID, *holder, account)
+	case ended:
+		return fmt.Errorf("postgres: request %q: %w", requestID, store.ErrAlreadySettled)
+	}
+	return fmt.Errorf("postgres: request %q: %w", requestID, store.ErrNoHold)
+}
+
+// Balance returns the account; ErrNotFound if it does not exist.
+func (s *Store) Balance(ctx context.Context, account string) (store.Account, error) {
+	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT id, balance, held, created FROM accounts WHERE id = $1`, account))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Account{}, fmt.Errorf("postgres: account %q: %w", account, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Account{}, mapErr("balance", err)
+	}
+	return a, nil
+}
+
+func scanAccount(row pgx.Row) (store.Account, error) {
+	var (
+		a             store.Account
+		balance, held int64
+	)
+	if err := row.Scan(&a.ID, &balance, &held, &a.Created); err != nil {
+		return store.Account{}, err
+	}
+	a.Balance, a.Held, a.Created = pricing.Nano(balance), pricing.Nano(held), a.Created.UTC()
+	return a, nil
+}
+
+// Charges lists the account's journal entries, newest first, at most limit
+// (≤ 0 means 100). An unknown account returns ErrNotFound.
+func (s *Store) Charges(ctx context.Context, account string, limit int) ([]store.Entry, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+entryCols+` FROM journal WHERE account = $1 ORDER BY seq DESC LIMIT $2`, account, limit)
+	if err != nil {
+		return nil, mapErr("charges", err)
+	}
+	var out []store.Entry
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			rows.Close()
+			return nil, mapErr("charges", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr("charges", err)
+	}
+	if len(out) == 0 {
+		if _, err := s.Balance(ctx, account); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ListAccounts lists the accounts whose id sorts (bytewise) after after, in
+// id order, at most limit (≤ 0 or above store.MaxAccountPage:
+// store.MaxAccountPage).
+func (s *Store) ListAccounts(ctx context.Context, after string, limit int) ([]store.Account, error) {
+	if limit <= 0 || limit > store.MaxAccountPage {
+		limit = store.MaxAccountPage
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, balance, held, created FROM accounts WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, mapErr("list accounts", err)
+	}
+	out := []store.Account{}
+	for rows.Next() {
+		a, err := scanAccount(rows)
+		if err != nil {
+			rows.Close()
+			return nil, mapErr("list accounts", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr("list accounts", err)
+	}
+	return out, nil
+}
+
+// Outcome returns how the hold of requestID ended; ErrNotFound if it is
+// still open or never existed.
+func (s *Store) Outcome(ctx context.Context, requestID string) (store.Outcome, error) {
+	var (
+		o                 store.Outcome
+		hold, charge, seq int64
+	)
+	err := s.pool.QueryRow(ctx, `SELECT request_id, account, state, hold_amount, charge, seq, owner, reason, time FROM outcomes WHERE request_id = $1`, requestID).
+		Scan(&o.RequestID, &o.Account, &o.State, &hold, &charge, &seq, &o.Owner, &o.Reason, &o.Time)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Outcome{}, fmt.Errorf("postgres: outcome of %q: %w", requestID, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Outcome{}, mapErr("outcome", err)
+	}
+	o.HoldAmount, o.Charge, o.Seq, o.Time = pricing.Nano(hold), pricing.Nano(charge), uint64(seq), o.Time.UTC()
+	return o, nil
+}

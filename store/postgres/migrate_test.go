@@ -1,0 +1,160 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestMigrateTwice: a second Migrate, and an Open after it, apply nothing.
+func TestMigrateTwice(t *testing.T) {
+	dsn := freshDSN(t)
+	ctx := context.Background()
+	applied, err := Migrate(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) != SchemaVersion() || SchemaVersion() < 1 {
+		t.Fatalf("first Migrate applied %v, want 1..%d", applied, SchemaVersion())
+	}
+	again, err := Migrate(ctx, dsn)
+	if err != nil || len(again) != 0 {
+		t.Fatalf("second Migrate applied %v (err %v), want none", again, err)
+	}
+	s := openStore(t, dsn, Options{RenewEvery: -1})
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM relay_schema`).Scan(&n); err != nil || n != SchemaVersion() {
+		t.Fatalf("relay_schema has %d rows (err %v), want %d", n, err, SchemaVersion())
+	}
+}
+
+// TestMigrateConcurrentOpen: three replicas opening an empty database
+// together migrate it once; all three then work on the same books.
+func TestMigrateConcurrentOpen(t *testing.T) {
+	dsn := freshDSN(t)
+	ctx := context.Background()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		applied [][]int
+		stores  []*Store
+	)
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := Migrate(ctx, dsn)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			s, err := Open(ctx, dsn, Options{RenewEvery: -1})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			applied = append(applied, a)
+			stores = append(stores, s)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, s := range stores {
+		t.Cleanup(func() { _ = s.Close() })
+	}
+	if t.Failed() {
+		return
+	}
+	migrated := 0
+	for _, a := range applied {
+		if len(a) > 0 {
+			migrated++
+			if len(a) != SchemaVersion() {
+				t.Errorf("one Migrate applied %v, want all %d", a, SchemaVersion())
+			}
+		}
+	}
+	if migrated != 1 {
+		t.Fatalf("%d of 3 replicas migrated (%v), want exactly 1", migrated, applied)
+	}
+	if _, err := stores[0].Credit(ctx, "acme", 5, "x"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stores[1:] {
+		if a, err := s.Balance(ctx, "acme"); err != nil || a.Balance != 5 {
+			t.Fatalf("another replica sees %+v, %v", a, err)
+		}
+	}
+}
+
+// TestMigrateNewerRefused: a database at a schema version this build does
+// not know is refused at Open and by Migrate, with a message that says so.
+func TestMigrateNewerRefused(t *testing.T) {
+	dsn := freshDSN(t)
+	ctx := context.Background()
+	if _, err := Migrate(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, dsn, `INSERT INTO relay_schema (version, name) VALUES ($1, 'from_the_future.sql')`, SchemaVersion()+1)
+	_, err := Open(ctx, dsn, Options{RenewEvery: -1})
+	if !errors.Is(err, ErrSchemaNewer) {
+		t.Fatalf("Open of a newer schema: %v, want ErrSchemaNewer", err)
+	}
+	if !strings.Contains(err.Error(), "newer relay") {
+		t.Errorf("message %q does not tell the operator what to do", err)
+	}
+	if _, err := Migrate(ctx, dsn); !errors.Is(err, ErrSchemaNewer) {
+		t.Fatalf("Migrate of a newer schema: %v, want ErrSchemaNewer", err)
+	}
+}
+
+// TestUnreachable: a server that does not answer is ErrUnavailable, so the
+// gateway can answer 503.
+func TestUnreachable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := Open(ctx, "postgres://postgres@127.0.0.1:1/none?connect_timeout=5", Options{RenewEvery: -1})
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Open of a closed port: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestStatementTimeoutUnavailable: a statement the server cancels for
+// running past the statement timeout is ErrUnavailable and leaves nothing
+// written.
+func TestStatementTimeoutUnavailable(t *testing.T) {
+	dsn := freshDSN(t)
+	ctx := context.Background()
+	s := openStore(t, dsn, Options{RenewEvery: -1, StatementTimeout: 200 * time.Millisecond})
+	if _, err := s.Credit(ctx, "acme", usd, "c"); err != nil {
+		t.Fatal(err)
+	}
+	// Another session holds the account's row lock past the timeout.
+	locker, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(ctx)
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = 'acme' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Hold(ctx, hold("acme", "r1", usd/2))
+	_ = tx.Rollback(ctx)
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Hold past the statement timeout: %v, want ErrUnavailable", err)
+	}
+	r := audit(t, s, "acme")
+	if r.Account.Held != 0 || r.OpenHolds != 0 {
+		t.Fatalf("a timed-out hold left %+v", r)
+	}
+}

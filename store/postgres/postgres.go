@@ -1,0 +1,319 @@
+// Package postgres keeps the ledger in PostgreSQL (15 or later), shared by
+// any number of gateway replicas. It implements the store contract
+// (store.Ledger, store.Keys, store.Jobs) plus what start-up recovery needs
+// (RecoverHolds, OpenHolds, Owner).
+//
+// Isolation. Every statement runs at READ COMMITTED, PostgreSQL's default,
+// and every money-moving step is one statement (data-modifying CTEs), which
+// PostgreSQL runs as one implicit transaction: the account's row change, the
+// hold row, the journal entry and the outcome commit together or not at all.
+// READ COMMITTED is enough because no step decides on a value it read
+// earlier: each conditional UPDATE takes the account row's lock and, if the
+// row changed under it, re-checks its WHERE clause against the newest
+// committed row (PostgreSQL's EvalPlanQual) before writing. So
+// "balance - held >= amount" is checked against the balance every other
+// committed hold and settle has left, never against a stale read, and two
+// replicas can never both reserve the same credit. Settle, Release and
+// recovery each begin by deleting the hold row: of two that race, the second
+// blocks on the row lock, then finds no row and changes nothing, which makes
+// each exactly once. SERIALIZABLE would add retries and give nothing more.
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxConns         = 16
+	DefaultLease            = 30 * time.Second
+	DefaultStatementTimeout = 5 * time.Second
+	DefaultSweepBatch       = 100
+)
+
+const (
+	maxIDLen   = 256
+	maxNoteLen = 1024
+	// sweepLock is the key of the session advisory lock a sweep holds, so
+	// that one replica sweeps at a time.
+	sweepLock int64 = 0x72656c61795f7377 // "relay_sw"
+)
+
+// Options configure Open. Zero values take the defaults.
+type Options struct {
+	// Owner names this replica in the holds it takes (a boot id); empty
+	// makes a random one.
+	Owner string
+	// MaxConns bounds the connection pool (DefaultMaxConns).
+	MaxConns int32
+	// StatementTimeout bounds each statement on the server
+	// (DefaultStatementTimeout); negative means none.
+	StatementTimeout time.Duration
+	// Lease is how long a hold stays this replica's without a renewal
+	// (DefaultLease): a replica that dies leaves holds that any other
+	// releases once their lease has run out.
+	Lease time.Duration
+	// RenewEvery is how often the background loop renews this replica's
+	// leases (Lease/3); negative disables the loop (the caller then calls
+	// RenewLeases and Sweep itself).
+	RenewEvery time.Duration
+	// SweepEvery is how often the background loop sweeps expired holds
+	// (Lease/2).
+	SweepEvery time.Duration
+	// SweepBatch is how many holds a sweep releases per round
+	// (DefaultSweepBatch).
+	SweepBatch int
+	Logger     *slog.Logger
+}
+
+// Store is the ledger in PostgreSQL.
+type Store struct {
+	dsn   string
+	pool  *pgxpool.Pool
+	owner string
+	lease time.Duration
+	batch int
+	log   *slog.Logger
+
+	stop chan struct{}
+	done sync.WaitGroup
+	once sync.Once
+}
+
+var (
+	_ store.Ledger = (*Store)(nil)
+	_ store.Keys   = (*Store)(nil)
+	_ store.Jobs   = (*Store)(nil)
+)
+
+// Open connects to dsn, migrates the schema (under an advisory lock, so
+// replicas starting together migrate once; a newer schema is refused with
+// ErrSchemaNewer) and starts the lease loop unless opts.RenewEvery < 0.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: dsn: %w", err)
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
+	cfg.MaxConns = opts.MaxConns
+	if opts.StatementTimeout == 0 {
+		opts.StatementTimeout = DefaultStatementTimeout
+	}
+	if opts.StatementTimeout > 0 {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(opts.StatementTimeout.Milliseconds(), 10)
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
+	if opts.RenewEvery == 0 {
+		opts.RenewEvery = opts.Lease / 3
+	}
+	if opts.SweepEvery <= 0 {
+		opts.SweepEvery = opts.Lease / 2
+	}
+	if opts.SweepBatch <= 0 {
+		opts.SweepBatch = DefaultSweepBatch
+	}
+	if opts.Owner == "" {
+		opts.Owner, err = randomOwner()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: pool: %w", err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		pool.Close()
+		return nil, mapErr("connect", err)
+	}
+	applied, err := migrate(ctx, conn.Conn())
+	conn.Release()
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if len(applied) > 0 {
+		opts.Logger.Info("postgres: schema migrated", "versions", applied)
+	}
+	s := &Store{dsn: dsn, pool: pool, owner: opts.Owner, lease: opts.Lease, batch: opts.SweepBatch, log: opts.Logger, stop: make(chan struct{})}
+	if opts.RenewEvery > 0 {
+		s.done.Add(1)
+		go s.loop(opts.RenewEvery, opts.SweepEvery)
+	}
+	return s, nil
+}
+
+// Owner is this replica's name in the holds it takes.
+func (s *Store) Owner() string { return s.owner }
+
+// Ping reports whether the database answers (for readiness checks).
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: ping: %w", err)
+	}
+	return nil
+}
+
+// Close stops the lease loop and closes the pool. Holds still open stay in
+// the database until their lease runs out and another replica sweeps them.
+func (s *Store) Close() error {
+	s.once.Do(func() {
+		close(s.stop)
+		s.done.Wait()
+		s.pool.Close()
+	})
+	return nil
+}
+
+func (s *Store) loop(renew, sweep time.Duration) {
+	defer s.done.Done()
+	rt, st := time.NewTicker(renew), time.NewTicker(sweep)
+	defer rt.Stop()
+	defer st.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-rt.C:
+			ctx, cancel := context.WithTimeout(context.Background(), renew)
+			if _, err := s.RenewLeases(ctx); err != nil {
+				s.log.Warn("postgres: renewing hold leases failed", "err", err)
+			}
+			cancel()
+		case <-st.C:
+			ctx, cancel := context.WithTimeout(context.Background(), sweep)
+			if _, err := s.Sweep(ctx); err != nil {
+				s.log.Warn("postgres: sweeping expired holds failed", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// ErrUnavailable wraps the errors of a database that is down, unreachable,
+// shutting down or too slow (a statement timeout): the caller answers 503
+// and tries again later. Every money step is one statement, so such an
+// error leaves nothing half-written; a Settle whose commit was lost with the
+// connection is safe to repeat (a replay answers ErrAlreadySettled).
+var ErrUnavailable = errors.New("database unavailable")
+
+// mapErr turns PostgreSQL's constraint violations into the store's errors,
+// and an unreachable or failing server into ErrUnavailable.
+func mapErr(what string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "23505": // unique_violation
+			return fmt.Errorf("postgres: %s: %w", what, store.ErrExists)
+		case pe.Code == "23503": // foreign_key_violation: the account does not exist
+			return fmt.Errorf("postgres: %s: account: %w", what, store.ErrNotFound)
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			strings.HasPrefix(pe.Code, "57P"), // admin shutdown, crash shutdown, cannot connect now
+			pe.Code == "57014",                // query_canceled: the statement timeout
+			pe.Code == "53300":                // too_many_connections
+			return fmt.Errorf("postgres: %s: %w: %w", what, ErrUnavailable, err)
+		}
+		return fmt.Errorf("postgres: %s: %w", what, err)
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) || isNetErr(err) {
+		return fmt.Errorf("postgres: %s: %w: %w", what, ErrUnavailable, err)
+	}
+	return fmt.Errorf("postgres: %s: %w", what, err)
+}
+
+func isNetErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+func checkID(field, id string) error {
+	if id == "" {
+		return fmt.Errorf("postgres: %s id is empty", field)
+	}
+	if len(id) > maxIDLen {
+		return fmt.Errorf("postgres: %s id is %d bytes, more than %d", field, len(id), maxIDLen)
+	}
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("postgres: %s id %q is not valid UTF-8", field, id)
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return fmt.Errorf("postgres: %s id %q contains a control character", field, id)
+		}
+	}
+	return nil
+}
+
+func checkAccountID(id string) error {
+	if err := checkID("account", id); err != nil {
+		return err
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] == '/' {
+			return fmt.Errorf("postgres: account id %q contains '/'", id)
+		}
+	}
+	return nil
+}
+
+func checkHash(h string) error {
+	if len(h) != 64 {
+		return fmt.Errorf("postgres: key hash is %d characters, not 64", len(h))
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return fmt.Errorf("postgres: key hash has %q at %d: not lowercase hex", c, i)
+		}
+	}
+	return nil
+}
+
+func clip(s string) string {
+	if len(s) <= maxNoteLen {
+		return s
+	}
+	s = s[:maxNoteLen]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// stamp is t in UTC at the microsecond PostgreSQL keeps; zero means now.
+func stamp(t time.Time) time.Time {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+func usageJSON(u pricing.Usage) ([]byte, error) { return json.Marshal(u) }
+
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

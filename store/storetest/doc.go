@@ -1,0 +1,32 @@
+// Package storetest is the conformance kit of the store contract, in the
+// spirit of testing/fstest: one call runs every documented behaviour of
+// store.Ledger, store.Keys and store.Jobs against an implementation.
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) storetest.Store {
+//			return openMyStore(t) // a fresh, empty store
+//		}, storetest.Options{Crash: crashMyStore})
+//	}
+//
+// Each behaviour is a subtest with a store of its own from open, which the
+// kit closes when the subtest ends: credit; holds and the 402 they answer
+// (*store.InsufficientError with Needed and Available; a balance at or
+// below zero is always insufficient); settle exactly once per request id
+// (ErrAlreadySettled, ErrNoHold); release; an overrun charged in full;
+// the journal, newest first, summing exactly to the balance; keys by hash,
+// ErrExists, listing and revoking; ListAccounts paging; video jobs and
+// their refund exactly once; and the concurrent cases: many holds against
+// scarce credit never admit more than it covers, concurrent ends of one
+// hold charge it once, and concurrent creations of one account, key, job
+// or hold succeed once. Options.Callers sets how many goroutines race.
+//
+// How a store releases the holds of an owner that died is its own (Badger
+// at RecoverHolds after reopening, PostgreSQL when their lease expires), so
+// Options.Crash says how: given a store with holds open, it makes their
+// owner die and returns a store on the same books whose recovery has run.
+// With Crash set, the kit checks that such holds are released with a
+// KindRecovery entry of amount 0, never charged, and that nothing stays
+// held. Without it, the recovery subtest is skipped.
+//
+// Amounts are integer nano-USD; every check on money is exact.
+package storetest
