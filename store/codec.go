@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/bits"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -24,12 +23,6 @@ const (
 	prefixDone    = "done/"
 	prefixJournal = "jrnl/"
 	prefixJob     = "job/"
-)
-
-// Limits on identifiers and free text.
-const (
-	maxIDLen   = 256  // account, request, key and job ids
-	maxNoteLen = 1024 // notes and reasons are cut to this many bytes
 )
 
 func accountKey(id string) []byte   { return prefixed(prefixAccount, id, 0) }
@@ -62,53 +55,6 @@ func journalSeq(account string, key []byte) (uint64, error) {
 		return 0, fmt.Errorf("store: journal key %q is not a key of account %q", key, account)
 	}
 	return binary.BigEndian.Uint64(key[len(p):]), nil
-}
-
-// checkAccountID reports whether id can name an account: 1 to 256 bytes of
-// valid UTF-8 with no '/' and no control characters.
-func checkAccountID(id string) error {
-	if err := checkID("account", id); err != nil {
-		return err
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] == '/' {
-			return fmt.Errorf("store: account id %q contains '/'", id)
-		}
-	}
-	return nil
-}
-
-// checkID reports whether id can name a request, key or job (field names
-// the kind of id for the error): 1 to 256 bytes of valid UTF-8 with no
-// control characters.
-func checkID(field, id string) error {
-	if id == "" {
-		return fmt.Errorf("store: %s id is empty", field)
-	}
-	if len(id) > maxIDLen {
-		return fmt.Errorf("store: %s id is %d bytes, more than %d", field, len(id), maxIDLen)
-	}
-	if !utf8.ValidString(id) {
-		return fmt.Errorf("store: %s id %q is not valid UTF-8", field, id)
-	}
-	for _, r := range id {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return fmt.Errorf("store: %s id %q contains a control character", field, id)
-		}
-	}
-	return nil
-}
-
-// clip cuts s to at most maxNoteLen bytes on a rune boundary.
-func clip(s string) string {
-	if len(s) <= maxNoteLen {
-		return s
-	}
-	s = s[:maxNoteLen]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // addBalance returns the balance a+b of account, or an error naming the

@@ -15,14 +15,14 @@ func FuzzJournalKeys(f *testing.F) {
 	f.Add("acct_1", "acct_1\x00", uint64(0x2f2f2f2f2f2f2f2f))
 	f.Add("é", "é\xff", uint64(47))
 	f.Fuzz(func(t *testing.T, a, b string, seq uint64) {
-		if checkAccountID(a) != nil {
+		if CheckAccountID(a) != nil {
 			return
 		}
 		got, err := journalSeq(a, journalKey(a, seq))
 		if err != nil || got != seq {
 			t.Fatalf("journalSeq(journalKey(%q, %d)) = %d, %v", a, seq, got, err)
 		}
-		if checkAccountID(b) != nil || a == b {
+		if CheckAccountID(b) != nil || a == b {
 			return
 		}
 		if bytes.HasPrefix(journalKey(b, seq), journalPrefix(a)) {
@@ -41,13 +41,13 @@ func FuzzCheckHash(f *testing.F) {
 	f.Add(HashKey("sk-test"))
 	f.Add("")
 	f.Fuzz(func(t *testing.T, s string) {
-		if checkHash(HashKey(s)) != nil {
+		if CheckKeyHash(HashKey(s)) != nil {
 			t.Fatalf("checkHash refused HashKey(%q)", s)
 		}
-		if checkHash(s) == nil && len(s) != 64 {
+		if CheckKeyHash(s) == nil && len(s) != 64 {
 			t.Fatalf("checkHash accepted %q", s)
 		}
-		if checkHash(s) == nil && bytes.ContainsAny([]byte(s), "ABCDEFGHIJKLMNOPQRSTUVWXYZghijklmnopqrstuvwxyz-_ ") {
+		if CheckKeyHash(s) == nil && bytes.ContainsAny([]byte(s), "ABCDEFGHIJKLMNOPQRSTUVWXYZghijklmnopqrstuvwxyz-_ ") {
 			t.Fatalf("checkHash accepted %q", s)
 		}
 	})

@@ -15,10 +15,10 @@ import (
 // a job can never be rewritten (and its Refunded flag never reset). A zero
 // j.Created is set to now.
 func (b *Badger) PutJob(ctx context.Context, j Job) error {
-	if err := checkID("job request", j.RequestID); err != nil {
+	if err := CheckID("job request", j.RequestID); err != nil {
 		return err
 	}
-	if err := checkAccountID(j.Account); err != nil {
+	if err := CheckAccountID(j.Account); err != nil {
 		return err
 	}
 	if j.Amount < 0 {
@@ -96,7 +96,7 @@ func (b *Badger) RefundJob(ctx context.Context, requestID, reason string) (refun
 		acct.Balance = int64(bal)
 		if _, err := journal(txn, &acct, entryRec{
 			Kind: KindRefund, RequestID: rec.RequestID, KeyID: rec.KeyID, Model: rec.Model,
-			Route: rec.Route, Endpoint: pricing.EndpointVideo, Amount: rec.Amount, Note: clip(reason),
+			Route: rec.Route, Endpoint: pricing.EndpointVideo, Amount: rec.Amount, Note: ClipNote(reason),
 		}); err != nil {
 			return err
 		}

@@ -68,30 +68,17 @@ func randomBase62(n int) (string, error) {
 	return string(out), nil
 }
 
-// checkHash reports whether h is a lowercase hex SHA-256.
-func checkHash(h string) error {
-	if len(h) != 2*sha256.Size {
-		return fmt.Errorf("store: key hash is %d characters, not %d", len(h), 2*sha256.Size)
-	}
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return fmt.Errorf("store: key hash has %q at %d: not lowercase hex", c, i)
-		}
-	}
-	return nil
-}
-
 // CreateKey stores k, whose Hash is already set (HashKey of the plaintext).
 // Its account must exist (ErrNotFound); its Route must be set; a duplicate
 // hash or id returns ErrExists. A zero k.Created is set to now.
 func (b *Badger) CreateKey(ctx context.Context, k Key) error {
-	if err := checkID("key", k.ID); err != nil {
+	if err := CheckID("key", k.ID); err != nil {
 		return err
 	}
-	if err := checkHash(k.Hash); err != nil {
+	if err := CheckKeyHash(k.Hash); err != nil {
 		return err
 	}
-	if err := checkAccountID(k.Account); err != nil {
+	if err := CheckAccountID(k.Account); err != nil {
 		return err
 	}
 	if k.Route == "" {
@@ -128,7 +115,7 @@ func (b *Badger) CreateKey(ctx context.Context, k Key) error {
 // KeyByHash returns the key with this hash, revoked or not (the caller
 // refuses revoked keys); ErrNotFound if there is none.
 func (b *Badger) KeyByHash(ctx context.Context, hash string) (Key, error) {
-	if checkHash(hash) != nil {
+	if CheckKeyHash(hash) != nil {
 		return Key{}, fmt.Errorf("store: key by hash: %w", ErrNotFound)
 	}
 	var rec keyRec

@@ -37,7 +37,7 @@ type Outcome struct {
 
 // CreateAccount creates an empty account; ErrExists if it is present.
 func (b *Badger) CreateAccount(ctx context.Context, id string) (Account, error) {
-	if err := checkAccountID(id); err != nil {
+	if err := CheckAccountID(id); err != nil {
 		return Account{}, err
 	}
 	defer b.lock(id)()
@@ -62,7 +62,7 @@ func (b *Badger) CreateAccount(ctx context.Context, id string) (Account, error) 
 // Credit adds amount (> 0) to the account's balance, creating the account if
 // it does not exist, and journals a KindCredit entry.
 func (b *Badger) Credit(ctx context.Context, account string, amount pricing.Nano, note string) (Entry, error) {
-	if err := checkAccountID(account); err != nil {
+	if err := CheckAccountID(account); err != nil {
 		return Entry{}, err
 	}
 	if amount <= 0 {
@@ -87,7 +87,7 @@ func (b *Badger) Credit(ctx context.Context, account string, amount pricing.Nano
 			return err
 		}
 		acct.Balance = int64(bal)
-		out, err = journal(txn, &acct, entryRec{Kind: KindCredit, Amount: int64(amount), Note: clip(note)})
+		out, err = journal(txn, &acct, entryRec{Kind: KindCredit, Amount: int64(amount), Note: ClipNote(note)})
 		return err
 	})
 	if err := b.afterWrite(account, &acct, err); err != nil {
@@ -110,10 +110,10 @@ func (b *Badger) Credit(ctx context.Context, account string, amount pricing.Nano
 // has already ended; the hold's Settle or Release does, and refuses it with
 // ErrExists.
 func (b *Badger) Hold(ctx context.Context, h Hold) error {
-	if err := checkID("request", h.RequestID); err != nil {
+	if err := CheckID("request", h.RequestID); err != nil {
 		return err
 	}
-	if err := checkAccountID(h.Account); err != nil {
+	if err := CheckAccountID(h.Account); err != nil {
 		return err
 	}
 	if h.Amount < 0 {
@@ -174,7 +174,7 @@ func (b *Badger) Hold(ctx context.Context, h Hold) error {
 // its books must close (a client that went away must not cancel its charge).
 func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 	ctx = context.WithoutCancel(ctx)
-	if err := checkID("request", s.RequestID); err != nil {
+	if err := CheckID("request", s.RequestID); err != nil {
 		return Entry{}, err
 	}
 	if s.Charge < 0 {
@@ -206,12 +206,12 @@ func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 		out, err = journal(txn, &acct, entryRec{
 			Kind: KindCharge, RequestID: hr.RequestID, KeyID: hr.KeyID, Model: hr.Model,
 			Route: hr.Route, Endpoint: hr.Endpoint, Usage: usageRecOf(s.Usage),
-			HoldAmount: hr.Amount, Amount: -int64(s.Charge), Note: clip(s.Note),
+			HoldAmount: hr.Amount, Amount: -int64(s.Charge), Note: ClipNote(s.Note),
 		})
 		if err != nil {
 			return err
 		}
-		return putEnded(txn, hr, outcomeRec{State: OutcomeSettled, Charge: int64(s.Charge), Seq: out.Seq, Reason: clip(s.Note)})
+		return putEnded(txn, hr, outcomeRec{State: OutcomeSettled, Charge: int64(s.Charge), Seq: out.Seq, Reason: ClipNote(s.Note)})
 	})
 	if err != nil {
 		return Entry{}, b.failedEnd(h, err)
@@ -227,7 +227,7 @@ func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 // cancelled.
 func (b *Badger) Release(ctx context.Context, requestID, reason string) error {
 	ctx = context.WithoutCancel(ctx)
-	if err := checkID("request", requestID); err != nil {
+	if err := CheckID("request", requestID); err != nil {
 		return err
 	}
 	h, unlock, err := b.takeHold(ctx, requestID, "")
@@ -239,7 +239,7 @@ func (b *Badger) Release(ctx context.Context, requestID, reason string) error {
 		if err := notEnded(txn, requestID); err != nil {
 			return err
 		}
-		return putEnded(txn, &h.rec, outcomeRec{State: OutcomeReleased, Reason: clip(reason)})
+		return putEnded(txn, &h.rec, outcomeRec{State: OutcomeReleased, Reason: ClipNote(reason)})
 	})
 	if err != nil {
 		return b.failedEnd(h, err)

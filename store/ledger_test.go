@@ -402,7 +402,7 @@ func TestCreditAndAccounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(e.Note) > maxNoteLen || !strings.HasPrefix(e.Note, "éé") {
+	if len(e.Note) > MaxNoteLen || !strings.HasPrefix(e.Note, "éé") {
 		t.Errorf("long note kept as %d bytes", len(e.Note))
 	}
 	if r := audit(t, b, "acme"); r.Credits != 5*usd || r.Entries != 2 {
@@ -420,7 +420,7 @@ func TestAccountIDs(t *testing.T) {
 		{"slash", "acme/other", "contains '/'"},
 		{"newline", "acme\n", "control character"},
 		{"invalid utf-8", "acme\xff", "not valid UTF-8"},
-		{"too long", strings.Repeat("a", maxIDLen+1), "more than 256"},
+		{"too long", strings.Repeat("a", MaxIDLen+1), "more than 256"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -96,7 +96,7 @@ func (b *Badger) recoverHold(ctx context.Context, hr holdRec, inLedger bool) (bo
 		if inLedger {
 			acct.Held -= hr.Amount
 		}
-		note := clip(RecoveryNote(hr.Owner))
+		note := ClipNote(RecoveryNote(hr.Owner))
 		e, err := journal(txn, &acct, entryRec{
 			Kind: KindRecovery, RequestID: hr.RequestID, KeyID: hr.KeyID, Model: hr.Model,
 			Route: hr.Route, Endpoint: hr.Endpoint, HoldAmount: hr.Amount, Amount: 0, Note: note,

@@ -90,7 +90,7 @@ o AS (
 	INSERT INTO outcomes (request_id, account, state, hold_amount, seq, owner, reason)
 	SELECT h.request_id, h.account, 'recovered', h.amount, a.seq, h.owner, $2::text FROM h, a
 	ON CONFLICT (request_id) DO NOTHING)
-SELECT h.account, h.amount FROM h`, c.id, clip(store.RecoveryNote(c.owner))).Scan(&account, &amount)
+SELECT h.account, h.amount FROM h`, c.id, store.ClipNote(store.RecoveryNote(c.owner))).Scan(&account, &amount)
 			if err != nil {
 				if isNoRows(err) {
 					continue

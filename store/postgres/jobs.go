@@ -14,10 +14,10 @@ import (
 // PutJob records a video job. Its account must exist (ErrNotFound); a job
 // with the same request id returns ErrExists.
 func (s *Store) PutJob(ctx context.Context, j store.Job) error {
-	if err := checkID("job request", j.RequestID); err != nil {
+	if err := store.CheckID("job request", j.RequestID); err != nil {
 		return err
 	}
-	if err := checkAccountID(j.Account); err != nil {
+	if err := store.CheckAccountID(j.Account); err != nil {
 		return err
 	}
 	if j.Amount < 0 {
@@ -67,7 +67,7 @@ a AS (
 	RETURNING acc.id, acc.balance, acc.seq)
 INSERT INTO journal (account, seq, kind, request_id, key_id, model, route, endpoint, amount, balance_after, note)
 SELECT a.id, a.seq, 'refund', j.request_id, j.key_id, j.model, j.route, $2::text, j.amount, a.balance, $3::text FROM a, j`,
-		requestID, pricing.EndpointVideo, clip(reason))
+		requestID, pricing.EndpointVideo, store.ClipNote(reason))
 	if err != nil {
 		return false, mapErr(fmt.Sprintf("refund job %q", requestID), err)
 	}

@@ -28,13 +28,13 @@ func scanKey(row pgx.Row) (store.Key, error) {
 // (ErrNotFound); a duplicate hash or id returns ErrExists (the unique
 // constraints decide, so two replicas cannot both create it).
 func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
-	if err := checkID("key", k.ID); err != nil {
+	if err := store.CheckID("key", k.ID); err != nil {
 		return err
 	}
-	if err := checkHash(k.Hash); err != nil {
+	if err := store.CheckKeyHash(k.Hash); err != nil {
 		return err
 	}
-	if err := checkAccountID(k.Account); err != nil {
+	if err := store.CheckAccountID(k.Account); err != nil {
 		return err
 	}
 	if k.Route == "" {
@@ -55,7 +55,7 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 // KeyByHash returns the key with this hash, revoked or not; ErrNotFound if
 // there is none.
 func (s *Store) KeyByHash(ctx context.Context, hash string) (store.Key, error) {
-	if checkHash(hash) != nil {
+	if store.CheckKeyHash(hash) != nil {
 		return store.Key{}, fmt.Errorf("postgres: key by hash: %w", store.ErrNotFound)
 	}
 	k, err := scanKey(s.pool.QueryRow(ctx, `SELECT `+keyCols+` FROM keys WHERE hash = $1`, hash))

@@ -37,7 +37,7 @@ func scanEntry(row pgx.Row) (store.Entry, error) {
 
 // CreateAccount creates an empty account; ErrExists if it is present.
 func (s *Store) CreateAccount(ctx context.Context, id string) (store.Account, error) {
-	if err := checkAccountID(id); err != nil {
+	if err := store.CheckAccountID(id); err != nil {
 		return store.Account{}, err
 	}
 	var a store.Account
@@ -56,7 +56,7 @@ func (s *Store) CreateAccount(ctx context.Context, id string) (store.Account, er
 // Credit adds amount (> 0) to the account's balance, creating the account if
 // it does not exist, and journals a KindCredit entry, in one statement.
 func (s *Store) Credit(ctx context.Context, account string, amount pricing.Nano, note string) (store.Entry, error) {
-	if err := checkAccountID(account); err != nil {
+	if err := store.CheckAccountID(account); err != nil {
 		return store.Entry{}, err
 	}
 	if amount <= 0 {
@@ -71,7 +71,7 @@ WITH a AS (
 	RETURNING id, balance, seq)
 INSERT INTO journal (account, seq, kind, amount, balance_after, note)
 SELECT id, seq, 'credit', $2::bigint, balance, $3::text FROM a
-RETURNING `+entryCols, account, int64(amount), clip(note))
+RETURNING `+entryCols, account, int64(amount), store.ClipNote(note))
 	e, err := scanEntry(row)
 	if err != nil {
 		return store.Entry{}, mapErr("credit", err)
@@ -93,10 +93,10 @@ RETURNING `+entryCols, account, int64(amount), clip(note))
 // (ON CONFLICT DO NOTHING), so that such a hold can still end and its
 // credit is never locked for good.
 func (s *Store) Hold(ctx context.Context, h store.Hold) error {
-	if err := checkID("request", h.RequestID); err != nil {
+	if err := store.CheckID("request", h.RequestID); err != nil {
 		return err
 	}
-	if err := checkAccountID(h.Account); err != nil {
+	if err := store.CheckAccountID(h.Account); err != nil {
 		return err
 	}
 	if h.Amount < 0 {
@@ -143,7 +143,7 @@ SELECT $1, id, $4, $5, $6, $7, $3::bigint, $8, $9, now() + $10::bigint * interva
 // does not give up when ctx is cancelled: the call has happened.
 func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.Entry, error) {
 	ctx = context.WithoutCancel(ctx)
-	if err := checkID("request", st.RequestID); err != nil {
+	if err := store.CheckID("request", st.RequestID); err != nil {
 		return store.Entry{}, err
 	}
 	if st.Charge < 0 {
@@ -167,7 +167,7 @@ o AS (
 INSERT INTO journal (account, seq, kind, request_id, key_id, model, route, endpoint, usage, hold_amount, amount, balance_after, note)
 SELECT a.id, a.seq, 'charge', h.request_id, h.key_id, h.model, h.route, h.endpoint, $4::jsonb, h.amount, -$3::bigint, a.balance, $5::text
 FROM a, h
-RETURNING `+entryCols, st.RequestID, st.Account, int64(st.Charge), usage, clip(st.Note))
+RETURNING `+entryCols, st.RequestID, st.Account, int64(st.Charge), usage, store.ClipNote(st.Note))
 	e, err := scanEntry(row)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Entry{}, s.endedErr(ctx, st.RequestID, st.Account)
@@ -184,7 +184,7 @@ RETURNING `+entryCols, st.RequestID, st.Account, int64(st.Charge), usage, clip(s
 // ErrAlreadySettled; an unknown request id ErrNoHold.
 func (s *Store) Release(ctx context.Context, requestID, reason string) error {
 	ctx = context.WithoutCancel(ctx)
-	if err := checkID("request", requestID); err != nil {
+	if err := store.CheckID("request", requestID); err != nil {
 		return err
 	}
 	tag, err := s.pool.Exec(ctx, `
@@ -194,7 +194,7 @@ a AS (
 	UPDATE accounts acc SET held = acc.held - h.amount FROM h WHERE acc.id = h.account RETURNING acc.id)
 INSERT INTO outcomes (request_id, account, state, hold_amount, owner, reason)
 SELECT h.request_id, h.account, 'released', h.amount, h.owner, $2::text FROM h, a
-ON CONFLICT (request_id) DO NOTHING`, requestID, clip(reason))
+ON CONFLICT (request_id) DO NOTHING`, requestID, store.ClipNote(reason))
 	if err != nil {
 		return mapErr(fmt.Sprintf("release %q", requestID), err)
 	}

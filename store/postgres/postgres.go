@@ -31,7 +31,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -50,8 +49,6 @@ const (
 )
 
 const (
-	maxIDLen   = 256
-	maxNoteLen = 1024
 	// sweepLock is the key of the session advisory lock a sweep holds, so
 	// that one replica sweeps at a time.
 	sweepLock int64 = 0x72656c61795f7377 // "relay_sw"
@@ -251,59 +248,6 @@ func mapErr(what string, err error) error {
 func isNetErr(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
-}
-
-func checkID(field, id string) error {
-	if id == "" {
-		return fmt.Errorf("postgres: %s id is empty", field)
-	}
-	if len(id) > maxIDLen {
-		return fmt.Errorf("postgres: %s id is %d bytes, more than %d", field, len(id), maxIDLen)
-	}
-	if !utf8.ValidString(id) {
-		return fmt.Errorf("postgres: %s id %q is not valid UTF-8", field, id)
-	}
-	for _, r := range id {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return fmt.Errorf("postgres: %s id %q contains a control character", field, id)
-		}
-	}
-	return nil
-}
-
-func checkAccountID(id string) error {
-	if err := checkID("account", id); err != nil {
-		return err
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] == '/' {
-			return fmt.Errorf("postgres: account id %q contains '/'", id)
-		}
-	}
-	return nil
-}
-
-func checkHash(h string) error {
-	if len(h) != 64 {
-		return fmt.Errorf("postgres: key hash is %d characters, not 64", len(h))
-	}
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return fmt.Errorf("postgres: key hash has %q at %d: not lowercase hex", c, i)
-		}
-	}
-	return nil
-}
-
-func clip(s string) string {
-	if len(s) <= maxNoteLen {
-		return s
-	}
-	s = s[:maxNoteLen]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // stamp is t in UTC at the microsecond PostgreSQL keeps; zero means now.
