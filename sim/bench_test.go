@@ -67,8 +67,12 @@ func TestChatStreamAllocs(t *testing.T) {
 			s.ServeHTTP(w, withBody(req, body))
 		})
 	}
+	// One allocation per chunk would add 60 from 4 chunks to 64. A few are
+	// allowed: under the race detector (make test) sync.Pool drops a
+	// random share of what is put back, and the count moves by one or two
+	// between runs.
 	few, many := measure(4), measure(64)
-	if many > few+1 {
+	if many > few+4 {
 		t.Errorf("allocations grow with chunks: %v for 4 chunks, %v for 64", few, many)
 	}
 	if few > 60 {
