@@ -18,6 +18,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/modelrelay/modelrelay/plugins"
+	"github.com/modelrelay/modelrelay/store"
 )
 
 // Config is the gateway's configuration, read from relay.yaml. The zero value
@@ -60,6 +61,8 @@ type Config struct {
 	// MemoryLimitBytes is MemoryLimit resolved; 0 means no limit.
 	MemoryLimitBytes int64 `yaml:"-"`
 
+	// Store names the store: Badger in DataDir (default) or PostgreSQL.
+	Store   store.Config  `yaml:"store"`
 	Plugins PluginsConfig `yaml:"plugins"`
 	Billing BillingConfig `yaml:"billing"`
 	Limits  LimitsConfig  `yaml:"limits"`
@@ -392,6 +395,9 @@ func (c *Config) Resolve() error {
 	}
 	if c.Limits.OverloadDelay == 0 {
 		c.Limits.OverloadDelay = 100 * time.Millisecond
+	}
+	if err := c.Store.Resolve(nil); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	if err := c.Server.resolve(); err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/store/badger"
 )
 
 // pluginDir holds the first-party plugins the tests load: RELAY_PLUGIN_DIR
@@ -130,7 +131,7 @@ type env struct {
 	t       testing.TB
 	sims    map[string]*sim.Server // by line name
 	simURLs map[string]string
-	store   *store.Badger
+	store   *badger.Store
 	host    *plugins.Host
 	gw      *Gateway
 	srv     *httptest.Server
@@ -190,7 +191,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	}
 	e.cfg = cfg
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: envLogLevel}))
-	st, err := store.OpenBadger(filepath.Join(e.dataDir, "ledger"), store.BadgerOptions{Logger: log})
+	st, err := badger.Open(filepath.Join(e.dataDir, "ledger"), badger.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

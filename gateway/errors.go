@@ -189,8 +189,15 @@ func toError(err error) *Error {
 		return errf(http.StatusPaymentRequired, "insufficient_quota", "insufficient_credit",
 			"insufficient credit: this call needs up to %s USD, available %s USD", ie.Needed.String(), ie.Available.String())
 	}
+	if errors.Is(err, store.ErrUnavailable) {
+		return refusal("store_unavailable", storeRetryAfter, "the ledger cannot be reached just now; nothing was charged, try again shortly")
+	}
 	return internal("internal_error", "internal error")
 }
+
+// storeRetryAfter is the Retry-After, in seconds, of a 503 given because
+// the store is unavailable.
+const storeRetryAfter = 2
 
 // writeError writes err in the spec's shape. The message ends with the
 // request id, quoted with the support address.

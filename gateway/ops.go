@@ -41,8 +41,12 @@ func (g *Gateway) readiness(ctx context.Context) []string {
 	var problems []string
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	// Any answer from the store, "not found" included, shows it is open.
-	if _, err := g.store.Balance(ctx, "readiness-probe"); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if p, ok := g.store.(interface{ Ping(context.Context) error }); ok {
+		if err := p.Ping(ctx); err != nil {
+			problems = append(problems, "store: "+err.Error())
+		}
+	} else if _, err := g.store.Balance(ctx, "readiness-probe"); err != nil && !errors.Is(err, store.ErrNotFound) {
+		// Any answer from the store, "not found" included, shows it is open.
 		problems = append(problems, "store: "+err.Error())
 	}
 	models := g.host.Catalog().Models()

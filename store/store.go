@@ -179,3 +179,35 @@ type Jobs interface {
 	// whether this call did it.
 	RefundJob(ctx context.Context, requestID, reason string) (refunded bool, err error)
 }
+
+// ErrUnavailable wraps the errors of a store that cannot answer now — a
+// database that is down, unreachable, shutting down or past its statement
+// timeout. Nothing was written: every money step is atomic. The gateway
+// answers 503 with Retry-After, and a Settle that met it is retried until
+// the store answers (a replayed settle changes nothing).
+var ErrUnavailable = errors.New("store unavailable")
+
+// Store is all that the gateway, the admin API, relay serve and crash
+// recovery need of a store; store/badger and store/postgres implement it
+// and store/storetest checks both.
+type Store interface {
+	Ledger
+	Keys
+	Jobs
+	// RecoverHolds releases, uncharged, the open holds whose owner has
+	// ended (Badger: every hold left by an earlier process, at start-up;
+	// PostgreSQL: holds whose lease has run out), each with a KindRecovery
+	// entry; it reports how many.
+	RecoverHolds(ctx context.Context) (int, error)
+	// OpenHolds lists every open hold, oldest first.
+	OpenHolds(ctx context.Context) ([]Hold, error)
+	// Outcome is how the hold of requestID ended; ErrNotFound if it has not.
+	Outcome(ctx context.Context, requestID string) (Outcome, error)
+	// Audit checks an account's books (see AuditReport).
+	Audit(ctx context.Context, account string) (AuditReport, error)
+	// Owner is the name this process gives the holds it takes.
+	Owner() string
+	// Ping reports whether the store answers now (readiness).
+	Ping(ctx context.Context) error
+	Close() error
+}

@@ -99,7 +99,7 @@ func demoConfig(simURL, addr, data, pluginDir string) gateway.Config {
 	return cfg
 }
 
-func seedDemo(ctx context.Context, st *store.Badger) (key string, seeded bool, err error) {
+func seedDemo(ctx context.Context, st store.Store) (key string, seeded bool, err error) {
 	_, err = st.Balance(ctx, "demo")
 	switch {
 	case errors.Is(err, store.ErrNotFound):

@@ -12,6 +12,7 @@ const usage = `relay — the ModelRelay gateway
 usage:
   relay serve   [-config relay.yaml]               run the gateway
   relay sim     [-addr 127.0.0.1:9090] [faults…]   run the simulated provider
+  relay migrate [-config relay.yaml] [-dsn URL]    bring a PostgreSQL store to this build's schema
   relay demo    [-addr 127.0.0.1:8080] [-data ./data] [-plugins ./build/plugins]
   relay keys     create -account A -route R [-exclude m1,m2] | list [-account A] | revoke KEY
   relay accounts create -account A | credit -account A -usd 1.50 | balance -account A | charges -account A | list
@@ -34,6 +35,8 @@ func main() {
 		err = runServe(args)
 	case "sim":
 		err = runSim(args)
+	case "migrate":
+		err = runMigrate(args)
 	case "demo":
 		err = runDemo(args)
 	case "keys":

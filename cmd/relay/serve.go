@@ -66,7 +66,7 @@ type server struct {
 	gw      *gateway.Gateway
 	http    *http.Server
 	metrics *http.Server
-	store   *store.Badger
+	store   store.Store
 	host    *plugins.Host
 	log     *slog.Logger
 	done    chan error
@@ -76,20 +76,9 @@ type server struct {
 // plugins and starts serving. ln may be nil (listen on cfg.Listen).
 func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln net.Listener) (*server, error) {
 	cfg.ApplyMemoryLimit(log)
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
-	st, err := store.OpenBadger(cfg.DataDir+"/ledger", store.BadgerOptions{SyncWrites: *cfg.SyncWrites, Logger: log})
+	st, err := openStore(ctx, cfg, log)
 	if err != nil {
-		return nil, fmt.Errorf("open ledger in %s: %w", cfg.DataDir, err)
-	}
-	n, err := st.RecoverHolds(ctx)
-	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("recover holds: %w", err)
-	}
-	if n > 0 {
-		log.Warn("released holds left by a previous process", "holds", n)
+		return nil, err
 	}
 	host, err := plugins.Open(ctx, cfg.Plugins.HostConfig(log))
 	if err != nil {

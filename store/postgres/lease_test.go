@@ -170,7 +170,9 @@ func TestSweepOneAtATimeInBatches(t *testing.T) {
 }
 
 // TestSweepRacesSettle: holds whose lease ran out while their owner still
-// settles them end exactly once each — charged or recovered, never both.
+// settles them are each charged exactly once, whether the settle or the
+// sweep came first (a settle after the sweep is a late settle), and the
+// books balance.
 func TestSweepRacesSettle(t *testing.T) {
 	dsn := freshDSN(t)
 	ctx := context.Background()
@@ -219,11 +221,10 @@ func TestSweepRacesSettle(t *testing.T) {
 	}
 	r := audit(t, owner, "acme")
 	recovered := r.Entries - 1 - settled
-	if r.Account.Held != 0 || recovered+settled != n || r.Charges != pricing.Nano(settled)*usd/4 ||
-		r.Account.Balance != 100*usd-pricing.Nano(settled)*usd/4 {
+	if r.Account.Held != 0 || settled != n || r.Charges != n*usd/4 || r.Account.Balance != 100*usd-n*usd/4 {
 		t.Fatalf("settled %d, books %+v", settled, r)
 	}
-	t.Logf("%d settled, %d recovered", settled, recovered)
+	t.Logf("%d settled, %d of them after the sweep released their hold", settled, recovered)
 }
 
 // TestBackgroundLoop: with the store's own loop running, a live replica's
@@ -306,5 +307,60 @@ func TestHoldOnEndedID(t *testing.T) {
 	r := audit(t, s, "acme")
 	if r.Account.Held != 0 || r.Account.Balance != 9*usd {
 		t.Fatalf("books %+v", r)
+	}
+}
+
+// TestLateSettleAfterRecovery: a replica cut off from the database for
+// longer than its lease finds, when it comes back, that another replica
+// released its hold. The call was answered, so its settle still charges it
+// — once: a replay is ErrAlreadySettled, and the books balance.
+func TestLateSettleAfterRecovery(t *testing.T) {
+	dsn := freshDSN(t)
+	ctx := context.Background()
+	cut := openStore(t, dsn, Options{Owner: "cut", Lease: time.Second, RenewEvery: -1})
+	other := openStore(t, dsn, Options{Owner: "other", Lease: time.Second, RenewEvery: -1})
+	if _, err := cut.Credit(ctx, "acme", 10*usd, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cut.Hold(ctx, hold("acme", "late", 2*usd)); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, dsn, `UPDATE holds SET lease_until = now() - interval '1 second'`)
+	if n, err := other.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("Sweep = %d, %v; want the one expired hold", n, err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = cut.Settle(ctx, store.Settlement{RequestID: "late", Account: "acme", Charge: 3 * usd, Note: "n"})
+		}()
+	}
+	wg.Wait()
+	charged := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			charged++
+		case !errors.Is(err, store.ErrAlreadySettled):
+			t.Fatalf("late Settle: %v", err)
+		}
+	}
+	if charged != 1 {
+		t.Fatalf("%d of 4 racing late settles charged; want exactly 1", charged)
+	}
+	r := audit(t, other, "acme")
+	if r.Account.Balance != 7*usd || r.Account.Held != 0 || r.OpenHolds != 0 {
+		t.Fatalf("after the late settle: %+v", r.Account)
+	}
+	o, err := other.Outcome(ctx, "late")
+	if err != nil || o.State != store.OutcomeSettled || o.Charge != 3*usd {
+		t.Fatalf("Outcome = %+v, %v; want settled for 3 USD", o, err)
+	}
+	es, err := other.Charges(ctx, "acme", 10)
+	if err != nil || len(es) != 3 || es[0].Kind != store.KindCharge || es[0].KeyID != "key_t" || es[1].Kind != store.KindRecovery {
+		t.Fatalf("journal = %+v, %v; want credit, recovery, charge (with the hold's key)", es, err)
 	}
 }

@@ -170,11 +170,62 @@ FROM a, h
 RETURNING `+entryCols, st.RequestID, st.Account, int64(st.Charge), usage, store.ClipNote(st.Note))
 	e, err := scanEntry(row)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Entry{}, s.endedErr(ctx, st.RequestID, st.Account)
+		return s.lateSettle(ctx, st, usage)
 	}
 	if err != nil {
 		return store.Entry{}, mapErr(fmt.Sprintf("settle %q", st.RequestID), err)
 	}
+	return e, nil
+}
+
+// lateSettle charges a call whose hold a sweep released because its
+// owner's lease ran out — this replica, cut off from the database for
+// longer than the lease, whose call was nevertheless answered. The call
+// happened, so it is charged (only by the hold's owner: no other replica
+// knows its usage, and Badger's recovered holds belong to processes that
+// ended, so this never applies there): in one short transaction the recovered outcome becomes
+// settled (its row lock makes this once: a second late settle waits, then
+// finds no recovered outcome), the account is charged and the charge entry
+// written after the recovery entry. Any other request id without a hold is
+// endedErr's.
+func (s *Store) lateSettle(ctx context.Context, st store.Settlement, usage []byte) (store.Entry, error) {
+	var e store.Entry
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var account string
+		var holdAmount int64
+		err := tx.QueryRow(ctx, `SELECT account, hold_amount FROM outcomes
+WHERE request_id = $1 AND state = 'recovered' AND owner = $3 AND ($2::text = '' OR account = $2::text) FOR UPDATE`,
+			st.RequestID, st.Account, s.owner).Scan(&account, &holdAmount)
+		if err != nil {
+			return err
+		}
+		e, err = scanEntry(tx.QueryRow(ctx, `
+WITH r AS (
+	SELECT key_id, model, route, endpoint FROM journal
+	WHERE account = $1 AND request_id = $2 AND kind = 'recovery' ORDER BY seq DESC LIMIT 1),
+a AS (
+	UPDATE accounts SET balance = balance - $3::bigint, seq = seq + 1 WHERE id = $1
+	RETURNING id, balance, seq)
+INSERT INTO journal (account, seq, kind, request_id, key_id, model, route, endpoint, usage, hold_amount, amount, balance_after, note)
+SELECT a.id, a.seq, 'charge', $2, coalesce(r.key_id, ''), coalesce(r.model, ''), coalesce(r.route, ''), coalesce(r.endpoint, ''),
+	$4::jsonb, $5::bigint, -$3::bigint, a.balance, $6::text
+FROM a LEFT JOIN r ON true
+RETURNING `+entryCols, account, st.RequestID, int64(st.Charge), usage, holdAmount, store.ClipNote(st.Note)))
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE outcomes SET state = 'settled', charge = $2, seq = $3, reason = $4, time = now() WHERE request_id = $1`,
+			st.RequestID, int64(st.Charge), int64(e.Seq), store.ClipNote(st.Note))
+		return err
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return store.Entry{}, s.endedErr(ctx, st.RequestID, st.Account)
+	case err != nil:
+		return store.Entry{}, mapErr(fmt.Sprintf("settle %q", st.RequestID), err)
+	}
+	s.log.Warn("postgres: charged a call whose hold had been released when its lease ran out",
+		"request_id", st.RequestID, "account", e.Account, "charge_nano", st.Charge)
 	return e, nil
 }
 

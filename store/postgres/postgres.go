@@ -99,6 +99,7 @@ var (
 	_ store.Ledger = (*Store)(nil)
 	_ store.Keys   = (*Store)(nil)
 	_ store.Jobs   = (*Store)(nil)
+	_ store.Store  = (*Store)(nil)
 )
 
 // Open connects to dsn, migrates the schema (under an advisory lock, so
@@ -218,7 +219,7 @@ func (s *Store) loop(renew, sweep time.Duration) {
 // and tries again later. Every money step is one statement, so such an
 // error leaves nothing half-written; a Settle whose commit was lost with the
 // connection is safe to repeat (a replay answers ErrAlreadySettled).
-var ErrUnavailable = errors.New("database unavailable")
+var ErrUnavailable = store.ErrUnavailable
 
 // mapErr turns PostgreSQL's constraint violations into the store's errors,
 // and an unreachable or failing server into ErrUnavailable.

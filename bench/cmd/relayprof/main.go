@@ -17,7 +17,7 @@ import (
 
 	"github.com/modelrelay/modelrelay/gateway"
 	"github.com/modelrelay/modelrelay/plugins"
-	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/store/badger"
 )
 
 func main() {
@@ -55,7 +55,7 @@ func run(args []string) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	st, err := store.OpenBadger(cfg.DataDir+"/ledger", store.BadgerOptions{SyncWrites: *cfg.SyncWrites, Logger: log})
+	st, err := badger.Open(cfg.DataDir+"/ledger", badger.Options{SyncWrites: *cfg.SyncWrites, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,9 @@
-package store
+package badger
 
 import (
 	"context"
 	"errors"
+	"github.com/modelrelay/modelrelay/store"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,7 +16,7 @@ func TestJobs(t *testing.T) {
 	ctx := context.Background()
 	b := openTemp(t)
 	credit(t, b, "acme", usd)
-	job := Job{RequestID: "vid_1", Account: "acme", KeyID: "key_a", Model: "video-1", Route: "r", Line: "sim", Amount: 500_000_000}
+	job := store.Job{RequestID: "vid_1", Account: "acme", KeyID: "key_a", Model: "video-1", Route: "r", Line: "sim", Amount: 500_000_000}
 	if err := b.PutJob(ctx, job); err != nil {
 		t.Fatal(err)
 	}
@@ -29,14 +30,14 @@ func TestJobs(t *testing.T) {
 	}
 	refused := []struct {
 		name    string
-		job     Job
+		job     store.Job
 		wantErr error
 		wantMsg string
 	}{
-		{"duplicate", Job{RequestID: "vid_1", Account: "acme", Amount: 1}, ErrExists, "vid_1"},
-		{"unknown account", Job{RequestID: "vid_2", Account: "nobody", Amount: 1}, ErrNotFound, "nobody"},
-		{"negative amount", Job{RequestID: "vid_2", Account: "acme", Amount: -1}, nil, "amount -1 nano-USD is negative"},
-		{"empty id", Job{Account: "acme", Amount: 1}, nil, "job request id is empty"},
+		{"duplicate", store.Job{RequestID: "vid_1", Account: "acme", Amount: 1}, store.ErrExists, "vid_1"},
+		{"unknown account", store.Job{RequestID: "vid_2", Account: "nobody", Amount: 1}, store.ErrNotFound, "nobody"},
+		{"negative amount", store.Job{RequestID: "vid_2", Account: "acme", Amount: -1}, nil, "amount -1 nano-USD is negative"},
+		{"empty id", store.Job{Account: "acme", Amount: 1}, nil, "job request id is empty"},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,10 +53,10 @@ func TestJobs(t *testing.T) {
 			}
 		})
 	}
-	if _, err := b.Job(ctx, "vid_unknown"); !errors.Is(err, ErrNotFound) {
+	if _, err := b.Job(ctx, "vid_unknown"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Job of an unknown id: %v", err)
 	}
-	if _, err := b.RefundJob(ctx, "vid_unknown", "x"); !errors.Is(err, ErrNotFound) {
+	if _, err := b.RefundJob(ctx, "vid_unknown", "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RefundJob of an unknown id: %v", err)
 	}
 }
@@ -66,10 +67,10 @@ func TestRefundJobOnce(t *testing.T) {
 	credit(t, b, "acme", 2*usd)
 	// The fee was charged at acceptance: hold and settle, then record the job.
 	hold(t, b, "acme", "vid_1", 1_500_000_000)
-	if _, err := b.Settle(ctx, Settlement{RequestID: "vid_1", Charge: 1_500_000_000, Usage: pricing.Usage{Seconds: 15, Resolution: "720p"}}); err != nil {
+	if _, err := b.Settle(ctx, store.Settlement{RequestID: "vid_1", Charge: 1_500_000_000, Usage: pricing.Usage{Seconds: 15, Resolution: "720p"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.PutJob(ctx, Job{RequestID: "vid_1", Account: "acme", KeyID: "key_test", Model: "m", Route: "r", Amount: 1_500_000_000}); err != nil {
+	if err := b.PutJob(ctx, store.Job{RequestID: "vid_1", Account: "acme", KeyID: "key_test", Model: "m", Route: "r", Amount: 1_500_000_000}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -112,7 +113,7 @@ func TestRefundJobOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := entries[0]
-	if len(entries) != 3 || e.Kind != KindRefund || e.Amount != 1_500_000_000 || e.RequestID != "vid_1" ||
+	if len(entries) != 3 || e.Kind != store.KindRefund || e.Amount != 1_500_000_000 || e.RequestID != "vid_1" ||
 		e.BalanceAfter != 2*usd || e.Note != "provider reported failure" || e.Endpoint != pricing.EndpointVideo {
 		t.Errorf("journal %+v", entries)
 	}

@@ -1,9 +1,10 @@
-package store
+package badger
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/modelrelay/modelrelay/store"
 	"sort"
 
 	"github.com/dgraph-io/badger/v4"
@@ -20,9 +21,9 @@ import (
 // behind such a hold can no longer settle (the connection to the client
 // died with that process), and its usage is unknown, so the customer is not
 // charged for an answer they may never have received. The segments are then
-// deleted. Call it once after OpenBadger and before serving; holds this
+// deleted. Call it once after Open and before serving; holds this
 // process takes meanwhile are never touched.
-func (b *Badger) RecoverHolds(ctx context.Context) (released int, err error) {
+func (b *Store) RecoverHolds(ctx context.Context) (released int, err error) {
 	legacy, err := b.ledgerHolds(ctx)
 	if err != nil {
 		return 0, err
@@ -37,7 +38,7 @@ func (b *Badger) RecoverHolds(ctx context.Context) (released int, err error) {
 	for i, hr := range append(legacy, logged...) {
 		inLedger := i < len(legacy)
 		ok, err := b.recoverHold(ctx, hr, inLedger)
-		if !inLedger && errors.Is(err, ErrNotFound) {
+		if !inLedger && errors.Is(err, store.ErrNotFound) {
 			// Its account is gone (a machine crash can keep the log's page
 			// and lose the commit that made the account): nothing is held
 			// for it, and it must not stop the start.
@@ -57,17 +58,11 @@ func (b *Badger) RecoverHolds(ctx context.Context) (released int, err error) {
 	return released, b.holdLog.removeOrphans()
 }
 
-// RecoveryNote is the note of the KindRecovery entry of a hold owned by
-// owner.
-func RecoveryNote(owner string) string {
-	return "hold released at start-up: owner " + owner + " ended without settling"
-}
-
 // recoverHold releases hr, read from a hold log segment or, when inLedger,
 // from the ledger, where an older build also counted it in the account's
 // Held. It reports false when the hold had ended meanwhile (a logged hold
 // that settled or was released before its process ended).
-func (b *Badger) recoverHold(ctx context.Context, hr holdRec, inLedger bool) (bool, error) {
+func (b *Store) recoverHold(ctx context.Context, hr holdRec, inLedger bool) (bool, error) {
 	defer b.lock(hr.Account)()
 	var (
 		done bool
@@ -96,16 +91,16 @@ func (b *Badger) recoverHold(ctx context.Context, hr holdRec, inLedger bool) (bo
 		if inLedger {
 			acct.Held -= hr.Amount
 		}
-		note := ClipNote(RecoveryNote(hr.Owner))
+		note := store.ClipNote(store.RecoveryNote(hr.Owner))
 		e, err := journal(txn, &acct, entryRec{
-			Kind: KindRecovery, RequestID: hr.RequestID, KeyID: hr.KeyID, Model: hr.Model,
+			Kind: store.KindRecovery, RequestID: hr.RequestID, KeyID: hr.KeyID, Model: hr.Model,
 			Route: hr.Route, Endpoint: hr.Endpoint, HoldAmount: hr.Amount, Amount: 0, Note: note,
 		})
 		if err != nil {
 			return err
 		}
 		done = true
-		return putEnded(txn, &hr, outcomeRec{State: OutcomeRecovered, Seq: e.Seq, Reason: note})
+		return putEnded(txn, &hr, outcomeRec{State: store.OutcomeRecovered, Seq: e.Seq, Reason: note})
 	})
 	var wrote *accountRec
 	if done {
@@ -118,12 +113,12 @@ func (b *Badger) recoverHold(ctx context.Context, hr holdRec, inLedger bool) (bo
 // an older build left in the ledger that RecoverHolds has not yet released.
 // (The holds in the hold log segments of ended processes hold no credit:
 // they are read only by RecoverHolds.)
-func (b *Badger) OpenHolds(ctx context.Context) ([]Hold, error) {
+func (b *Store) OpenHolds(ctx context.Context) ([]store.Hold, error) {
 	legacy, err := b.ledgerHolds(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Hold, 0, len(legacy))
+	out := make([]store.Hold, 0, len(legacy))
 	for _, hr := range legacy {
 		out = append(out, hr.api())
 	}
@@ -139,7 +134,7 @@ func (b *Badger) OpenHolds(ctx context.Context) ([]Hold, error) {
 
 // HeldTotal sums the open holds of account ("" sums every account's), read
 // from the holds themselves; it equals Account.Held in a consistent store.
-func (b *Badger) HeldTotal(ctx context.Context, account string) (pricing.Nano, error) {
+func (b *Store) HeldTotal(ctx context.Context, account string) (pricing.Nano, error) {
 	holds, err := b.OpenHolds(ctx)
 	if err != nil {
 		return 0, err
@@ -154,7 +149,7 @@ func (b *Badger) HeldTotal(ctx context.Context, account string) (pricing.Nano, e
 }
 
 // ledgerHolds reads the holds an older build kept in the ledger.
-func (b *Badger) ledgerHolds(ctx context.Context) ([]holdRec, error) {
+func (b *Store) ledgerHolds(ctx context.Context) ([]holdRec, error) {
 	var out []holdRec
 	err := b.view(ctx, func(txn *badger.Txn) error {
 		out = out[:0]
@@ -179,32 +174,6 @@ func eachHold(txn *badger.Txn, fn func(holdRec)) error {
 	return nil
 }
 
-// AuditReport is one account's books, read in one consistent snapshot.
-type AuditReport struct {
-	Account     Account
-	Entries     int
-	LastSeq     uint64       // the last entry's sequence number
-	Credits     pricing.Nano // Σ KindCredit amounts
-	Charges     pricing.Nano // Σ KindCharge amounts, as a positive number
-	Refunds     pricing.Nano // Σ KindRefund amounts
-	Journal     pricing.Nano // Σ every entry's signed amount
-	OpenHolds   int
-	HeldByHolds pricing.Nano // Σ the open holds' amounts
-	Problems    []string     // every broken invariant; empty when the books hold
-}
-
-// Err is nil when the books hold, or an error listing every problem.
-func (r AuditReport) Err() error {
-	if len(r.Problems) == 0 {
-		return nil
-	}
-	errs := make([]error, len(r.Problems))
-	for i, p := range r.Problems {
-		errs[i] = errors.New(p)
-	}
-	return fmt.Errorf("store: audit of account %q: %w", r.Account.ID, errors.Join(errs...))
-}
-
 // Audit reads the account's journal and holds and checks the invariants:
 // the balance equals the sum of the journal's amounts; every entry's
 // BalanceAfter equals the running sum; sequence numbers run 1, 2, 3 … up to
@@ -212,16 +181,16 @@ func (r AuditReport) Err() error {
 // ledger (an older build's) and in memory; the account Hold sees in memory
 // is the ledger's. Problems are
 // reported in the result, not as the error, which is for failing to read.
-func (b *Badger) Audit(ctx context.Context, account string) (AuditReport, error) {
+func (b *Store) Audit(ctx context.Context, account string) (store.AuditReport, error) {
 	// The stripe keeps writers out, and the account's mu Hold, so that the
 	// ledger, the account as Hold sees it and the open holds are one view.
 	defer b.lock(account)()
 	a := b.mem.account(account)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var r AuditReport
+	var r store.AuditReport
 	err := b.view(ctx, func(txn *badger.Txn) error {
-		r = AuditReport{}
+		r = store.AuditReport{}
 		acct, err := loadAccount(txn, account)
 		if err != nil {
 			return err
@@ -249,13 +218,13 @@ func (b *Badger) Audit(ctx context.Context, account string) (AuditReport, error)
 			r.LastSeq = seq
 			r.Journal += pricing.Nano(e.Amount)
 			switch e.Kind {
-			case KindCredit:
+			case store.KindCredit:
 				r.Credits += pricing.Nano(e.Amount)
-			case KindCharge:
+			case store.KindCharge:
 				r.Charges -= pricing.Nano(e.Amount)
-			case KindRefund:
+			case store.KindRefund:
 				r.Refunds += pricing.Nano(e.Amount)
-			case KindRecovery:
+			case store.KindRecovery:
 				if e.Amount != 0 {
 					r.Problems = append(r.Problems, fmt.Sprintf("recovery entry %d moves %d nano-USD", seq, e.Amount))
 				}

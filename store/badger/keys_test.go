@@ -1,9 +1,10 @@
-package store
+package badger
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/modelrelay/modelrelay/store"
 	"io"
 	"io/fs"
 	"os"
@@ -20,14 +21,14 @@ func TestNewKey(t *testing.T) {
 	seen := map[string]bool{}
 	counts := map[rune]int{}
 	for range 500 {
-		plain, id, hash, err := NewKey()
+		plain, id, hash, err := store.NewKey()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !plainRE.MatchString(plain) || !idRE.MatchString(id) || !hashRE.MatchString(hash) {
 			t.Fatalf("bad shapes: %q %q %q", plain, id, hash)
 		}
-		if hash != HashKey(plain) {
+		if hash != store.HashKey(plain) {
 			t.Fatalf("hash %s is not HashKey of the plaintext", hash)
 		}
 		if seen[plain] || seen[id] {
@@ -48,7 +49,7 @@ func TestNewKey(t *testing.T) {
 			t.Errorf("character %q drawn %d times of 24000", r, n)
 		}
 	}
-	if got := HashKey("sk-test"); got != "f3abf2a6cc4f00987743db5f544ba345b4899ae31f326d8ee9c4816de153c9e0" { // sha256sum of "sk-test"
+	if got := store.HashKey("sk-test"); got != "f3abf2a6cc4f00987743db5f544ba345b4899ae31f326d8ee9c4816de153c9e0" { // sha256sum of "sk-test"
 		t.Errorf("HashKey: %q", got)
 	}
 }
@@ -56,7 +57,7 @@ func TestNewKey(t *testing.T) {
 func TestKeys(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	b, err := OpenBadger(dir, BadgerOptions{})
+	b, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,13 +66,13 @@ func TestKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	plain1, id1, hash1, _ := NewKey()
-	_, id2, hash2, _ := NewKey()
-	_, id3, hash3, _ := NewKey()
-	k1 := Key{ID: id1, Hash: hash1, Account: "acme", Route: AutoRoute}
-	k2 := Key{ID: id2, Hash: hash2, Account: "acme", Route: "budget", Exclude: []string{"big-model"}}
-	k3 := Key{ID: id3, Hash: hash3, Account: "beta", Route: "budget"}
-	for _, k := range []Key{k1, k2, k3} {
+	plain1, id1, hash1, _ := store.NewKey()
+	_, id2, hash2, _ := store.NewKey()
+	_, id3, hash3, _ := store.NewKey()
+	k1 := store.Key{ID: id1, Hash: hash1, Account: "acme", Route: store.AutoRoute}
+	k2 := store.Key{ID: id2, Hash: hash2, Account: "acme", Route: "budget", Exclude: []string{"big-model"}}
+	k3 := store.Key{ID: id3, Hash: hash3, Account: "beta", Route: "budget"}
+	for _, k := range []store.Key{k1, k2, k3} {
 		if err := b.CreateKey(ctx, k); err != nil {
 			t.Fatalf("CreateKey %s: %v", k.ID, err)
 		}
@@ -79,17 +80,17 @@ func TestKeys(t *testing.T) {
 
 	refused := []struct {
 		name    string
-		key     Key
+		key     store.Key
 		wantErr error
 		wantMsg string
 	}{
-		{"duplicate hash", Key{ID: "key_other", Hash: hash1, Account: "acme", Route: "r"}, ErrExists, "hash"},
-		{"duplicate id", Key{ID: id1, Hash: HashKey("x"), Account: "acme", Route: "r"}, ErrExists, "id"},
-		{"unknown account", Key{ID: "key_x", Hash: HashKey("y"), Account: "nobody", Route: "r"}, ErrNotFound, "nobody"},
-		{"plaintext as hash", Key{ID: "key_x", Hash: plain1, Account: "acme", Route: "r"}, nil, "key hash is 51 characters"},
-		{"uppercase hash", Key{ID: "key_x", Hash: strings.ToUpper(HashKey("z")), Account: "acme", Route: "r"}, nil, "not lowercase hex"},
-		{"empty route", Key{ID: "key_x", Hash: HashKey("w"), Account: "acme"}, nil, "route is empty"},
-		{"empty id", Key{Hash: HashKey("v"), Account: "acme", Route: "r"}, nil, "key id is empty"},
+		{"duplicate hash", store.Key{ID: "key_other", Hash: hash1, Account: "acme", Route: "r"}, store.ErrExists, "hash"},
+		{"duplicate id", store.Key{ID: id1, Hash: store.HashKey("x"), Account: "acme", Route: "r"}, store.ErrExists, "id"},
+		{"unknown account", store.Key{ID: "key_x", Hash: store.HashKey("y"), Account: "nobody", Route: "r"}, store.ErrNotFound, "nobody"},
+		{"plaintext as hash", store.Key{ID: "key_x", Hash: plain1, Account: "acme", Route: "r"}, nil, "key hash is 51 characters"},
+		{"uppercase hash", store.Key{ID: "key_x", Hash: strings.ToUpper(store.HashKey("z")), Account: "acme", Route: "r"}, nil, "not lowercase hex"},
+		{"empty route", store.Key{ID: "key_x", Hash: store.HashKey("w"), Account: "acme"}, nil, "route is empty"},
+		{"empty id", store.Key{Hash: store.HashKey("v"), Account: "acme", Route: "r"}, nil, "key id is empty"},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,15 +107,15 @@ func TestKeys(t *testing.T) {
 		})
 	}
 
-	got, err := b.KeyByHash(ctx, HashKey(plain1))
+	got, err := b.KeyByHash(ctx, store.HashKey(plain1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ID != id1 || got.Account != "acme" || got.Route != AutoRoute || got.Revoked || got.Created.IsZero() {
+	if got.ID != id1 || got.Account != "acme" || got.Route != store.AutoRoute || got.Revoked || got.Created.IsZero() {
 		t.Errorf("KeyByHash: %+v", got)
 	}
-	for _, h := range []string{HashKey("unknown"), "", plain1} {
-		if _, err := b.KeyByHash(ctx, h); !errors.Is(err, ErrNotFound) {
+	for _, h := range []string{store.HashKey("unknown"), "", plain1} {
+		if _, err := b.KeyByHash(ctx, h); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("KeyByHash(%q): %v, want ErrNotFound", h, err)
 		}
 	}
@@ -140,7 +141,7 @@ func TestKeys(t *testing.T) {
 			t.Errorf("ListKeys(%q) = %v, want %v", tc.account, ids, tc.want)
 		}
 	}
-	if _, err := b.ListKeys(ctx, "nobody"); !errors.Is(err, ErrNotFound) {
+	if _, err := b.ListKeys(ctx, "nobody"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ListKeys of an unknown account: %v", err)
 	}
 
@@ -154,7 +155,7 @@ func TestKeys(t *testing.T) {
 	if again, err := b.RevokeKey(ctx, id2); err != nil || !again.Revoked {
 		t.Errorf("revoking twice: %+v, %v", again, err)
 	}
-	if _, err := b.RevokeKey(ctx, "key_unknown"); !errors.Is(err, ErrNotFound) {
+	if _, err := b.RevokeKey(ctx, "key_unknown"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RevokeKey of an unknown id: %v", err)
 	}
 
@@ -182,24 +183,24 @@ func TestKeys(t *testing.T) {
 func TestNoPlaintextOnDisk(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	b, err := OpenBadger(dir, BadgerOptions{SyncWrites: true})
+	b, err := Open(dir, Options{SyncWrites: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, id, hash, err := NewKey()
+	plain, id, hash, err := store.NewKey()
 	if err != nil {
 		t.Fatal(err)
 	}
 	const canary = "QJZW-kx7v8pmY3"
 	credit(t, b, "acme", usd)
-	if err := b.CreateKey(ctx, Key{ID: id, Hash: hash, Account: "acme", Route: AutoRoute}); err != nil {
+	if err := b.CreateKey(ctx, store.Key{ID: id, Hash: hash, Account: "acme", Route: store.AutoRoute}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Hold(ctx, Hold{RequestID: "req_1", Account: "acme", KeyID: id, Model: canary, Amount: 1}); err != nil {
+	if err := b.Hold(ctx, store.Hold{RequestID: "req_1", Account: "acme", KeyID: id, Model: canary, Amount: 1}); err != nil {
 		t.Fatal(err)
 	}
 	var needles [][]byte
-	for i := len(KeyPrefix); i+16 <= len(plain); i++ {
+	for i := len(store.KeyPrefix); i+16 <= len(plain); i++ {
 		needles = append(needles, []byte(plain[i:i+16]))
 	}
 	scan := func(when string) {

@@ -1,44 +1,21 @@
-package store
+package badger
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"github.com/modelrelay/modelrelay/store"
 
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/modelrelay/modelrelay/pricing"
 )
 
-// Outcome states: how a hold ended.
-const (
-	OutcomeSettled   = "settled"   // Settle charged the call
-	OutcomeReleased  = "released"  // Release dropped it (the call failed)
-	OutcomeRecovered = "recovered" // RecoverHolds dropped it at start-up
-)
-
-// Outcome is the audit record of a hold that ended, kept under its request
-// id for as long as the store lives. It is what makes Settle and Release
-// exactly-once, and it is the only trace a released hold leaves (a release
-// writes no journal entry because it moves no money).
-type Outcome struct {
-	RequestID  string
-	Account    string
-	State      string       // OutcomeSettled, OutcomeReleased or OutcomeRecovered
-	HoldAmount pricing.Nano // the amount the hold reserved
-	Charge     pricing.Nano // what Settle charged; 0 otherwise
-	Seq        uint64       // the journal entry's sequence number; 0 for a release
-	Owner      string       // the process that took the hold; not kept for a settled call
-	Reason     string       // Release's reason, Settle's note, or the recovery note
-	Time       time.Time
-}
-
 // CreateAccount creates an empty account; ErrExists if it is present.
-func (b *Badger) CreateAccount(ctx context.Context, id string) (Account, error) {
-	if err := CheckAccountID(id); err != nil {
-		return Account{}, err
+func (b *Store) CreateAccount(ctx context.Context, id string) (store.Account, error) {
+	if err := store.CheckAccountID(id); err != nil {
+		return store.Account{}, err
 	}
 	defer b.lock(id)()
 	var out accountRec
@@ -48,25 +25,25 @@ func (b *Badger) CreateAccount(ctx context.Context, id string) (Account, error) 
 			return err
 		}
 		if ok {
-			return fmt.Errorf("store: account %q: %w", id, ErrExists)
+			return fmt.Errorf("store: account %q: %w", id, store.ErrExists)
 		}
 		out = accountRec{ID: id, Created: now()}
 		return putAccount(txn, &out)
 	})
 	if err := b.afterWrite(id, &out, err); err != nil {
-		return Account{}, err
+		return store.Account{}, err
 	}
 	return out.api(), nil
 }
 
 // Credit adds amount (> 0) to the account's balance, creating the account if
 // it does not exist, and journals a KindCredit entry.
-func (b *Badger) Credit(ctx context.Context, account string, amount pricing.Nano, note string) (Entry, error) {
-	if err := CheckAccountID(account); err != nil {
-		return Entry{}, err
+func (b *Store) Credit(ctx context.Context, account string, amount pricing.Nano, note string) (store.Entry, error) {
+	if err := store.CheckAccountID(account); err != nil {
+		return store.Entry{}, err
 	}
 	if amount <= 0 {
-		return Entry{}, fmt.Errorf("store: credit to account %q: amount %d nano-USD is not positive", account, amount)
+		return store.Entry{}, fmt.Errorf("store: credit to account %q: amount %d nano-USD is not positive", account, amount)
 	}
 	defer b.lock(account)()
 	var (
@@ -76,7 +53,7 @@ func (b *Badger) Credit(ctx context.Context, account string, amount pricing.Nano
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		var err error
 		acct, err = loadAccount(txn, account)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			acct, err = accountRec{ID: account, Created: now()}, nil
 		}
 		if err != nil {
@@ -87,11 +64,11 @@ func (b *Badger) Credit(ctx context.Context, account string, amount pricing.Nano
 			return err
 		}
 		acct.Balance = int64(bal)
-		out, err = journal(txn, &acct, entryRec{Kind: KindCredit, Amount: int64(amount), Note: ClipNote(note)})
+		out, err = journal(txn, &acct, entryRec{Kind: store.KindCredit, Amount: int64(amount), Note: store.ClipNote(note)})
 		return err
 	})
 	if err := b.afterWrite(account, &acct, err); err != nil {
-		return Entry{}, err
+		return store.Entry{}, err
 	}
 	return out.api(), nil
 }
@@ -109,11 +86,11 @@ func (b *Badger) Credit(ctx context.Context, account string, amount pricing.Nano
 // Held. It does not read the ledger, so it cannot see that a request id
 // has already ended; the hold's Settle or Release does, and refuses it with
 // ErrExists.
-func (b *Badger) Hold(ctx context.Context, h Hold) error {
-	if err := CheckID("request", h.RequestID); err != nil {
+func (b *Store) Hold(ctx context.Context, h store.Hold) error {
+	if err := store.CheckID("request", h.RequestID); err != nil {
 		return err
 	}
-	if err := CheckAccountID(h.Account); err != nil {
+	if err := store.CheckAccountID(h.Account); err != nil {
 		return err
 	}
 	if h.Amount < 0 {
@@ -144,12 +121,12 @@ func (b *Badger) Hold(ctx context.Context, h Hold) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.holds[rec.RequestID]; ok {
-		return fmt.Errorf("store: hold %q: request id: %w", rec.RequestID, ErrExists)
+		return fmt.Errorf("store: hold %q: request id: %w", rec.RequestID, store.ErrExists)
 	}
 	balance := pricing.Nano(a.rec.Balance)
 	available := balance - pricing.Nano(a.rec.Held+a.held)
 	if balance <= 0 || available < h.Amount {
-		return &InsufficientError{Needed: h.Amount, Available: available}
+		return &store.InsufficientError{Needed: h.Amount, Available: available}
 	}
 	seg, err := b.holdLog.append(val)
 	if err != nil {
@@ -172,17 +149,17 @@ func (b *Badger) Hold(ctx context.Context, h Hold) error {
 //
 // Settle does not give up when ctx is cancelled: the call has happened and
 // its books must close (a client that went away must not cancel its charge).
-func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
+func (b *Store) Settle(ctx context.Context, s store.Settlement) (store.Entry, error) {
 	ctx = context.WithoutCancel(ctx)
-	if err := CheckID("request", s.RequestID); err != nil {
-		return Entry{}, err
+	if err := store.CheckID("request", s.RequestID); err != nil {
+		return store.Entry{}, err
 	}
 	if s.Charge < 0 {
-		return Entry{}, fmt.Errorf("store: settle %q: charge %d nano-USD is negative", s.RequestID, s.Charge)
+		return store.Entry{}, fmt.Errorf("store: settle %q: charge %d nano-USD is negative", s.RequestID, s.Charge)
 	}
 	h, unlock, err := b.takeHold(ctx, s.RequestID, s.Account)
 	if err != nil {
-		return Entry{}, err
+		return store.Entry{}, err
 	}
 	defer unlock()
 	hr := &h.rec
@@ -204,17 +181,17 @@ func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 		}
 		acct.Balance = int64(bal)
 		out, err = journal(txn, &acct, entryRec{
-			Kind: KindCharge, RequestID: hr.RequestID, KeyID: hr.KeyID, Model: hr.Model,
+			Kind: store.KindCharge, RequestID: hr.RequestID, KeyID: hr.KeyID, Model: hr.Model,
 			Route: hr.Route, Endpoint: hr.Endpoint, Usage: usageRecOf(s.Usage),
-			HoldAmount: hr.Amount, Amount: -int64(s.Charge), Note: ClipNote(s.Note),
+			HoldAmount: hr.Amount, Amount: -int64(s.Charge), Note: store.ClipNote(s.Note),
 		})
 		if err != nil {
 			return err
 		}
-		return putEnded(txn, hr, outcomeRec{State: OutcomeSettled, Charge: int64(s.Charge), Seq: out.Seq, Reason: ClipNote(s.Note)})
+		return putEnded(txn, hr, outcomeRec{State: store.OutcomeSettled, Charge: int64(s.Charge), Seq: out.Seq, Reason: store.ClipNote(s.Note)})
 	})
 	if err != nil {
-		return Entry{}, b.failedEnd(h, err)
+		return store.Entry{}, b.failedEnd(h, err)
 	}
 	b.endHold(h, &acct)
 	return out.api(), nil
@@ -225,9 +202,9 @@ func (b *Badger) Settle(ctx context.Context, s Settlement) (Entry, error) {
 // reason. A later Settle or Release returns ErrAlreadySettled; an unknown
 // request id ErrNoHold. Like Settle, it does not give up when ctx is
 // cancelled.
-func (b *Badger) Release(ctx context.Context, requestID, reason string) error {
+func (b *Store) Release(ctx context.Context, requestID, reason string) error {
 	ctx = context.WithoutCancel(ctx)
-	if err := CheckID("request", requestID); err != nil {
+	if err := store.CheckID("request", requestID); err != nil {
 		return err
 	}
 	h, unlock, err := b.takeHold(ctx, requestID, "")
@@ -239,7 +216,7 @@ func (b *Badger) Release(ctx context.Context, requestID, reason string) error {
 		if err := notEnded(txn, requestID); err != nil {
 			return err
 		}
-		return putEnded(txn, &h.rec, outcomeRec{State: OutcomeReleased, Reason: ClipNote(reason)})
+		return putEnded(txn, &h.rec, outcomeRec{State: store.OutcomeReleased, Reason: store.ClipNote(reason)})
 	})
 	if err != nil {
 		return b.failedEnd(h, err)
@@ -253,7 +230,7 @@ func (b *Badger) Release(ctx context.Context, requestID, reason string) error {
 // ends it and unlocks. account, when set, must be the hold's. A request id
 // with no open hold returns ErrAlreadySettled if it has ended, else
 // ErrNoHold.
-func (b *Badger) takeHold(ctx context.Context, requestID, account string) (*openHold, func(), error) {
+func (b *Store) takeHold(ctx context.Context, requestID, account string) (*openHold, func(), error) {
 	if account == "" {
 		h, ok := b.mem.hold(requestID)
 		if !ok {
@@ -293,10 +270,10 @@ func notEnded(txn *badger.Txn, requestID string) error {
 // a request id that had already ended is dropped (ErrExists); after any
 // other error the hold stays open, to be released, and the account is read
 // afresh from the ledger by the next Hold.
-func (b *Badger) failedEnd(h *openHold, err error) error {
+func (b *Store) failedEnd(h *openHold, err error) error {
 	if errors.Is(err, errEndedBefore) {
 		b.endHold(h, nil)
-		return fmt.Errorf("store: hold %q: the request id already has an outcome; this hold is dropped: %w", h.rec.RequestID, ErrExists)
+		return fmt.Errorf("store: hold %q: the request id already has an outcome; this hold is dropped: %w", h.rec.RequestID, store.ErrExists)
 	}
 	b.forget(h.rec.Account)
 	return err
@@ -311,10 +288,10 @@ func putEnded(txn *badger.Txn, hr *holdRec, o outcomeRec) error {
 
 // Balance returns the account; ErrNotFound if it does not exist. Held is
 // the sum of the open holds.
-func (b *Badger) Balance(ctx context.Context, account string) (Account, error) {
+func (b *Store) Balance(ctx context.Context, account string) (store.Account, error) {
 	a, err := b.loaded(ctx, account)
 	if err != nil {
-		return Account{}, err
+		return store.Account{}, err
 	}
 	defer a.mu.Unlock()
 	return a.api(), nil
@@ -323,11 +300,11 @@ func (b *Badger) Balance(ctx context.Context, account string) (Account, error) {
 // Charges lists the account's journal entries (credits, charges, refunds,
 // recoveries), newest first, at most limit (≤ 0 means 100). An unknown
 // account returns ErrNotFound.
-func (b *Badger) Charges(ctx context.Context, account string, limit int) ([]Entry, error) {
+func (b *Store) Charges(ctx context.Context, account string, limit int) ([]store.Entry, error) {
 	if limit <= 0 {
 		limit = 100
 	}
-	var out []Entry
+	var out []store.Entry
 	err := b.view(ctx, func(txn *badger.Txn) error {
 		if _, err := loadAccount(txn, account); err != nil {
 			return err
@@ -358,13 +335,13 @@ func (b *Badger) Charges(ctx context.Context, account string, limit int) ([]Entr
 
 // Outcome returns how the hold of requestID ended; ErrNotFound if it is
 // still open or never existed.
-func (b *Badger) Outcome(ctx context.Context, requestID string) (Outcome, error) {
+func (b *Store) Outcome(ctx context.Context, requestID string) (store.Outcome, error) {
 	var out outcomeRec
 	err := b.view(ctx, func(txn *badger.Txn) error {
 		var err error
 		out, err = getOutcome(txn, doneKey(requestID))
 		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("store: outcome of %q: %w", requestID, ErrNotFound)
+			return fmt.Errorf("store: outcome of %q: %w", requestID, store.ErrNotFound)
 		}
 		if err != nil || !out.compact {
 			return err
@@ -375,9 +352,9 @@ func (b *Badger) Outcome(ctx context.Context, requestID string) (Outcome, error)
 		var e entryRec
 		err = getValue(txn, key, func(val []byte) error { return e.decode(key, val) })
 		if errors.Is(err, badger.ErrKeyNotFound) {
-			err = ErrNotFound
+			err = store.ErrNotFound
 		}
-		if err == nil && (e.Kind != KindCharge || e.RequestID != requestID) {
+		if err == nil && (e.Kind != store.KindCharge || e.RequestID != requestID) {
 			err = fmt.Errorf("it is a %s entry of request %q", e.Kind, e.RequestID)
 		}
 		if err != nil {
@@ -387,14 +364,14 @@ func (b *Badger) Outcome(ctx context.Context, requestID string) (Outcome, error)
 		return nil
 	})
 	if err != nil {
-		return Outcome{}, err
+		return store.Outcome{}, err
 	}
 	return out.api(), nil
 }
 
 // endedErr explains why requestID has no open hold: ErrAlreadySettled if
 // it has ended, ErrNoHold if it was never held.
-func (b *Badger) endedErr(ctx context.Context, requestID string) error {
+func (b *Store) endedErr(ctx context.Context, requestID string) error {
 	var ended bool
 	err := b.view(ctx, func(txn *badger.Txn) error {
 		var err error
@@ -405,16 +382,16 @@ func (b *Badger) endedErr(ctx context.Context, requestID string) error {
 	case err != nil:
 		return err
 	case ended:
-		return fmt.Errorf("store: request %q: %w", requestID, ErrAlreadySettled)
+		return fmt.Errorf("store: request %q: %w", requestID, store.ErrAlreadySettled)
 	}
-	return fmt.Errorf("store: request %q: %w", requestID, ErrNoHold)
+	return fmt.Errorf("store: request %q: %w", requestID, store.ErrNoHold)
 }
 
 // loadAccount reads an account; ErrNotFound if it does not exist.
 func loadAccount(txn *badger.Txn, id string) (accountRec, error) {
 	acct, err := getAccount(txn, accountKey(id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return acct, fmt.Errorf("store: account %q: %w", id, ErrNotFound)
+		return acct, fmt.Errorf("store: account %q: %w", id, store.ErrNotFound)
 	}
 	return acct, err
 }
@@ -440,9 +417,9 @@ func journal(txn *badger.Txn, acct *accountRec, e entryRec) (entryRec, error) {
 // ListAccounts lists the accounts whose id sorts after after, in id order,
 // at most limit (≤ 0 or above MaxAccountPage: MaxAccountPage). Held counts
 // the open holds as Balance does; it loads nothing into memory.
-func (b *Badger) ListAccounts(ctx context.Context, after string, limit int) ([]Account, error) {
-	if limit <= 0 || limit > MaxAccountPage {
-		limit = MaxAccountPage
+func (b *Store) ListAccounts(ctx context.Context, after string, limit int) ([]store.Account, error) {
+	if limit <= 0 || limit > store.MaxAccountPage {
+		limit = store.MaxAccountPage
 	}
 	var recs []accountRec
 	err := b.view(ctx, func(txn *badger.Txn) error {
@@ -469,7 +446,7 @@ func (b *Badger) ListAccounts(ctx context.Context, after string, limit int) ([]A
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Account, len(recs))
+	out := make([]store.Account, len(recs))
 	for i, r := range recs {
 		out[i] = b.mem.view(r)
 	}

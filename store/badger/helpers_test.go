@@ -1,7 +1,8 @@
-package store
+package badger
 
 import (
 	"context"
+	"github.com/modelrelay/modelrelay/store"
 	"log/slog"
 	"testing"
 
@@ -12,11 +13,11 @@ const usd = pricing.NanoPerUSD
 
 // openAt opens a store in dir with the given owner and closes it when the
 // test ends.
-func openAt(t testing.TB, dir, owner string, sync bool) *Badger {
+func openAt(t testing.TB, dir, owner string, sync bool) *Store {
 	t.Helper()
-	b, err := OpenBadger(dir, BadgerOptions{SyncWrites: sync, Owner: owner, Logger: slog.New(slog.DiscardHandler)})
+	b, err := Open(dir, Options{SyncWrites: sync, Owner: owner, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		t.Fatalf("OpenBadger(%q): %v", dir, err)
+		t.Fatalf("Open(%q): %v", dir, err)
 	}
 	t.Cleanup(func() {
 		if err := b.Close(); err != nil {
@@ -26,27 +27,27 @@ func openAt(t testing.TB, dir, owner string, sync bool) *Badger {
 	return b
 }
 
-func openTemp(t testing.TB) *Badger {
+func openTemp(t testing.TB) *Store {
 	t.Helper()
 	return openAt(t, t.TempDir(), "", false)
 }
 
-func credit(t testing.TB, b *Badger, account string, amount pricing.Nano) {
+func credit(t testing.TB, b *Store, account string, amount pricing.Nano) {
 	t.Helper()
 	if _, err := b.Credit(context.Background(), account, amount, "test credit"); err != nil {
 		t.Fatalf("Credit(%q, %d): %v", account, amount, err)
 	}
 }
 
-func hold(t testing.TB, b *Badger, account, reqID string, amount pricing.Nano) {
+func hold(t testing.TB, b *Store, account, reqID string, amount pricing.Nano) {
 	t.Helper()
-	if err := b.Hold(context.Background(), Hold{RequestID: reqID, Account: account, KeyID: "key_test",
+	if err := b.Hold(context.Background(), store.Hold{RequestID: reqID, Account: account, KeyID: "key_test",
 		Model: "m", Route: "r", Endpoint: pricing.EndpointChat, Amount: amount}); err != nil {
 		t.Fatalf("Hold(%q, %d): %v", reqID, amount, err)
 	}
 }
 
-func balance(t testing.TB, b *Badger, account string) Account {
+func balance(t testing.TB, b *Store, account string) store.Account {
 	t.Helper()
 	a, err := b.Balance(context.Background(), account)
 	if err != nil {
@@ -56,7 +57,7 @@ func balance(t testing.TB, b *Badger, account string) Account {
 }
 
 // audit fails the test unless the account's books hold.
-func audit(t testing.TB, b *Badger, account string) AuditReport {
+func audit(t testing.TB, b *Store, account string) store.AuditReport {
 	t.Helper()
 	r, err := b.Audit(context.Background(), account)
 	if err != nil {

@@ -1,4 +1,4 @@
-package store
+package badger
 
 import (
 	"encoding/binary"
@@ -47,7 +47,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // unwritten rest of the segment.
 type holdLog struct {
 	dir        string // "" for a store in memory: nothing is written
-	sync       bool   // fsync after every append (BadgerOptions.SyncWrites)
+	sync       bool   // fsync after every append (Options.SyncWrites)
 	segmentMax int    // holdSegmentMax; tests lower it
 
 	mu      sync.Mutex

@@ -1,7 +1,8 @@
-package store
+package badger
 
 import (
 	"context"
+	"github.com/modelrelay/modelrelay/store"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
@@ -102,7 +103,7 @@ func (m *memory) holdsOf(account string, fn func(*openHold)) {
 // loaded returns the acctMem of id with rec loaded and its mu held; the
 // caller unlocks it. Loading reads the record under the account's stripe,
 // which keeps every writer out. An unknown account is ErrNotFound.
-func (b *Badger) loaded(ctx context.Context, id string) (*acctMem, error) {
+func (b *Store) loaded(ctx context.Context, id string) (*acctMem, error) {
 	a := b.mem.account(id)
 	a.mu.Lock()
 	if a.loaded {
@@ -134,7 +135,7 @@ func (b *Badger) loaded(ctx context.Context, id string) (*acctMem, error) {
 // sees, or, after err, makes the next Hold read the account afresh. It
 // returns err. Every writer of an account record but Settle (endHold) goes
 // through it.
-func (b *Badger) afterWrite(account string, rec *accountRec, err error) error {
+func (b *Store) afterWrite(account string, rec *accountRec, err error) error {
 	if err != nil {
 		b.forget(account)
 		return err
@@ -150,7 +151,7 @@ func (b *Badger) afterWrite(account string, rec *accountRec, err error) error {
 
 // forget makes the next Hold read the account from the ledger: after a
 // failed transaction a writer cannot be sure what was committed.
-func (b *Badger) forget(id string) {
+func (b *Store) forget(id string) {
 	a := b.mem.account(id)
 	a.mu.Lock()
 	a.loaded = false
@@ -159,7 +160,7 @@ func (b *Badger) forget(id string) {
 
 // endHold removes h, ended by a transaction that committed acct (nil when
 // it wrote no account), from memory and from its hold log segment.
-func (b *Badger) endHold(h *openHold, acct *accountRec) {
+func (b *Store) endHold(h *openHold, acct *accountRec) {
 	a := b.mem.account(h.rec.Account)
 	a.mu.Lock()
 	s := b.mem.stripe(h.rec.RequestID)
@@ -176,7 +177,7 @@ func (b *Badger) endHold(h *openHold, acct *accountRec) {
 
 // api is the account as the API shows it: Held counts the open holds of
 // this process and those an older build left in the ledger (rec.Held).
-func (a *acctMem) api() Account {
+func (a *acctMem) api() store.Account {
 	acct := a.rec.api()
 	acct.Held += pricing.Nano(a.held)
 	return acct
@@ -186,7 +187,7 @@ func (a *acctMem) api() Account {
 // the record this process has in memory when it has one loaded (it is the
 // last committed), with the open holds of this process counted. It adds
 // nothing to memory.
-func (m *memory) view(rec accountRec) Account {
+func (m *memory) view(rec accountRec) store.Account {
 	m.mu.RLock()
 	a := m.accounts[rec.ID]
 	m.mu.RUnlock()

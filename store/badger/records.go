@@ -1,8 +1,9 @@
-package store
+package badger
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/modelrelay/modelrelay/store"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -25,8 +26,8 @@ type accountRec struct {
 	Created time.Time `json:"created"`
 }
 
-func (r accountRec) api() Account {
-	return Account{ID: r.ID, Balance: pricing.Nano(r.Balance), Held: pricing.Nano(r.Held), Created: r.Created}
+func (r accountRec) api() store.Account {
+	return store.Account{ID: r.ID, Balance: pricing.Nano(r.Balance), Held: pricing.Nano(r.Held), Created: r.Created}
 }
 
 type keyRec struct {
@@ -39,12 +40,12 @@ type keyRec struct {
 	Created time.Time `json:"created"`
 }
 
-func (r keyRec) api() Key {
-	return Key{ID: r.ID, Hash: r.Hash, Account: r.Account, Route: r.Route,
+func (r keyRec) api() store.Key {
+	return store.Key{ID: r.ID, Hash: r.Hash, Account: r.Account, Route: r.Route,
 		Exclude: r.Exclude, Revoked: r.Revoked, Created: r.Created}
 }
 
-func keyRecOf(k Key) keyRec {
+func keyRecOf(k store.Key) keyRec {
 	return keyRec{ID: k.ID, Hash: k.Hash, Account: k.Account, Route: k.Route,
 		Exclude: k.Exclude, Revoked: k.Revoked, Created: k.Created}
 }
@@ -61,12 +62,12 @@ type holdRec struct {
 	Owner     string    `json:"owner"`
 }
 
-func (r holdRec) api() Hold {
-	return Hold{RequestID: r.RequestID, Account: r.Account, KeyID: r.KeyID, Model: r.Model,
+func (r holdRec) api() store.Hold {
+	return store.Hold{RequestID: r.RequestID, Account: r.Account, KeyID: r.KeyID, Model: r.Model,
 		Route: r.Route, Endpoint: r.Endpoint, Amount: pricing.Nano(r.Amount), Created: r.Created, Owner: r.Owner}
 }
 
-func holdRecOf(h Hold) holdRec {
+func holdRecOf(h store.Hold) holdRec {
 	return holdRec{RequestID: h.RequestID, Account: h.Account, KeyID: h.KeyID, Model: h.Model,
 		Route: h.Route, Endpoint: h.Endpoint, Amount: int64(h.Amount), Created: h.Created, Owner: h.Owner}
 }
@@ -113,14 +114,14 @@ type entryRec struct {
 	Note         string    `json:"note,omitempty"`
 }
 
-func (r entryRec) api() Entry {
-	return Entry{Seq: r.Seq, Kind: r.Kind, RequestID: r.RequestID, Account: r.Account, KeyID: r.KeyID,
+func (r entryRec) api() store.Entry {
+	return store.Entry{Seq: r.Seq, Kind: r.Kind, RequestID: r.RequestID, Account: r.Account, KeyID: r.KeyID,
 		Model: r.Model, Route: r.Route, Endpoint: r.Endpoint, Usage: r.Usage.api(),
 		HoldAmount: pricing.Nano(r.HoldAmount), Amount: pricing.Nano(r.Amount),
 		BalanceAfter: pricing.Nano(r.BalanceAfter), Time: r.Time, Note: r.Note}
 }
 
-func entryRecOf(e Entry) entryRec {
+func entryRecOf(e store.Entry) entryRec {
 	return entryRec{Seq: e.Seq, Kind: e.Kind, RequestID: e.RequestID, Account: e.Account, KeyID: e.KeyID,
 		Model: e.Model, Route: e.Route, Endpoint: e.Endpoint, Usage: usageRecOf(e.Usage),
 		HoldAmount: int64(e.HoldAmount), Amount: int64(e.Amount), BalanceAfter: int64(e.BalanceAfter),
@@ -139,12 +140,12 @@ type jobRec struct {
 	Created   time.Time `json:"created"`
 }
 
-func (r jobRec) api() Job {
-	return Job{RequestID: r.RequestID, Account: r.Account, KeyID: r.KeyID, Model: r.Model, Route: r.Route,
+func (r jobRec) api() store.Job {
+	return store.Job{RequestID: r.RequestID, Account: r.Account, KeyID: r.KeyID, Model: r.Model, Route: r.Route,
 		Line: r.Line, Amount: pricing.Nano(r.Amount), Refunded: r.Refunded, Created: r.Created}
 }
 
-func jobRecOf(j Job) jobRec {
+func jobRecOf(j store.Job) jobRec {
 	return jobRec{RequestID: j.RequestID, Account: j.Account, KeyID: j.KeyID, Model: j.Model, Route: j.Route,
 		Line: j.Line, Amount: int64(j.Amount), Refunded: j.Refunded, Created: j.Created}
 }
@@ -163,8 +164,8 @@ type outcomeRec struct {
 	compact bool // read from a settled outcome v2: the rest is in the journal
 }
 
-func (r outcomeRec) api() Outcome {
-	return Outcome{RequestID: r.RequestID, Account: r.Account, State: r.State,
+func (r outcomeRec) api() store.Outcome {
+	return store.Outcome{RequestID: r.RequestID, Account: r.Account, State: r.State,
 		HoldAmount: pricing.Nano(r.HoldAmount), Charge: pricing.Nano(r.Charge), Seq: r.Seq,
 		Owner: r.Owner, Reason: r.Reason, Time: r.Time}
 }
@@ -454,7 +455,7 @@ func (r *outcomeRec) fields(e *enc) {
 
 func (r *outcomeRec) encode(key []byte) ([]byte, error) {
 	var e enc
-	if r.State == OutcomeSettled {
+	if r.State == store.OutcomeSettled {
 		r.settledFields(&e)
 		if e.start(tagSettledV2) {
 			r.settledFields(&e)
@@ -474,7 +475,7 @@ func (r *outcomeRec) decode(key, val []byte) error {
 			return fmt.Errorf("store: decode %q: a settled outcome under a key that is not %s<request id>", key, prefixDone)
 		}
 		d, _, _ := openRecord(key, val, tagSettledV2) // the tag is checked above
-		*r = outcomeRec{RequestID: string(key[len(prefixDone):]), State: OutcomeSettled, compact: true}
+		*r = outcomeRec{RequestID: string(key[len(prefixDone):]), State: store.OutcomeSettled, compact: true}
 		r.Account = d.str("account")
 		r.Charge = d.varint("charge")
 		r.Seq = d.uvarint("seq")

@@ -1,88 +1,30 @@
-package store
+package badger
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/modelrelay/modelrelay/store"
 	"sort"
 
 	"github.com/dgraph-io/badger/v4"
 )
 
-// Shapes of generated keys.
-const (
-	KeyPrefix   = "sk-"  // every plaintext key starts with it
-	KeyIDPrefix = "key_" // every key id starts with it
-	keyChars    = 48     // base62 characters after KeyPrefix (≈285 bits)
-	keyIDChars  = 12     // base62 characters after KeyIDPrefix
-)
-
-const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-
-// NewKey makes a new API key: plaintext is "sk-" and 48 base62 characters
-// from crypto/rand, shown to the operator once and never stored; id is
-// "key_" and 12 base62 characters, the public name safe for logs; hash is
-// HashKey(plaintext), what the store keeps.
-func NewKey() (plaintext, id, hash string, err error) {
-	secret, err := randomBase62(keyChars)
-	if err != nil {
-		return "", "", "", fmt.Errorf("store: new key: %w", err)
-	}
-	idPart, err := randomBase62(keyIDChars)
-	if err != nil {
-		return "", "", "", fmt.Errorf("store: new key id: %w", err)
-	}
-	plaintext = KeyPrefix + secret
-	return plaintext, KeyIDPrefix + idPart, HashKey(plaintext), nil
-}
-
-// HashKey is the lowercase hex SHA-256 of a plaintext key, the form keys are
-// stored and looked up in.
-func HashKey(plaintext string) string {
-	sum := sha256.Sum256([]byte(plaintext))
-	return hex.EncodeToString(sum[:])
-}
-
-// randomBase62 draws n uniform base62 characters from crypto/rand, rejecting
-// bytes ≥ 248 so that every character is equally likely.
-func randomBase62(n int) (string, error) {
-	out := make([]byte, 0, n)
-	buf := make([]byte, n+n/4+8)
-	for len(out) < n {
-		if _, err := rand.Read(buf); err != nil {
-			return "", err
-		}
-		for _, c := range buf {
-			if c >= 248 { // 248 = 4 × 62
-				continue
-			}
-			out = append(out, base62[c%62])
-			if len(out) == n {
-				break
-			}
-		}
-	}
-	return string(out), nil
-}
-
 // CreateKey stores k, whose Hash is already set (HashKey of the plaintext).
 // Its account must exist (ErrNotFound); its Route must be set; a duplicate
 // hash or id returns ErrExists. A zero k.Created is set to now.
-func (b *Badger) CreateKey(ctx context.Context, k Key) error {
-	if err := CheckID("key", k.ID); err != nil {
+func (b *Store) CreateKey(ctx context.Context, k store.Key) error {
+	if err := store.CheckID("key", k.ID); err != nil {
 		return err
 	}
-	if err := CheckKeyHash(k.Hash); err != nil {
+	if err := store.CheckKeyHash(k.Hash); err != nil {
 		return err
 	}
-	if err := CheckAccountID(k.Account); err != nil {
+	if err := store.CheckAccountID(k.Account); err != nil {
 		return err
 	}
 	if k.Route == "" {
-		return fmt.Errorf("store: key %q: route is empty (a route name or %q)", k.ID, AutoRoute)
+		return fmt.Errorf("store: key %q: route is empty (a route name or %q)", k.ID, store.AutoRoute)
 	}
 	if k.Created.IsZero() {
 		k.Created = now()
@@ -102,7 +44,7 @@ func (b *Badger) CreateKey(ctx context.Context, k Key) error {
 				return err
 			}
 			if ok {
-				return fmt.Errorf("store: key %q: %s: %w", k.ID, c.field, ErrExists)
+				return fmt.Errorf("store: key %q: %s: %w", k.ID, c.field, store.ErrExists)
 			}
 		}
 		if err := putKey(txn, &rec); err != nil {
@@ -114,21 +56,21 @@ func (b *Badger) CreateKey(ctx context.Context, k Key) error {
 
 // KeyByHash returns the key with this hash, revoked or not (the caller
 // refuses revoked keys); ErrNotFound if there is none.
-func (b *Badger) KeyByHash(ctx context.Context, hash string) (Key, error) {
-	if CheckKeyHash(hash) != nil {
-		return Key{}, fmt.Errorf("store: key by hash: %w", ErrNotFound)
+func (b *Store) KeyByHash(ctx context.Context, hash string) (store.Key, error) {
+	if store.CheckKeyHash(hash) != nil {
+		return store.Key{}, fmt.Errorf("store: key by hash: %w", store.ErrNotFound)
 	}
 	var rec keyRec
 	err := b.view(ctx, func(txn *badger.Txn) error {
 		var err error
 		rec, err = getKey(txn, keyKey(hash))
 		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("store: key by hash: %w", ErrNotFound)
+			return fmt.Errorf("store: key by hash: %w", store.ErrNotFound)
 		}
 		return err
 	})
 	if err != nil {
-		return Key{}, err
+		return store.Key{}, err
 	}
 	return rec.api(), nil
 }
@@ -136,8 +78,8 @@ func (b *Badger) KeyByHash(ctx context.Context, hash string) (Key, error) {
 // ListKeys lists the keys of account, or of every account when account is
 // "", oldest first, revoked ones included. An unknown account returns
 // ErrNotFound.
-func (b *Badger) ListKeys(ctx context.Context, account string) ([]Key, error) {
-	var out []Key
+func (b *Store) ListKeys(ctx context.Context, account string) ([]store.Key, error) {
+	var out []store.Key
 	err := b.view(ctx, func(txn *badger.Txn) error {
 		if account != "" {
 			if _, err := loadAccount(txn, account); err != nil {
@@ -174,13 +116,13 @@ func (b *Badger) ListKeys(ctx context.Context, account string) ([]Key, error) {
 
 // RevokeKey marks the key with this id revoked and returns it; revoking a
 // revoked key changes nothing. ErrNotFound if no key has the id.
-func (b *Badger) RevokeKey(ctx context.Context, id string) (Key, error) {
+func (b *Store) RevokeKey(ctx context.Context, id string) (store.Key, error) {
 	var rec keyRec
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		rec = keyRec{}
 		item, err := txn.Get(keyIDKey(id))
 		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("store: key %q: %w", id, ErrNotFound)
+			return fmt.Errorf("store: key %q: %w", id, store.ErrNotFound)
 		}
 		if err != nil {
 			return err
@@ -191,7 +133,7 @@ func (b *Badger) RevokeKey(ctx context.Context, id string) (Key, error) {
 		}
 		if rec, err = getKey(txn, keyKey(string(hash))); err != nil {
 			if errors.Is(err, badger.ErrKeyNotFound) {
-				return fmt.Errorf("store: key %q: id points at a missing hash: %w", id, ErrNotFound)
+				return fmt.Errorf("store: key %q: id points at a missing hash: %w", id, store.ErrNotFound)
 			}
 			return err
 		}
@@ -202,7 +144,7 @@ func (b *Badger) RevokeKey(ctx context.Context, id string) (Key, error) {
 		return putKey(txn, &rec)
 	})
 	if err != nil {
-		return Key{}, err
+		return store.Key{}, err
 	}
 	return rec.api(), nil
 }

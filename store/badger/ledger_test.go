@@ -1,9 +1,10 @@
-package store
+package badger
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/modelrelay/modelrelay/store"
 	"strings"
 	"sync"
 	"testing"
@@ -25,21 +26,21 @@ func TestHoldSettleRelease(t *testing.T) {
 		wantKinds   []string // journal, newest first
 	}{
 		{name: "settle below hold", credit: 10 * usd, hold: 2 * usd, charge: 1_500_000_000,
-			wantBalance: 8_500_000_000, wantKinds: []string{KindCharge, KindCredit}},
+			wantBalance: 8_500_000_000, wantKinds: []string{store.KindCharge, store.KindCredit}},
 		{name: "settle exactly the hold", credit: 10 * usd, hold: 2 * usd, charge: 2 * usd,
-			wantBalance: 8 * usd, wantKinds: []string{KindCharge, KindCredit}},
+			wantBalance: 8 * usd, wantKinds: []string{store.KindCharge, store.KindCredit}},
 		{name: "settle zero charge", credit: 10 * usd, hold: 2 * usd, charge: 0,
-			wantBalance: 10 * usd, wantKinds: []string{KindCharge, KindCredit}},
+			wantBalance: 10 * usd, wantKinds: []string{store.KindCharge, store.KindCredit}},
 		{name: "settle above hold within balance", credit: 10 * usd, hold: 2 * usd, charge: 3 * usd,
-			wantBalance: 7 * usd, wantKinds: []string{KindCharge, KindCredit}},
+			wantBalance: 7 * usd, wantKinds: []string{store.KindCharge, store.KindCredit}},
 		{name: "overrun goes negative", credit: 1 * usd, hold: 1 * usd, charge: 1_500_000_000,
-			wantBalance: -500_000_000, wantKinds: []string{KindCharge, KindCredit}},
+			wantBalance: -500_000_000, wantKinds: []string{store.KindCharge, store.KindCredit}},
 		{name: "one nano", credit: 1, hold: 1, charge: 1,
-			wantBalance: 0, wantKinds: []string{KindCharge, KindCredit}},
+			wantBalance: 0, wantKinds: []string{store.KindCharge, store.KindCredit}},
 		{name: "release charges nothing", credit: 10 * usd, hold: 2 * usd, release: true,
-			wantBalance: 10 * usd, wantKinds: []string{KindCredit}},
+			wantBalance: 10 * usd, wantKinds: []string{store.KindCredit}},
 		{name: "zero hold released", credit: 10 * usd, hold: 0, release: true,
-			wantBalance: 10 * usd, wantKinds: []string{KindCredit}},
+			wantBalance: 10 * usd, wantKinds: []string{store.KindCredit}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,18 +51,18 @@ func TestHoldSettleRelease(t *testing.T) {
 			if a := balance(t, b, "acme"); a.Held != tc.hold || a.Balance != tc.credit {
 				t.Fatalf("after hold: balance %d held %d, want %d and %d", a.Balance, a.Held, tc.credit, tc.hold)
 			}
-			var wantOutcome Outcome
+			var wantOutcome store.Outcome
 			if tc.release {
 				if err := b.Release(ctx, "req_1", "upstream 503"); err != nil {
 					t.Fatalf("Release: %v", err)
 				}
-				wantOutcome = Outcome{State: OutcomeReleased, Reason: "upstream 503"}
+				wantOutcome = store.Outcome{State: store.OutcomeReleased, Reason: "upstream 503"}
 			} else {
-				e, err := b.Settle(ctx, Settlement{RequestID: "req_1", Charge: tc.charge, Usage: usage, Note: "n"})
+				e, err := b.Settle(ctx, store.Settlement{RequestID: "req_1", Charge: tc.charge, Usage: usage, Note: "n"})
 				if err != nil {
 					t.Fatalf("Settle: %v", err)
 				}
-				want := Entry{Seq: 2, Kind: KindCharge, RequestID: "req_1", Account: "acme", KeyID: "key_test",
+				want := store.Entry{Seq: 2, Kind: store.KindCharge, RequestID: "req_1", Account: "acme", KeyID: "key_test",
 					Model: "m", Route: "r", Endpoint: pricing.EndpointChat, Usage: usage, HoldAmount: tc.hold,
 					Amount: -tc.charge, BalanceAfter: tc.wantBalance, Time: e.Time, Note: "n"}
 				if e != want {
@@ -70,7 +71,7 @@ func TestHoldSettleRelease(t *testing.T) {
 				if e.Time.IsZero() {
 					t.Error("Settle entry has no time")
 				}
-				wantOutcome = Outcome{State: OutcomeSettled, Charge: tc.charge, Seq: 2, Reason: "n"}
+				wantOutcome = store.Outcome{State: store.OutcomeSettled, Charge: tc.charge, Seq: 2, Reason: "n"}
 			}
 			a := balance(t, b, "acme")
 			if a.Balance != tc.wantBalance || a.Held != 0 {
@@ -93,7 +94,7 @@ func TestHoldSettleRelease(t *testing.T) {
 			}
 			wantOutcome.RequestID, wantOutcome.Account, wantOutcome.HoldAmount = "req_1", "acme", tc.hold
 			wantOutcome.Time = o.Time
-			if wantOutcome.State != OutcomeSettled { // a settled call's journal entry is its record
+			if wantOutcome.State != store.OutcomeSettled { // a settled call's journal entry is its record
 				wantOutcome.Owner = b.Owner()
 			}
 			if o != wantOutcome {
@@ -108,48 +109,66 @@ func TestSettleExactlyOnce(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		name    string
-		first   func(b *Badger) error
-		second  func(b *Badger) error
+		first   func(b *Store) error
+		second  func(b *Store) error
 		wantErr error
 	}{
 		{"settle twice",
-			func(b *Badger) error { _, err := b.Settle(ctx, Settlement{RequestID: "r", Charge: 1}); return err },
-			func(b *Badger) error { _, err := b.Settle(ctx, Settlement{RequestID: "r", Charge: 1}); return err },
-			ErrAlreadySettled},
-		{"settle after release",
-			func(b *Badger) error { return b.Release(ctx, "r", "failed") },
-			func(b *Badger) error { _, err := b.Settle(ctx, Settlement{RequestID: "r", Charge: 1}); return err },
-			ErrAlreadySettled},
-		{"release after settle",
-			func(b *Badger) error { _, err := b.Settle(ctx, Settlement{RequestID: "r", Charge: 1}); return err },
-			func(b *Badger) error { return b.Release(ctx, "r", "late") },
-			ErrAlreadySettled},
-		{"release twice",
-			func(b *Badger) error { return b.Release(ctx, "r", "failed") },
-			func(b *Badger) error { return b.Release(ctx, "r", "failed") },
-			ErrAlreadySettled},
-		{"hold again after settle", // Hold cannot see it; the settle can (TestHoldOnEndedRequestID)
-			func(b *Badger) error { _, err := b.Settle(ctx, Settlement{RequestID: "r", Charge: 1}); return err },
-			func(b *Badger) error {
-				if err := b.Hold(ctx, Hold{RequestID: "r", Account: "acme", Amount: 1}); err != nil {
-					return err
-				}
-				_, err := b.Settle(ctx, Settlement{RequestID: "r", Charge: 1})
+			func(b *Store) error {
+				_, err := b.Settle(ctx, store.Settlement{RequestID: "r", Charge: 1})
 				return err
 			},
-			ErrExists},
+			func(b *Store) error {
+				_, err := b.Settle(ctx, store.Settlement{RequestID: "r", Charge: 1})
+				return err
+			},
+			store.ErrAlreadySettled},
+		{"settle after release",
+			func(b *Store) error { return b.Release(ctx, "r", "failed") },
+			func(b *Store) error {
+				_, err := b.Settle(ctx, store.Settlement{RequestID: "r", Charge: 1})
+				return err
+			},
+			store.ErrAlreadySettled},
+		{"release after settle",
+			func(b *Store) error {
+				_, err := b.Settle(ctx, store.Settlement{RequestID: "r", Charge: 1})
+				return err
+			},
+			func(b *Store) error { return b.Release(ctx, "r", "late") },
+			store.ErrAlreadySettled},
+		{"release twice",
+			func(b *Store) error { return b.Release(ctx, "r", "failed") },
+			func(b *Store) error { return b.Release(ctx, "r", "failed") },
+			store.ErrAlreadySettled},
+		{"hold again after settle", // Hold cannot see it; the settle can (TestHoldOnEndedRequestID)
+			func(b *Store) error {
+				_, err := b.Settle(ctx, store.Settlement{RequestID: "r", Charge: 1})
+				return err
+			},
+			func(b *Store) error {
+				if err := b.Hold(ctx, store.Hold{RequestID: "r", Account: "acme", Amount: 1}); err != nil {
+					return err
+				}
+				_, err := b.Settle(ctx, store.Settlement{RequestID: "r", Charge: 1})
+				return err
+			},
+			store.ErrExists},
 		{"hold again while open",
-			func(b *Badger) error { return nil },
-			func(b *Badger) error { return b.Hold(ctx, Hold{RequestID: "r", Account: "acme", Amount: 1}) },
-			ErrExists},
+			func(b *Store) error { return nil },
+			func(b *Store) error { return b.Hold(ctx, store.Hold{RequestID: "r", Account: "acme", Amount: 1}) },
+			store.ErrExists},
 		{"settle unknown",
-			func(b *Badger) error { return nil },
-			func(b *Badger) error { _, err := b.Settle(ctx, Settlement{RequestID: "other", Charge: 1}); return err },
-			ErrNoHold},
+			func(b *Store) error { return nil },
+			func(b *Store) error {
+				_, err := b.Settle(ctx, store.Settlement{RequestID: "other", Charge: 1})
+				return err
+			},
+			store.ErrNoHold},
 		{"release unknown",
-			func(b *Badger) error { return nil },
-			func(b *Badger) error { return b.Release(ctx, "other", "x") },
-			ErrNoHold},
+			func(b *Store) error { return nil },
+			func(b *Store) error { return b.Release(ctx, "other", "x") },
+			store.ErrNoHold},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,7 +205,7 @@ func TestSettleConcurrentOnce(t *testing.T) {
 			defer wg.Done()
 			<-start
 			if i%2 == 0 {
-				_, errs[i] = b.Settle(ctx, Settlement{RequestID: "r", Charge: 700_000_000})
+				_, errs[i] = b.Settle(ctx, store.Settlement{RequestID: "r", Charge: 700_000_000})
 			} else {
 				errs[i] = b.Release(ctx, "r", "racing")
 			}
@@ -199,7 +218,7 @@ func TestSettleConcurrentOnce(t *testing.T) {
 		switch {
 		case err == nil:
 			wins++
-		case !errors.Is(err, ErrAlreadySettled):
+		case !errors.Is(err, store.ErrAlreadySettled):
 			t.Errorf("call %d: %v, want nil or ErrAlreadySettled", i, err)
 		}
 	}
@@ -211,7 +230,7 @@ func TestSettleConcurrentOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := 10 * usd
-	if o.State == OutcomeSettled {
+	if o.State == store.OutcomeSettled {
 		want -= 700_000_000
 	}
 	if a := balance(t, b, "acme"); a.Balance != want || a.Held != 0 {
@@ -224,59 +243,59 @@ func TestHoldRefused(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		name    string
-		setup   func(t *testing.T, b *Badger)
-		hold    Hold
+		setup   func(t *testing.T, b *Store)
+		hold    store.Hold
 		wantErr error
-		want    *InsufficientError // when the error is insufficient credit
+		want    *store.InsufficientError // when the error is insufficient credit
 		wantMsg string
 	}{
 		{name: "zero balance, zero hold",
-			setup: func(t *testing.T, b *Badger) {
+			setup: func(t *testing.T, b *Store) {
 				if _, err := b.CreateAccount(ctx, "acme"); err != nil {
 					t.Fatal(err)
 				}
 			},
-			hold: Hold{RequestID: "r", Account: "acme", Amount: 0}, wantErr: ErrInsufficient,
-			want: &InsufficientError{Needed: 0, Available: 0}, wantMsg: "needed 0 USD, available 0 USD"},
+			hold: store.Hold{RequestID: "r", Account: "acme", Amount: 0}, wantErr: store.ErrInsufficient,
+			want: &store.InsufficientError{Needed: 0, Available: 0}, wantMsg: "needed 0 USD, available 0 USD"},
 		{name: "zero balance",
-			setup: func(t *testing.T, b *Badger) {
+			setup: func(t *testing.T, b *Store) {
 				if _, err := b.CreateAccount(ctx, "acme"); err != nil {
 					t.Fatal(err)
 				}
 			},
-			hold: Hold{RequestID: "r", Account: "acme", Amount: 5}, wantErr: ErrInsufficient,
-			want: &InsufficientError{Needed: 5, Available: 0}},
+			hold: store.Hold{RequestID: "r", Account: "acme", Amount: 5}, wantErr: store.ErrInsufficient,
+			want: &store.InsufficientError{Needed: 5, Available: 0}},
 		{name: "open holds take the credit",
-			setup: func(t *testing.T, b *Badger) {
+			setup: func(t *testing.T, b *Store) {
 				credit(t, b, "acme", usd)
 				hold(t, b, "acme", "first", 600_000_000)
 			},
-			hold: Hold{RequestID: "r", Account: "acme", Amount: 500_000_000}, wantErr: ErrInsufficient,
-			want: &InsufficientError{Needed: 500_000_000, Available: 400_000_000}, wantMsg: "needed 0.5 USD, available 0.4 USD"},
+			hold: store.Hold{RequestID: "r", Account: "acme", Amount: 500_000_000}, wantErr: store.ErrInsufficient,
+			want: &store.InsufficientError{Needed: 500_000_000, Available: 400_000_000}, wantMsg: "needed 0.5 USD, available 0.4 USD"},
 		{name: "one nano short",
-			setup: func(t *testing.T, b *Badger) { credit(t, b, "acme", usd) },
-			hold:  Hold{RequestID: "r", Account: "acme", Amount: usd + 1}, wantErr: ErrInsufficient,
-			want: &InsufficientError{Needed: usd + 1, Available: usd}},
+			setup: func(t *testing.T, b *Store) { credit(t, b, "acme", usd) },
+			hold:  store.Hold{RequestID: "r", Account: "acme", Amount: usd + 1}, wantErr: store.ErrInsufficient,
+			want: &store.InsufficientError{Needed: usd + 1, Available: usd}},
 		{name: "negative balance after an overrun",
-			setup: func(t *testing.T, b *Badger) {
+			setup: func(t *testing.T, b *Store) {
 				credit(t, b, "acme", usd)
 				hold(t, b, "acme", "first", usd)
-				if _, err := b.Settle(ctx, Settlement{RequestID: "first", Charge: 1_250_000_000}); err != nil {
+				if _, err := b.Settle(ctx, store.Settlement{RequestID: "first", Charge: 1_250_000_000}); err != nil {
 					t.Fatal(err)
 				}
 			},
-			hold: Hold{RequestID: "r", Account: "acme", Amount: 0}, wantErr: ErrInsufficient,
-			want: &InsufficientError{Needed: 0, Available: -250_000_000}},
+			hold: store.Hold{RequestID: "r", Account: "acme", Amount: 0}, wantErr: store.ErrInsufficient,
+			want: &store.InsufficientError{Needed: 0, Available: -250_000_000}},
 		{name: "unknown account",
-			hold: Hold{RequestID: "r", Account: "nobody", Amount: 1}, wantErr: ErrNotFound},
+			hold: store.Hold{RequestID: "r", Account: "nobody", Amount: 1}, wantErr: store.ErrNotFound},
 		{name: "negative amount",
-			setup: func(t *testing.T, b *Badger) { credit(t, b, "acme", usd) },
-			hold:  Hold{RequestID: "r", Account: "acme", Amount: -1}, wantMsg: "amount -1 nano-USD is negative"},
+			setup: func(t *testing.T, b *Store) { credit(t, b, "acme", usd) },
+			hold:  store.Hold{RequestID: "r", Account: "acme", Amount: -1}, wantMsg: "amount -1 nano-USD is negative"},
 		{name: "empty request id",
-			setup: func(t *testing.T, b *Badger) { credit(t, b, "acme", usd) },
-			hold:  Hold{Account: "acme", Amount: 1}, wantMsg: "request id is empty"},
+			setup: func(t *testing.T, b *Store) { credit(t, b, "acme", usd) },
+			hold:  store.Hold{Account: "acme", Amount: 1}, wantMsg: "request id is empty"},
 		{name: "account id with a slash",
-			hold: Hold{RequestID: "r", Account: "a/b", Amount: 1}, wantMsg: "contains '/'"},
+			hold: store.Hold{RequestID: "r", Account: "a/b", Amount: 1}, wantMsg: "contains '/'"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -284,7 +303,7 @@ func TestHoldRefused(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, b)
 			}
-			var before Account
+			var before store.Account
 			if tc.hold.Account == "acme" {
 				before = balance(t, b, "acme")
 			}
@@ -296,7 +315,7 @@ func TestHoldRefused(t *testing.T) {
 				t.Errorf("Hold: %v, want %v", err, tc.wantErr)
 			}
 			if tc.want != nil {
-				var ie *InsufficientError
+				var ie *store.InsufficientError
 				if !errors.As(err, &ie) {
 					t.Fatalf("Hold: %v is not an *InsufficientError", err)
 				}
@@ -322,18 +341,18 @@ func TestOverrunBound(t *testing.T) {
 	b := openTemp(t)
 	credit(t, b, "acme", usd)
 	hold(t, b, "acme", "a", usd)
-	if _, err := b.Settle(ctx, Settlement{RequestID: "a", Charge: 1_300_000_000, Note: "estimate above quote"}); err != nil {
+	if _, err := b.Settle(ctx, store.Settlement{RequestID: "a", Charge: 1_300_000_000, Note: "estimate above quote"}); err != nil {
 		t.Fatal(err)
 	}
 	if a := balance(t, b, "acme"); a.Balance != -300_000_000 {
 		t.Fatalf("balance %d, want -300000000 (the whole overrun)", a.Balance)
 	}
 	// Nothing is admitted until the debt is paid.
-	if err := b.Hold(ctx, Hold{RequestID: "b", Account: "acme", Amount: 0}); !errors.Is(err, ErrInsufficient) {
+	if err := b.Hold(ctx, store.Hold{RequestID: "b", Account: "acme", Amount: 0}); !errors.Is(err, store.ErrInsufficient) {
 		t.Fatalf("hold on a negative balance: %v, want ErrInsufficient", err)
 	}
 	credit(t, b, "acme", 300_000_000)
-	if err := b.Hold(ctx, Hold{RequestID: "b", Account: "acme", Amount: 0}); !errors.Is(err, ErrInsufficient) {
+	if err := b.Hold(ctx, store.Hold{RequestID: "b", Account: "acme", Amount: 0}); !errors.Is(err, store.ErrInsufficient) {
 		t.Fatalf("hold on a zero balance: %v, want ErrInsufficient", err)
 	}
 	credit(t, b, "acme", 1)
@@ -346,10 +365,10 @@ func TestSettleRefused(t *testing.T) {
 	b := openTemp(t)
 	credit(t, b, "acme", usd)
 	hold(t, b, "acme", "r", 10)
-	if _, err := b.Settle(ctx, Settlement{RequestID: "r", Charge: -1}); err == nil || !strings.Contains(err.Error(), "charge -1 nano-USD is negative") {
+	if _, err := b.Settle(ctx, store.Settlement{RequestID: "r", Charge: -1}); err == nil || !strings.Contains(err.Error(), "charge -1 nano-USD is negative") {
 		t.Errorf("negative charge: %v", err)
 	}
-	if _, err := b.Settle(ctx, Settlement{Charge: 1}); err == nil || !strings.Contains(err.Error(), "request id is empty") {
+	if _, err := b.Settle(ctx, store.Settlement{Charge: 1}); err == nil || !strings.Contains(err.Error(), "request id is empty") {
 		t.Errorf("empty request id: %v", err)
 	}
 	if a := balance(t, b, "acme"); a.Held != 10 || a.Balance != usd {
@@ -358,10 +377,10 @@ func TestSettleRefused(t *testing.T) {
 	// Settlement ignores a cancelled context: the call happened.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := b.Settle(cctx, Settlement{RequestID: "r", Charge: 7}); err != nil {
+	if _, err := b.Settle(cctx, store.Settlement{RequestID: "r", Charge: 7}); err != nil {
 		t.Fatalf("Settle with a cancelled context: %v", err)
 	}
-	if err := b.Hold(cctx, Hold{RequestID: "s", Account: "acme", Amount: 1}); !errors.Is(err, context.Canceled) {
+	if err := b.Hold(cctx, store.Hold{RequestID: "s", Account: "acme", Amount: 1}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Hold with a cancelled context: %v, want context.Canceled", err)
 	}
 	audit(t, b, "acme")
@@ -375,17 +394,17 @@ func TestCreditAndAccounts(t *testing.T) {
 			t.Errorf("Credit(%d): %v, want a not-positive error", amount, err)
 		}
 	}
-	if _, err := b.Balance(ctx, "acme"); !errors.Is(err, ErrNotFound) {
+	if _, err := b.Balance(ctx, "acme"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Balance of a missing account: %v, want ErrNotFound", err)
 	}
 	e, err := b.Credit(ctx, "acme", 3*usd, "top-up")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Seq != 1 || e.Kind != KindCredit || e.Amount != 3*usd || e.BalanceAfter != 3*usd || e.Note != "top-up" || e.Account != "acme" {
+	if e.Seq != 1 || e.Kind != store.KindCredit || e.Amount != 3*usd || e.BalanceAfter != 3*usd || e.Note != "top-up" || e.Account != "acme" {
 		t.Errorf("credit entry %+v", e)
 	}
-	if _, err := b.CreateAccount(ctx, "acme"); !errors.Is(err, ErrExists) {
+	if _, err := b.CreateAccount(ctx, "acme"); !errors.Is(err, store.ErrExists) {
 		t.Errorf("CreateAccount of an existing account: %v, want ErrExists", err)
 	}
 	a, err := b.CreateAccount(ctx, "beta")
@@ -402,7 +421,7 @@ func TestCreditAndAccounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(e.Note) > MaxNoteLen || !strings.HasPrefix(e.Note, "éé") {
+	if len(e.Note) > store.MaxNoteLen || !strings.HasPrefix(e.Note, "éé") {
 		t.Errorf("long note kept as %d bytes", len(e.Note))
 	}
 	if r := audit(t, b, "acme"); r.Credits != 5*usd || r.Entries != 2 {
@@ -420,7 +439,7 @@ func TestAccountIDs(t *testing.T) {
 		{"slash", "acme/other", "contains '/'"},
 		{"newline", "acme\n", "control character"},
 		{"invalid utf-8", "acme\xff", "not valid UTF-8"},
-		{"too long", strings.Repeat("a", MaxIDLen+1), "more than 256"},
+		{"too long", strings.Repeat("a", store.MaxIDLen+1), "more than 256"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -470,7 +489,7 @@ func TestChargesOrderAndLimit(t *testing.T) {
 			}
 		})
 	}
-	if _, err := b.Charges(ctx, "nobody", 0); !errors.Is(err, ErrNotFound) {
+	if _, err := b.Charges(ctx, "nobody", 0); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Charges of an unknown account: %v, want ErrNotFound", err)
 	}
 }

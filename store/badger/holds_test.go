@@ -1,4 +1,4 @@
-package store
+package badger
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/modelrelay/modelrelay/store"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -49,11 +50,11 @@ func TestHoldsNeverOverReserve(t *testing.T) {
 				wg.Go(func() {
 					<-start
 					id := fmt.Sprintf("req_%04d", i)
-					err := b.Hold(ctx, Hold{RequestID: id, Account: "acme", Amount: tc.amount})
+					err := b.Hold(ctx, store.Hold{RequestID: id, Account: "acme", Amount: tc.amount})
 					switch {
 					case err == nil:
 						admitted <- id
-					case errors.Is(err, ErrInsufficient):
+					case errors.Is(err, store.ErrInsufficient):
 						refused.Add(1)
 					default:
 						t.Errorf("Hold %s: %v", id, err)
@@ -73,7 +74,7 @@ func TestHoldsNeverOverReserve(t *testing.T) {
 			}
 			for id := range admitted {
 				wg.Go(func() {
-					if _, err := b.Settle(ctx, Settlement{RequestID: id, Account: "acme", Charge: tc.amount / 2}); err != nil {
+					if _, err := b.Settle(ctx, store.Settlement{RequestID: id, Account: "acme", Charge: tc.amount / 2}); err != nil {
 						t.Errorf("Settle %s: %v", id, err)
 					}
 				})
@@ -101,17 +102,17 @@ func TestHoldThenSettleAtOnce(t *testing.T) {
 				wg.Go(func() {
 					for i := range each {
 						id := fmt.Sprintf("req_%d_%d", c, i)
-						if err := b.Hold(ctx, Hold{RequestID: id, Account: "acme", Amount: 1000}); err != nil {
+						if err := b.Hold(ctx, store.Hold{RequestID: id, Account: "acme", Amount: 1000}); err != nil {
 							t.Errorf("Hold %s: %v", id, err)
 							return
 						}
-						if _, err := b.Settle(ctx, Settlement{RequestID: id, Account: "acme", Charge: 7}); err != nil {
+						if _, err := b.Settle(ctx, store.Settlement{RequestID: id, Account: "acme", Charge: 7}); err != nil {
 							t.Errorf("Settle %s right after its Hold: %v", id, err)
 							return
 						}
 						if i%2 == 0 { // and a Release, which looks the account up
 							rid := id + "_r"
-							if err := b.Hold(ctx, Hold{RequestID: rid, Account: "acme", Amount: 1000}); err != nil {
+							if err := b.Hold(ctx, store.Hold{RequestID: rid, Account: "acme", Amount: 1000}); err != nil {
 								t.Errorf("Hold %s: %v", rid, err)
 								return
 							}
@@ -134,10 +135,10 @@ func TestHoldThenSettleAtOnce(t *testing.T) {
 
 // openLogged opens a store in dir whose log the test reads; it is closed
 // when the test ends.
-func openLogged(t *testing.T, dir, owner string) (*Badger, *syncBuffer) {
+func openLogged(t *testing.T, dir, owner string) (*Store, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
-	b, err := OpenBadger(dir, BadgerOptions{Owner: owner, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	b, err := Open(dir, Options{Owner: owner, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,14 +192,14 @@ func TestHoldLogWriteFails(t *testing.T) {
 	if err := os.Rename(logDir, logDir+".away"); err != nil { // the disk goes away
 		t.Fatal(err)
 	}
-	err := b.Hold(ctx, Hold{RequestID: "req_lost", Account: "acme", Amount: 1000})
+	err := b.Hold(ctx, store.Hold{RequestID: "req_lost", Account: "acme", Amount: 1000})
 	if err == nil || !strings.Contains(err.Error(), `"req_lost"`) || !strings.Contains(err.Error(), "hold log") || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Hold with a failing log: %v, want an error naming the request and wrapping the cause", err)
 	}
 	if a := balance(t, b, "acme"); a.Held != 1000 {
 		t.Errorf("held %d after a refused hold, want 1000 (req_1's)", a.Held)
 	}
-	if _, err := b.Settle(ctx, Settlement{RequestID: "req_lost", Account: "acme", Charge: 1}); !errors.Is(err, ErrNoHold) {
+	if _, err := b.Settle(ctx, store.Settlement{RequestID: "req_lost", Account: "acme", Charge: 1}); !errors.Is(err, store.ErrNoHold) {
 		t.Errorf("Settle of the refused hold: %v, want ErrNoHold", err)
 	}
 	if err := os.Rename(logDir+".away", logDir); err != nil {
@@ -209,7 +210,7 @@ func TestHoldLogWriteFails(t *testing.T) {
 	if err := os.WriteFile(next, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Hold(ctx, Hold{RequestID: "req_blocked", Account: "acme", Amount: 1000}); !errors.Is(err, fs.ErrExist) {
+	if err := b.Hold(ctx, store.Hold{RequestID: "req_blocked", Account: "acme", Amount: 1000}); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("Hold onto a leftover segment file: %v, want ErrExist", err)
 	}
 	hold(t, b, "acme", "req_2", 1000) // with the leftover still there
@@ -218,7 +219,7 @@ func TestHoldLogWriteFails(t *testing.T) {
 		t.Errorf("segments %v: want req_1's and req_2's", got)
 	}
 	for _, id := range []string{"req_1", "req_2"} {
-		if _, err := b.Settle(ctx, Settlement{RequestID: id, Account: "acme", Charge: 10}); err != nil {
+		if _, err := b.Settle(ctx, store.Settlement{RequestID: id, Account: "acme", Charge: 10}); err != nil {
 			t.Errorf("Settle %s: %v", id, err)
 		}
 	}
@@ -237,7 +238,7 @@ func TestHoldLogWriteFails(t *testing.T) {
 func TestHoldsSurviveTheProcess(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	b, err := OpenBadger(dir, BadgerOptions{SyncWrites: true, Owner: "first", Logger: slog.New(slog.DiscardHandler)})
+	b, err := Open(dir, Options{SyncWrites: true, Owner: "first", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestHoldsSurviveTheProcess(t *testing.T) {
 			for i := 0; ; i++ {
 				amount := int64(1 + i%7)
 				id := fmt.Sprintf("req_%d_%d", c, i)
-				err := b.Hold(ctx, Hold{RequestID: id, Account: "acme", Amount: pricing.Nano(amount)})
+				err := b.Hold(ctx, store.Hold{RequestID: id, Account: "acme", Amount: pricing.Nano(amount)})
 				if err != nil {
 					if !errors.Is(err, errClosed) {
 						t.Errorf("Hold while closing: %v, want errClosed", err)
@@ -261,7 +262,7 @@ func TestHoldsSurviveTheProcess(t *testing.T) {
 					return
 				}
 				if i%3 == 0 { // ended before the process: not recovered
-					if _, err := b.Settle(ctx, Settlement{RequestID: id, Account: "acme", Charge: 1}); err == nil {
+					if _, err := b.Settle(ctx, store.Settlement{RequestID: id, Account: "acme", Charge: 1}); err == nil {
 						continue
 					}
 					// Closed meanwhile: the hold stays open.
@@ -284,7 +285,7 @@ func TestHoldsSurviveTheProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if err := b.Hold(ctx, Hold{RequestID: "req_after", Account: "acme", Amount: 1}); !errors.Is(err, errClosed) {
+	if err := b.Hold(ctx, store.Hold{RequestID: "req_after", Account: "acme", Amount: 1}); !errors.Is(err, errClosed) {
 		t.Errorf("Hold after Close: %v, want errClosed", err)
 	}
 
@@ -304,10 +305,10 @@ func TestHoldsSurviveTheProcess(t *testing.T) {
 	}
 	var recovered, recoveredSum int64
 	for _, e := range entries {
-		if e.Kind == KindRecovery {
+		if e.Kind == store.KindRecovery {
 			recovered++
 			recoveredSum += int64(e.HoldAmount)
-			if e.Note != RecoveryNote("first") || e.Amount != 0 {
+			if e.Note != store.RecoveryNote("first") || e.Amount != 0 {
 				t.Errorf("recovery entry %+v", e)
 			}
 		}
@@ -325,7 +326,7 @@ func TestHoldsSurviveTheProcess(t *testing.T) {
 	if n, err := again.RecoverHolds(ctx); err != nil || n != 0 {
 		t.Errorf("second RecoverHolds: %d, %v", n, err)
 	}
-	if _, err := again.Settle(ctx, Settlement{RequestID: "req_mine", Account: "acme", Charge: 5}); err != nil {
+	if _, err := again.Settle(ctx, store.Settlement{RequestID: "req_mine", Account: "acme", Charge: 5}); err != nil {
 		t.Errorf("this process's hold after recovery: %v", err)
 	}
 }
@@ -347,7 +348,7 @@ func TestHoldLogSegments(t *testing.T) {
 	}
 	// End every hold but one in the first segment and one in the last.
 	for i := 1; i < 19; i++ {
-		if _, err := b.Settle(ctx, Settlement{RequestID: fmt.Sprintf("req_%02d", i), Account: "acme", Charge: 1}); err != nil {
+		if _, err := b.Settle(ctx, store.Settlement{RequestID: fmt.Sprintf("req_%02d", i), Account: "acme", Charge: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -360,7 +361,7 @@ func TestHoldLogSegments(t *testing.T) {
 	if got := segments(t, dir); len(got) != 1 || got[0] != all[len(all)-1] {
 		t.Errorf("segments %v, want only the last (still written to) of %v", got, all)
 	}
-	if _, err := b.Settle(ctx, Settlement{RequestID: "req_19", Account: "acme", Charge: 1}); err != nil {
+	if _, err := b.Settle(ctx, store.Settlement{RequestID: "req_19", Account: "acme", Charge: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Close(); err != nil {
@@ -416,7 +417,7 @@ func TestHoldLogDamage(t *testing.T) {
 			if n, err := b.RecoverHolds(ctx); err != nil || n != 1 {
 				t.Fatalf("RecoverHolds = %d, %v; want req_kept", n, err)
 			}
-			if o, err := b.Outcome(ctx, "req_kept"); err != nil || o.State != OutcomeRecovered || o.HoldAmount != 7 {
+			if o, err := b.Outcome(ctx, "req_kept"); err != nil || o.State != store.OutcomeRecovered || o.HoldAmount != 7 {
 				t.Errorf("req_kept: %+v, %v", o, err)
 			}
 			if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "frame at byte") || !strings.Contains(logs.String(), want) {
@@ -435,21 +436,21 @@ func TestHoldOnEndedRequestID(t *testing.T) {
 	b := openTemp(t)
 	credit(t, b, "acme", usd)
 	hold(t, b, "acme", "r", 100)
-	if _, err := b.Settle(ctx, Settlement{RequestID: "r", Charge: 40}); err != nil {
+	if _, err := b.Settle(ctx, store.Settlement{RequestID: "r", Charge: 40}); err != nil {
 		t.Fatal(err)
 	}
 	for _, end := range []string{"settle", "release"} {
 		hold(t, b, "acme", "r", 100)
 		var err error
 		if end == "settle" {
-			_, err = b.Settle(ctx, Settlement{RequestID: "r", Account: "acme", Charge: 99})
+			_, err = b.Settle(ctx, store.Settlement{RequestID: "r", Account: "acme", Charge: 99})
 		} else {
 			err = b.Release(ctx, "r", "failed")
 		}
-		if !errors.Is(err, ErrExists) {
+		if !errors.Is(err, store.ErrExists) {
 			t.Errorf("%s of a hold on an ended id: %v, want ErrExists", end, err)
 		}
-		if o, err := b.Outcome(ctx, "r"); err != nil || o.State != OutcomeSettled || o.Charge != 40 {
+		if o, err := b.Outcome(ctx, "r"); err != nil || o.State != store.OutcomeSettled || o.Charge != 40 {
 			t.Errorf("outcome after the %s: %+v, %v", end, o, err)
 		}
 	}

@@ -1,7 +1,8 @@
-package store
+package badger
 
 import (
 	"bytes"
+	"github.com/modelrelay/modelrelay/store"
 	"strings"
 	"testing"
 )
@@ -15,14 +16,14 @@ func FuzzJournalKeys(f *testing.F) {
 	f.Add("acct_1", "acct_1\x00", uint64(0x2f2f2f2f2f2f2f2f))
 	f.Add("é", "é\xff", uint64(47))
 	f.Fuzz(func(t *testing.T, a, b string, seq uint64) {
-		if CheckAccountID(a) != nil {
+		if store.CheckAccountID(a) != nil {
 			return
 		}
 		got, err := journalSeq(a, journalKey(a, seq))
 		if err != nil || got != seq {
 			t.Fatalf("journalSeq(journalKey(%q, %d)) = %d, %v", a, seq, got, err)
 		}
-		if CheckAccountID(b) != nil || a == b {
+		if store.CheckAccountID(b) != nil || a == b {
 			return
 		}
 		if bytes.HasPrefix(journalKey(b, seq), journalPrefix(a)) {
@@ -38,16 +39,16 @@ func FuzzJournalKeys(f *testing.F) {
 // exact form HashKey produces may pass.
 func FuzzCheckHash(f *testing.F) {
 	f.Add("sk-test")
-	f.Add(HashKey("sk-test"))
+	f.Add(store.HashKey("sk-test"))
 	f.Add("")
 	f.Fuzz(func(t *testing.T, s string) {
-		if CheckKeyHash(HashKey(s)) != nil {
+		if store.CheckKeyHash(store.HashKey(s)) != nil {
 			t.Fatalf("checkHash refused HashKey(%q)", s)
 		}
-		if CheckKeyHash(s) == nil && len(s) != 64 {
+		if store.CheckKeyHash(s) == nil && len(s) != 64 {
 			t.Fatalf("checkHash accepted %q", s)
 		}
-		if CheckKeyHash(s) == nil && bytes.ContainsAny([]byte(s), "ABCDEFGHIJKLMNOPQRSTUVWXYZghijklmnopqrstuvwxyz-_ ") {
+		if store.CheckKeyHash(s) == nil && bytes.ContainsAny([]byte(s), "ABCDEFGHIJKLMNOPQRSTUVWXYZghijklmnopqrstuvwxyz-_ ") {
 			t.Fatalf("checkHash accepted %q", s)
 		}
 	})
@@ -82,7 +83,7 @@ func FuzzDecodeRecord(f *testing.F) {
 				continue
 			}
 			again, err := rec.encode(key)
-			if o, ok := rec.(*outcomeRec); ok && val[0] == tagOutcomeV1 && o.State == OutcomeSettled {
+			if o, ok := rec.(*outcomeRec); ok && val[0] == tagOutcomeV1 && o.State == store.OutcomeSettled {
 				// A settled outcome v1 is written back as v2, without
 				// what its journal entry has.
 				var back outcomeRec

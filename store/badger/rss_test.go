@@ -1,4 +1,4 @@
-package store
+package badger
 
 import (
 	"bufio"
@@ -44,7 +44,7 @@ func BenchmarkLedgerRSS(b *testing.B) {
 		runtime.ReadMemStats(&heapBefore)
 
 		dir := b.TempDir()
-		s, err := OpenBadger(dir, BadgerOptions{Logger: slog.New(slog.DiscardHandler)})
+		s, err := Open(dir, Options{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -142,12 +142,12 @@ func readProcStatus() (procStatus, error) {
 // The store opens with the memory budget doc.go describes, on disk and in
 // memory alike.
 func TestBadgerMemoryOptions(t *testing.T) {
-	mem, err := OpenBadger("", BadgerOptions{InMemory: true, Logger: slog.New(slog.DiscardHandler)})
+	mem, err := Open("", Options{InMemory: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = mem.Close() })
-	for name, b := range map[string]*Badger{"disk": openTemp(t), "memory": mem} {
+	for name, b := range map[string]*Store{"disk": openTemp(t), "memory": mem} {
 		o := b.db.Opts()
 		got := []int64{o.MemTableSize, int64(o.NumMemtables), int64(o.NumLevelZeroTables), int64(o.NumLevelZeroTablesStall),
 			o.BaseTableSize, o.BlockCacheSize, o.IndexCacheSize, o.ValueLogFileSize}

@@ -1,9 +1,10 @@
-package store
+package badger
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/modelrelay/modelrelay/store"
 	"log/slog"
 	"math"
 	"os"
@@ -45,18 +46,18 @@ var (
 		{"account", "acct/acme", &accountRec{ID: "acme", Balance: 9_350_000_000, Held: 2 * int64(usd), Seq: 3, Created: t0}},
 		{"account overdrawn", "acct/x", &accountRec{ID: "x", Balance: math.MinInt64, Held: math.MaxInt64, Seq: math.MaxUint64, Created: maxRecordTime.UTC()}},
 		{"account empty", "acct/", &accountRec{}},
-		{"key", "key/h", &keyRec{ID: "key_1", Hash: HashKey("sk-x"), Account: "acme", Route: AutoRoute, Exclude: []string{"gpt-x", "", "é"}, Revoked: true, Created: t0}},
+		{"key", "key/h", &keyRec{ID: "key_1", Hash: store.HashKey("sk-x"), Account: "acme", Route: store.AutoRoute, Exclude: []string{"gpt-x", "", "é"}, Revoked: true, Created: t0}},
 		{"key empty", "key/", &keyRec{}},
 		{"hold", "hold/req_1", &holdRec{RequestID: "req_1", Account: "acme", KeyID: "key_1", Model: "gpt-demo", Route: "auto", Endpoint: pricing.EndpointChat, Amount: 2_000_000, Created: t0, Owner: "boot-1"}},
 		{"hold empty", "hold/", &holdRec{}},
-		{"entry", "jrnl/acme/x", &entryRec{Seq: 7, Kind: KindCharge, RequestID: "req_1", Account: "acme", KeyID: "key_1", Model: "m", Route: "r", Endpoint: pricing.EndpointChat, Usage: usage, HoldAmount: 2_000_000, Amount: -1_234_567, BalanceAfter: -5, Time: t0, Note: "estimated: stream cut after 5 chunks ✂"}},
+		{"entry", "jrnl/acme/x", &entryRec{Seq: 7, Kind: store.KindCharge, RequestID: "req_1", Account: "acme", KeyID: "key_1", Model: "m", Route: "r", Endpoint: pricing.EndpointChat, Usage: usage, HoldAmount: 2_000_000, Amount: -1_234_567, BalanceAfter: -5, Time: t0, Note: "estimated: stream cut after 5 chunks ✂"}},
 		{"entry negative usage", "jrnl/acme/y", &entryRec{Usage: usageRec{Input: -1, Requests: math.MinInt64}, Time: minRecordTime.UTC()}},
 		{"entry empty", "jrnl/", &entryRec{}},
 		{"job", "job/vid_1", &jobRec{RequestID: "vid_1", Account: "acme", KeyID: "key_1", Model: "video", Route: "r", Line: "480p", Amount: 300_000_000, Refunded: true, Created: t0}},
 		{"job empty", "job/", &jobRec{}},
-		{"outcome", "done/req_1", &outcomeRec{RequestID: "req_1", Account: "acme", State: OutcomeReleased, HoldAmount: 2_000_000, Seq: 7, Owner: "boot-1", Reason: "note", Time: t0}},
-		{"outcome settled", "done/req_1", &outcomeRec{RequestID: "req_1", Account: "acme", State: OutcomeSettled, Charge: 1_234_567, Seq: 7, Time: t0, compact: true}},
-		{"outcome settled empty", "done/", &outcomeRec{State: OutcomeSettled, compact: true}},
+		{"outcome", "done/req_1", &outcomeRec{RequestID: "req_1", Account: "acme", State: store.OutcomeReleased, HoldAmount: 2_000_000, Seq: 7, Owner: "boot-1", Reason: "note", Time: t0}},
+		{"outcome settled", "done/req_1", &outcomeRec{RequestID: "req_1", Account: "acme", State: store.OutcomeSettled, Charge: 1_234_567, Seq: 7, Time: t0, compact: true}},
+		{"outcome settled empty", "done/", &outcomeRec{State: store.OutcomeSettled, compact: true}},
 		{"outcome empty", "done/", &outcomeRec{}},
 	}
 )
@@ -179,7 +180,7 @@ func TestRecordTimes(t *testing.T) {
 	ctx := context.Background()
 	b := openTemp(t)
 	credit(t, b, "acme", usd)
-	err := b.Hold(ctx, Hold{RequestID: "req_far", Account: "acme", Amount: 1, Created: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)})
+	err := b.Hold(ctx, store.Hold{RequestID: "req_far", Account: "acme", Amount: 1, Created: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)})
 	if err == nil || !strings.Contains(err.Error(), `"hold/req_far": created`) {
 		t.Errorf("Hold created in 2300: %v", err)
 	}
@@ -187,7 +188,7 @@ func TestRecordTimes(t *testing.T) {
 		t.Errorf("a refused hold holds %d", a.Held)
 	}
 	local := time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600))
-	if err := b.Hold(ctx, Hold{RequestID: "req_local", Account: "acme", Amount: 1, Created: local}); err != nil {
+	if err := b.Hold(ctx, store.Hold{RequestID: "req_local", Account: "acme", Amount: 1, Created: local}); err != nil {
 		t.Fatal(err)
 	}
 	holds, err := b.OpenHolds(ctx)
@@ -216,7 +217,7 @@ func TestLegacyJSONRecords(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	b := openAt(t, dir, "boot-new", false)
-	hash := HashKey("sk-old")
+	hash := store.HashKey("sk-old")
 	legacy := map[string]string{
 		"acct/acme":        `{"id":"acme","balance":9350000000,"held":2000000000,"seq":3,"created":"2026-11-21T18:34:08.278710818Z"}`,
 		"acct/globex":      `{"id":"globex","balance":2000000000,"held":0,"seq":1,"created":"2026-11-21T18:34:08.278710818Z"}`,
@@ -271,15 +272,15 @@ func TestLegacyJSONRecords(t *testing.T) {
 		t.Errorf("legacy journal: %+v", entries)
 	}
 	k, err := b.KeyByHash(ctx, hash)
-	if err != nil || k.ID != "key_old" || k.Route != AutoRoute || !reflect.DeepEqual(k.Exclude, []string{"gpt-x"}) || k.Revoked {
+	if err != nil || k.ID != "key_old" || k.Route != store.AutoRoute || !reflect.DeepEqual(k.Exclude, []string{"gpt-x"}) || k.Revoked {
 		t.Errorf("legacy key: %+v, %v", k, err)
 	}
 	o, err := b.Outcome(ctx, "req_old")
-	if err != nil || o.State != OutcomeSettled || o.Charge != 400_000_000 || o.Seq != 2 {
+	if err != nil || o.State != store.OutcomeSettled || o.Charge != 400_000_000 || o.Seq != 2 {
 		t.Errorf("legacy outcome: %+v, %v", o, err)
 	}
 	hold(t, b, "acme", "req_old", 0)
-	if _, err := b.Settle(ctx, Settlement{RequestID: "req_old", Account: "acme"}); !errors.Is(err, ErrExists) {
+	if _, err := b.Settle(ctx, store.Settlement{RequestID: "req_old", Account: "acme"}); !errors.Is(err, store.ErrExists) {
 		t.Errorf("settling a hold on the id of a legacy outcome: %v, want ErrExists", err)
 	}
 
@@ -289,7 +290,7 @@ func TestLegacyJSONRecords(t *testing.T) {
 		t.Fatalf("RecoverHolds = %d, %v; want both legacy holds", n, err)
 	}
 	hold(t, b, "acme", "req_new", usd)
-	if _, err := b.Settle(ctx, Settlement{RequestID: "req_new", Account: "acme", Charge: 1_000_000_000}); err != nil {
+	if _, err := b.Settle(ctx, store.Settlement{RequestID: "req_new", Account: "acme", Charge: 1_000_000_000}); err != nil {
 		t.Fatalf("settling after recovering legacy holds: %v", err)
 	}
 	if refunded, err := b.RefundJob(ctx, "vid_old", "failed"); err != nil || !refunded {
@@ -356,7 +357,7 @@ func TestLegacyDataDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b, err := OpenBadger(dir, BadgerOptions{Owner: "demo-boot-2", Logger: slog.New(slog.DiscardHandler)})
+	b, err := Open(dir, Options{Owner: "demo-boot-2", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("opening yesterday's data dir: %v", err)
 	}
@@ -378,26 +379,26 @@ func TestLegacyDataDir(t *testing.T) {
 	for _, e := range entries {
 		kinds = append(kinds, e.Kind)
 	}
-	if want := []string{KindRefund, KindCharge, KindCharge, KindCredit}; !reflect.DeepEqual(kinds, want) {
+	if want := []string{store.KindRefund, store.KindCharge, store.KindCharge, store.KindCredit}; !reflect.DeepEqual(kinds, want) {
 		t.Errorf("globex journal kinds %v, want %v", kinds, want)
 	}
-	if k, err := b.KeyByHash(ctx, HashKey("sk-demo-acme")); err != nil || k.ID != "key_demoacme0001" || !reflect.DeepEqual(k.Exclude, []string{"gpt-x", "claude-y"}) {
+	if k, err := b.KeyByHash(ctx, store.HashKey("sk-demo-acme")); err != nil || k.ID != "key_demoacme0001" || !reflect.DeepEqual(k.Exclude, []string{"gpt-x", "claude-y"}) {
 		t.Errorf("acme's key: %+v, %v", k, err)
 	}
-	if k, err := b.KeyByHash(ctx, HashKey("sk-demo-globex")); err != nil || !k.Revoked || k.Route != "cheap" {
+	if k, err := b.KeyByHash(ctx, store.HashKey("sk-demo-globex")); err != nil || !k.Revoked || k.Route != "cheap" {
 		t.Errorf("globex's key: %+v, %v", k, err)
 	}
 	if j, err := b.Job(ctx, "job_1"); err != nil || !j.Refunded || j.Amount != 300_000_000 {
 		t.Errorf("job_1: %+v, %v", j, err)
 	}
-	if o, err := b.Outcome(ctx, "req_released"); err != nil || o.State != OutcomeReleased || o.Reason != "upstream 500" {
+	if o, err := b.Outcome(ctx, "req_released"); err != nil || o.State != store.OutcomeReleased || o.Reason != "upstream 500" {
 		t.Errorf("req_released: %+v, %v", o, err)
 	}
 	if n, err := b.RecoverHolds(ctx); err != nil || n != 1 {
 		t.Fatalf("RecoverHolds = %d, %v; want req_open", n, err)
 	}
 	hold(t, b, "acme", "req_new", usd)
-	if _, err := b.Settle(ctx, Settlement{RequestID: "req_new", Account: "acme", Charge: 350_000_000}); err != nil {
+	if _, err := b.Settle(ctx, store.Settlement{RequestID: "req_new", Account: "acme", Charge: 350_000_000}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Close(); err != nil {

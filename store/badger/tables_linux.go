@@ -1,4 +1,4 @@
-package store
+package badger
 
 import (
 	"bytes"
@@ -59,7 +59,7 @@ var errNoTableMapping = errors.New("store: no mapping of the ledger's new tables
 // stop the others; the first is returned. pinned, if not nil, is called with
 // what was advised while the tables are still held (tests check the mappings
 // then).
-func (b *Badger) releaseTables(dir string, released map[uint64]bool, pinned func([]tableRange)) (int64, error) {
+func (b *Store) releaseTables(dir string, released map[uint64]bool, pinned func([]tableRange)) (int64, error) {
 	before := b.db.Tables()
 	listed := make(map[uint64]bool, len(before))
 	fresh := false

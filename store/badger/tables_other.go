@@ -3,6 +3,6 @@
 package store
 
 // releaseTables is Linux only (tables_linux.go).
-func (b *Badger) releaseTables(string, map[uint64]bool, func([]tableRange)) (int64, error) {
+func (b *Store) releaseTables(string, map[uint64]bool, func([]tableRange)) (int64, error) {
 	return 0, errReleaseUnsupported
 }

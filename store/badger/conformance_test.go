@@ -1,4 +1,4 @@
-package store_test
+package badger_test
 
 import (
 	"context"
@@ -11,23 +11,24 @@ import (
 	"testing"
 
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/store/badger"
 	"github.com/modelrelay/modelrelay/store/storetest"
 )
 
 // badgerDir is a Badger store with the directory it was opened on, so that
 // the kit's Crash can reopen it.
 type badgerDir struct {
-	*store.Badger
+	*badger.Store
 	dir string
 }
 
 func openBadgerAt(t *testing.T, dir, owner string) *badgerDir {
 	t.Helper()
-	b, err := store.OpenBadger(dir, store.BadgerOptions{Owner: owner, Logger: slog.New(slog.DiscardHandler)})
+	b, err := badger.Open(dir, badger.Options{Owner: owner, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("OpenBadger(%q): %v", dir, err)
 	}
-	return &badgerDir{Badger: b, dir: dir}
+	return &badgerDir{Store: b, dir: dir}
 }
 
 // The embedded store passes the conformance kit. Its crash is a close that

@@ -1,7 +1,8 @@
-package store
+package badger
 
 import (
 	"context"
+	"github.com/modelrelay/modelrelay/store"
 	"testing"
 )
 
@@ -15,16 +16,16 @@ func TestSettleWithAccount(t *testing.T) {
 	hold(t, b, "acme", "req_a", 300)
 	hold(t, b, "acme", "req_b", 300)
 
-	if _, err := b.Settle(ctx, Settlement{RequestID: "req_a", Account: "other", Charge: 100}); err == nil {
+	if _, err := b.Settle(ctx, store.Settlement{RequestID: "req_a", Account: "other", Charge: 100}); err == nil {
 		t.Fatal("settling against the wrong account must fail")
 	}
 	if a, o := balance(t, b, "acme"), balance(t, b, "other"); a.Balance != 1000 || a.Held != 600 || o.Balance != 1000 || o.Held != 0 {
 		t.Fatalf("a refused settlement moved money: acme %+v other %+v", a, o)
 	}
-	if _, err := b.Settle(ctx, Settlement{RequestID: "req_a", Account: "acme", Charge: 100}); err != nil {
+	if _, err := b.Settle(ctx, store.Settlement{RequestID: "req_a", Account: "acme", Charge: 100}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Settle(ctx, Settlement{RequestID: "req_b", Charge: 50}); err != nil { // looked up
+	if _, err := b.Settle(ctx, store.Settlement{RequestID: "req_b", Charge: 50}); err != nil { // looked up
 		t.Fatal(err)
 	}
 	if a := balance(t, b, "acme"); a.Balance != 850 || a.Held != 0 {

@@ -1,4 +1,4 @@
-package store
+package badger
 
 import (
 	"cmp"
@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/modelrelay/modelrelay/store"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -18,10 +19,10 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 )
 
-// BadgerOptions configures OpenBadger. The zero value opens a durable-enough
+// Options configures Open. The zero value opens a durable-enough
 // store on disk with a random owner and badger's messages at debug level on
 // slog.Default().
-type BadgerOptions struct {
+type Options struct {
 	// SyncWrites fsyncs every commit before it returns. Off (the default),
 	// a machine crash may lose the last moments of commits; a process crash
 	// loses nothing, because badger writes to its log before it answers.
@@ -49,7 +50,7 @@ type BadgerOptions struct {
 // rounds.
 const maxConflictAttempts = 64
 
-// badgerMemTableSize is the size of one memtable (OpenBadger keeps two).
+// badgerMemTableSize is the size of one memtable (Open keeps two).
 const badgerMemTableSize = 8 << 20
 
 // stripeCount is the number of per-account mutexes.
@@ -58,7 +59,7 @@ const stripeCount = 256
 // Badger is the embedded store: Ledger, Keys and Jobs on one badger
 // database. It is safe for concurrent use. One directory belongs to one
 // process at a time (badger locks it).
-type Badger struct {
+type Store struct {
 	db      *badger.DB
 	owner   string
 	log     *slog.Logger
@@ -89,15 +90,15 @@ type tableRange struct {
 var errReleaseUnsupported = errors.New("store: releasing the ledger's tables from memory needs Linux")
 
 var (
-	_ Ledger = (*Badger)(nil)
-	_ Keys   = (*Badger)(nil)
-	_ Jobs   = (*Badger)(nil)
+	_ store.Ledger = (*Store)(nil)
+	_ store.Keys   = (*Store)(nil)
+	_ store.Jobs   = (*Store)(nil)
 )
 
-// OpenBadger opens (creating if needed) the store in dir. Call RecoverHolds
+// Open opens (creating if needed) the store in dir. Call RecoverHolds
 // once after opening and before serving, to resolve the holds a previous
 // process left open.
-func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
+func Open(dir string, opts Options) (*Store, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -169,7 +170,7 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 		db.Close()
 		return nil, err
 	}
-	b := &Badger{db: db, owner: owner, log: logger, holdLog: hl}
+	b := &Store{db: db, owner: owner, log: logger, holdLog: hl}
 	b.mem.init()
 	if every := cmp.Or(opts.releaseEvery, tableReleaseEvery); !opts.InMemory && every > 0 {
 		// /proc/self/maps names a mapped file by its real path.
@@ -189,7 +190,7 @@ func OpenBadger(dir string, opts BadgerOptions) (*Badger, error) {
 // startRelease releases the data blocks of the tables in dir from the
 // resident set every interval, until Close. Where it cannot (not Linux),
 // it says so once and stops.
-func (b *Badger) startRelease(dir string, every time.Duration) {
+func (b *Store) startRelease(dir string, every time.Duration) {
 	b.releaseStop, b.releaseDone = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(b.releaseDone)
@@ -226,13 +227,13 @@ func (b *Badger) startRelease(dir string, every time.Duration) {
 }
 
 // Owner is this process's boot id, as written on the holds it takes.
-func (b *Badger) Owner() string { return b.owner }
+func (b *Store) Owner() string { return b.owner }
 
 // Close refuses new holds (waiting for one being written to the hold log),
 // then flushes and closes the database. The holds still open stay in the
 // hold log, for the next process's RecoverHolds. It is safe to call more
 // than once.
-func (b *Badger) Close() error {
+func (b *Store) Close() error {
 	b.closeOnce.Do(func() {
 		b.closed.Store(true)
 		if b.releaseStop != nil {
@@ -248,7 +249,7 @@ func (b *Badger) Close() error {
 }
 
 // lock takes the stripe of account and returns its unlock.
-func (b *Badger) lock(account string) func() { return lockStripe(&b.stripes, account) }
+func (b *Store) lock(account string) func() { return lockStripe(&b.stripes, account) }
 
 // lockStripe takes the stripe of s and returns its unlock.
 func lockStripe(stripes *[stripeCount]sync.Mutex, s string) func() {
@@ -269,7 +270,7 @@ func fnv(s string) uint32 {
 
 // update runs fn in a read-write transaction, retrying on ErrConflict. fn
 // must set all of its results afresh on every run.
-func (b *Badger) update(ctx context.Context, fn func(txn *badger.Txn) error) error {
+func (b *Store) update(ctx context.Context, fn func(txn *badger.Txn) error) error {
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -287,7 +288,7 @@ func (b *Badger) update(ctx context.Context, fn func(txn *badger.Txn) error) err
 }
 
 // view runs fn in a read-only transaction.
-func (b *Badger) view(ctx context.Context, fn func(txn *badger.Txn) error) error {
+func (b *Store) view(ctx context.Context, fn func(txn *badger.Txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -312,4 +313,14 @@ func (g badgerLogger) debug(f string, v ...any) {
 		return
 	}
 	g.l.Debug(strings.TrimSpace(fmt.Sprintf(f, v...)))
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Ping reports whether the store is open.
+func (b *Store) Ping(ctx context.Context) error {
+	if b.db.IsClosed() {
+		return fmt.Errorf("badger: %w: closed", store.ErrUnavailable)
+	}
+	return ctx.Err()
 }

@@ -1,9 +1,10 @@
-package store
+package badger
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/modelrelay/modelrelay/store"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -14,11 +15,11 @@ import (
 // exist (ErrNotFound); a job with the same request id returns ErrExists, so
 // a job can never be rewritten (and its Refunded flag never reset). A zero
 // j.Created is set to now.
-func (b *Badger) PutJob(ctx context.Context, j Job) error {
-	if err := CheckID("job request", j.RequestID); err != nil {
+func (b *Store) PutJob(ctx context.Context, j store.Job) error {
+	if err := store.CheckID("job request", j.RequestID); err != nil {
 		return err
 	}
-	if err := CheckAccountID(j.Account); err != nil {
+	if err := store.CheckAccountID(j.Account); err != nil {
 		return err
 	}
 	if j.Amount < 0 {
@@ -38,7 +39,7 @@ func (b *Badger) PutJob(ctx context.Context, j Job) error {
 			return err
 		}
 		if ok {
-			return fmt.Errorf("store: job %q: %w", j.RequestID, ErrExists)
+			return fmt.Errorf("store: job %q: %w", j.RequestID, store.ErrExists)
 		}
 		return putJob(txn, &rec)
 	})
@@ -46,7 +47,7 @@ func (b *Badger) PutJob(ctx context.Context, j Job) error {
 
 // Job returns the job; ErrNotFound if there is none. The caller checks that
 // it belongs to the asking account.
-func (b *Badger) Job(ctx context.Context, requestID string) (Job, error) {
+func (b *Store) Job(ctx context.Context, requestID string) (store.Job, error) {
 	var rec jobRec
 	err := b.view(ctx, func(txn *badger.Txn) error {
 		var err error
@@ -54,7 +55,7 @@ func (b *Badger) Job(ctx context.Context, requestID string) (Job, error) {
 		return err
 	})
 	if err != nil {
-		return Job{}, err
+		return store.Job{}, err
 	}
 	return rec.api(), nil
 }
@@ -65,7 +66,7 @@ func (b *Badger) Job(ctx context.Context, requestID string) (Job, error) {
 // every other call, concurrent or later, returns false and no error. An
 // unknown job returns ErrNotFound. Like Settle, it does not give up when ctx
 // is cancelled.
-func (b *Badger) RefundJob(ctx context.Context, requestID, reason string) (refunded bool, err error) {
+func (b *Store) RefundJob(ctx context.Context, requestID, reason string) (refunded bool, err error) {
 	ctx = context.WithoutCancel(ctx)
 	j, err := b.Job(ctx, requestID)
 	if err != nil {
@@ -95,8 +96,8 @@ func (b *Badger) RefundJob(ctx context.Context, requestID, reason string) (refun
 		}
 		acct.Balance = int64(bal)
 		if _, err := journal(txn, &acct, entryRec{
-			Kind: KindRefund, RequestID: rec.RequestID, KeyID: rec.KeyID, Model: rec.Model,
-			Route: rec.Route, Endpoint: pricing.EndpointVideo, Amount: rec.Amount, Note: ClipNote(reason),
+			Kind: store.KindRefund, RequestID: rec.RequestID, KeyID: rec.KeyID, Model: rec.Model,
+			Route: rec.Route, Endpoint: pricing.EndpointVideo, Amount: rec.Amount, Note: store.ClipNote(reason),
 		}); err != nil {
 			return err
 		}
@@ -120,7 +121,7 @@ func (b *Badger) RefundJob(ctx context.Context, requestID, reason string) (refun
 func loadJob(txn *badger.Txn, requestID string) (jobRec, error) {
 	rec, err := getJob(txn, jobKey(requestID))
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return rec, fmt.Errorf("store: job %q: %w", requestID, ErrNotFound)
+		return rec, fmt.Errorf("store: job %q: %w", requestID, store.ErrNotFound)
 	}
 	return rec, err
 }

@@ -1,8 +1,9 @@
-package store
+package badger
 
 import (
 	"context"
 	"fmt"
+	"github.com/modelrelay/modelrelay/store"
 	"testing"
 )
 
@@ -18,10 +19,10 @@ func TestListAccounts(t *testing.T) {
 		}
 	}
 	credit(t, b, "bob", 5*usd)
-	if err := b.Hold(ctx, Hold{RequestID: "req_1", Account: "bob", Model: "m", Route: "r", Amount: 2 * usd}); err != nil {
+	if err := b.Hold(ctx, store.Hold{RequestID: "req_1", Account: "bob", Model: "m", Route: "r", Amount: 2 * usd}); err != nil {
 		t.Fatal(err)
 	}
-	ids := func(as []Account) string {
+	ids := func(as []store.Account) string {
 		s := ""
 		for _, a := range as {
 			s += fmt.Sprintf("%s:%d/%d ", a.ID, a.Balance/usd, a.Held/usd)
@@ -39,7 +40,7 @@ func TestListAccounts(t *testing.T) {
 		{"alice", 1, "alice2:0/0 "}, // strictly after: a prefix of the next id is not the next id
 		{"carol", 10, ""},
 		{"zzz", 10, ""},
-		{"a", MaxAccountPage + 5, "alice:0/0 alice2:0/0 bob:5/2 carol:0/0 "},
+		{"a", store.MaxAccountPage + 5, "alice:0/0 alice2:0/0 bob:5/2 carol:0/0 "},
 	} {
 		got, err := b.ListAccounts(ctx, tc.after, tc.limit)
 		if err != nil {
@@ -59,7 +60,7 @@ func TestListAccounts(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b2, err := OpenBadger(dir, BadgerOptions{})
+	b2, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestListAccounts(t *testing.T) {
 	}
 }
 
-func mustList(t *testing.T, b *Badger) []Account {
+func mustList(t *testing.T, b *Store) []store.Account {
 	t.Helper()
 	as, err := b.ListAccounts(context.Background(), "", 0)
 	if err != nil {

@@ -1,9 +1,10 @@
-package store
+package badger
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/modelrelay/modelrelay/store"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,8 +37,8 @@ func TestConcurrentHoldsOneAccount(t *testing.T) {
 			defer wg.Done()
 			<-start
 			id := fmt.Sprintf("req_%03d", i)
-			err := b.Hold(ctx, Hold{RequestID: id, Account: "acme", Model: "m", Amount: each})
-			var ie *InsufficientError
+			err := b.Hold(ctx, store.Hold{RequestID: id, Account: "acme", Model: "m", Amount: each})
+			var ie *store.InsufficientError
 			switch {
 			case err == nil:
 				admitted <- id
@@ -76,7 +77,7 @@ func TestConcurrentHoldsOneAccount(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			charge := pricing.Nano(i+1) * 300_000_000 // 0.3 … 1.5 USD: the last overruns
-			if _, err := b.Settle(ctx, Settlement{RequestID: id, Charge: charge}); err != nil {
+			if _, err := b.Settle(ctx, store.Settlement{RequestID: id, Charge: charge}); err != nil {
 				t.Errorf("Settle %s: %v", id, err)
 				return
 			}
@@ -99,7 +100,7 @@ func TestConcurrentHoldsOneAccount(t *testing.T) {
 	}
 	var credited, others pricing.Nano
 	for _, e := range entries {
-		if e.Kind == KindCredit {
+		if e.Kind == store.KindCredit {
 			credited += e.Amount
 		} else {
 			others += e.Amount
@@ -134,8 +135,8 @@ func TestConcurrentMixedAccounts(t *testing.T) {
 				<-start
 				account := fmt.Sprintf("acct_%d", a)
 				id := fmt.Sprintf("%s_req_%d", account, i)
-				if err := b.Hold(ctx, Hold{RequestID: id, Account: account, Amount: usd}); err != nil {
-					if !errors.Is(err, ErrInsufficient) {
+				if err := b.Hold(ctx, store.Hold{RequestID: id, Account: account, Amount: usd}); err != nil {
+					if !errors.Is(err, store.ErrInsufficient) {
 						t.Errorf("Hold %s: %v", id, err)
 					}
 					return
@@ -143,13 +144,13 @@ func TestConcurrentMixedAccounts(t *testing.T) {
 				var err error
 				switch i % 3 {
 				case 0:
-					_, err = b.Settle(ctx, Settlement{RequestID: id, Charge: 400_000_000})
+					_, err = b.Settle(ctx, store.Settlement{RequestID: id, Charge: 400_000_000})
 				case 1:
 					err = b.Release(ctx, id, "failed")
 				default:
 					_, err = b.Credit(ctx, account, 1, "")
 					if err == nil {
-						_, err = b.Settle(ctx, Settlement{RequestID: id, Charge: usd + 1})
+						_, err = b.Settle(ctx, store.Settlement{RequestID: id, Charge: usd + 1})
 					}
 				}
 				if err != nil {

@@ -1,4 +1,4 @@
-package store
+package badger
 
 import (
 	"bufio"
@@ -82,7 +82,7 @@ func pageCached(t *testing.T, dir string) (cached, pages int) {
 
 // fillTables writes n 1 KB values under test/ and waits until badger has
 // flushed at least 4 MB of them into tables.
-func fillTables(t *testing.T, s *Badger, n int) {
+func fillTables(t *testing.T, s *Store, n int) {
 	t.Helper()
 	for i := 0; i < n; i += 500 {
 		err := s.db.Update(func(txn *badger.Txn) error {
@@ -118,7 +118,7 @@ func fillTables(t *testing.T, s *Badger, n int) {
 // the levels. A table being made is mapped (and resident) before it joins
 // the levels, and stays so while its file is synced, which on a slow disk
 // takes longer than 300 ms; releaseTables leaves it until it has joined.
-func waitQuiet(t *testing.T, s *Badger, dir string) {
+func waitQuiet(t *testing.T, s *Store, dir string) {
 	t.Helper()
 	state := func() string {
 		var b strings.Builder
@@ -154,7 +154,7 @@ func waitQuiet(t *testing.T, s *Badger, dir string) {
 func testValue(i int) []byte { return bytes.Repeat([]byte{byte('a' + i%26)}, 1000) }
 
 // readBack checks that every one of the n keys reads back its value.
-func readBack(t *testing.T, s *Badger, n int) {
+func readBack(t *testing.T, s *Store, n int) {
 	t.Helper()
 	err := s.db.View(func(txn *badger.Txn) error {
 		for j := range n {
@@ -178,12 +178,12 @@ func readBack(t *testing.T, s *Badger, n int) {
 	}
 }
 
-func openTestTables(t *testing.T) (*Badger, string) {
+func openTestTables(t *testing.T) (*Store, string) {
 	t.Helper()
 	dir := t.TempDir()
 	// No release loop: the tests release by hand, and a pass of the loop
 	// between their measurements would take the tables from under them.
-	s, err := OpenBadger(dir, BadgerOptions{Logger: slog.New(slog.DiscardHandler), releaseEvery: -1})
+	s, err := Open(dir, Options{Logger: slog.New(slog.DiscardHandler), releaseEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +402,7 @@ func TestReleaseLoop(t *testing.T) {
 		t.Skip("writes 24 MB to a ledger")
 	}
 	dir := t.TempDir()
-	s, err := OpenBadger(dir, BadgerOptions{Logger: slog.New(slog.DiscardHandler), releaseEvery: 20 * time.Millisecond})
+	s, err := Open(dir, Options{Logger: slog.New(slog.DiscardHandler), releaseEvery: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,9 @@
-package store
+package badger
 
 import (
 	"context"
 	"errors"
+	"github.com/modelrelay/modelrelay/store"
 	"testing"
 
 	"github.com/modelrelay/modelrelay/pricing"
@@ -14,7 +15,7 @@ func TestRecoverHolds(t *testing.T) {
 
 	// First process: takes holds, settles one, and "crashes" with the rest
 	// open (Close here; an abrupt exit leaves the same records).
-	first, err := OpenBadger(dir, BadgerOptions{Owner: "boot-A"})
+	first, err := Open(dir, Options{Owner: "boot-A"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func TestRecoverHolds(t *testing.T) {
 	hold(t, first, "acme", "lost_1", 2*usd)
 	hold(t, first, "acme", "lost_2", 3*usd)
 	hold(t, first, "beta", "lost_3", 4*usd)
-	if _, err := first.Settle(ctx, Settlement{RequestID: "settled", Charge: 500_000_000}); err != nil {
+	if _, err := first.Settle(ctx, store.Settlement{RequestID: "settled", Charge: 500_000_000}); err != nil {
 		t.Fatal(err)
 	}
 	if err := first.Close(); err != nil {
@@ -71,7 +72,7 @@ func TestRecoverHolds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var found *Entry
+			var found *store.Entry
 			for i := range entries {
 				if entries[i].RequestID == tc.request {
 					found = &entries[i]
@@ -80,7 +81,7 @@ func TestRecoverHolds(t *testing.T) {
 			if found == nil {
 				t.Fatalf("no journal entry for %s", tc.request)
 			}
-			if found.Kind != KindRecovery || found.Amount != 0 || found.HoldAmount != tc.hold ||
+			if found.Kind != store.KindRecovery || found.Amount != 0 || found.HoldAmount != tc.hold ||
 				found.Note != "hold released at start-up: owner boot-A ended without settling" ||
 				found.Model != "m" || found.KeyID != "key_test" {
 				t.Errorf("recovery entry %+v", *found)
@@ -89,10 +90,10 @@ func TestRecoverHolds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.State != OutcomeRecovered || o.HoldAmount != tc.hold || o.Owner != "boot-A" || o.Seq != found.Seq {
+			if o.State != store.OutcomeRecovered || o.HoldAmount != tc.hold || o.Owner != "boot-A" || o.Seq != found.Seq {
 				t.Errorf("outcome %+v", o)
 			}
-			if _, err := second.Settle(ctx, Settlement{RequestID: tc.request, Charge: 1}); !errors.Is(err, ErrAlreadySettled) {
+			if _, err := second.Settle(ctx, store.Settlement{RequestID: tc.request, Charge: 1}); !errors.Is(err, store.ErrAlreadySettled) {
 				t.Errorf("late Settle: %v, want ErrAlreadySettled", err)
 			}
 		})
@@ -111,17 +112,17 @@ func TestRecoverHolds(t *testing.T) {
 	if again, err := second.RecoverHolds(ctx); err != nil || again != 0 {
 		t.Errorf("second RecoverHolds: %d, %v", again, err)
 	}
-	if _, err := second.Settle(ctx, Settlement{RequestID: "mine", Charge: usd}); err != nil {
+	if _, err := second.Settle(ctx, store.Settlement{RequestID: "mine", Charge: usd}); err != nil {
 		t.Errorf("settling this process's hold: %v", err)
 	}
 	audit(t, second, "acme")
 }
 
 func TestOpenBadgerOptions(t *testing.T) {
-	if _, err := OpenBadger("", BadgerOptions{}); err == nil {
-		t.Error("OpenBadger with no dir and not in memory succeeded")
+	if _, err := Open("", Options{}); err == nil {
+		t.Error("Open with no dir and not in memory succeeded")
 	}
-	mem, err := OpenBadger("", BadgerOptions{InMemory: true})
+	mem, err := Open("", Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestOpenBadgerOptions(t *testing.T) {
 	}
 	credit(t, mem, "acme", usd)
 	audit(t, mem, "acme")
-	other, err := OpenBadger("", BadgerOptions{InMemory: true})
+	other, err := Open("", Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +149,8 @@ func TestOpenBadgerOptions(t *testing.T) {
 	// One directory, one process.
 	dir := t.TempDir()
 	openAt(t, dir, "x", false)
-	if b, err := OpenBadger(dir, BadgerOptions{}); err == nil {
+	if b, err := Open(dir, Options{}); err == nil {
 		b.Close()
-		t.Error("a second OpenBadger on a directory in use succeeded")
+		t.Error("a second Open on a directory in use succeeded")
 	}
 }

@@ -1,8 +1,9 @@
-package store
+package badger
 
 import (
 	"context"
 	"fmt"
+	"github.com/modelrelay/modelrelay/store"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -54,11 +55,11 @@ func BenchmarkHoldSettle(b *testing.B) {
 	}
 }
 
-func holdSettle(ctx context.Context, s *Badger, account, id string) error {
-	if err := s.Hold(ctx, Hold{RequestID: id, Account: account, Model: "m", Route: "r", Amount: 2_000_000}); err != nil {
+func holdSettle(ctx context.Context, s *Store, account, id string) error {
+	if err := s.Hold(ctx, store.Hold{RequestID: id, Account: account, Model: "m", Route: "r", Amount: 2_000_000}); err != nil {
 		return err
 	}
-	_, err := s.Settle(ctx, Settlement{RequestID: id, Charge: 1_234_567,
+	_, err := s.Settle(ctx, store.Settlement{RequestID: id, Charge: 1_234_567,
 		Usage: pricing.Usage{InputTokens: 1000, OutputTokens: 200}})
 	return err
 }
@@ -84,13 +85,13 @@ func BenchmarkHoldLatency(b *testing.B) {
 					i := n.Add(1)
 					account, id := "acct_"+strconv.Itoa(int(i%accounts)), "req_"+strconv.FormatInt(i, 10)
 					t0 := time.Now()
-					if err := s.Hold(ctx, Hold{RequestID: id, Account: account, Model: "m", Route: "r", Amount: 2_000_000}); err != nil {
+					if err := s.Hold(ctx, store.Hold{RequestID: id, Account: account, Model: "m", Route: "r", Amount: 2_000_000}); err != nil {
 						b.Error(err)
 						return
 					}
 					inHold.Add(int64(time.Since(t0)))
 					time.Sleep(2 * time.Millisecond)
-					if _, err := s.Settle(ctx, Settlement{RequestID: id, Account: account, Charge: 1_234_567,
+					if _, err := s.Settle(ctx, store.Settlement{RequestID: id, Account: account, Charge: 1_234_567,
 						Usage: pricing.Usage{InputTokens: 1000, OutputTokens: 200}}); err != nil {
 						b.Error(err)
 						return

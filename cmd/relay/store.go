@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/modelrelay/modelrelay/gateway"
+	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/store/badger"
+	"github.com/modelrelay/modelrelay/store/postgres"
+)
+
+// openStore opens the store the configuration names and releases the holds
+// left by processes that ended: Badger's, all those of earlier processes on
+// its directory; PostgreSQL's, those whose lease has run out (the store's
+// own loop renews this replica's leases and sweeps from then on).
+func openStore(ctx context.Context, cfg gateway.Config, log *slog.Logger) (store.Store, error) {
+	var (
+		st  store.Store
+		err error
+	)
+	switch cfg.Store.Driver {
+	case store.DriverPostgres:
+		st, err = postgres.Open(ctx, cfg.Store.DSN, postgres.Options{
+			MaxConns:         cfg.Store.MaxConns,
+			StatementTimeout: cfg.Store.StatementTimeout,
+			Lease:            cfg.Store.Lease,
+			Logger:           log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open the PostgreSQL store: %w", err)
+		}
+	default:
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("data dir: %w", err)
+		}
+		st, err = badger.Open(filepath.Join(cfg.DataDir, "ledger"), badger.Options{SyncWrites: *cfg.SyncWrites, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("open ledger in %s: %w", cfg.DataDir, err)
+		}
+	}
+	n, err := st.RecoverHolds(ctx)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("recover holds: %w", err)
+	}
+	if n > 0 {
+		log.Warn("released holds left by a process that ended", "holds", n)
+	}
+	log.Info("store open", "driver", cfg.Store.Driver, "owner", st.Owner())
+	return st, nil
+}
+
+// runMigrate brings the PostgreSQL store of the configuration (or -dsn) to
+// this build's schema, alone: what relay serve does at start, under the same
+// lock.
+func runMigrate(args []string) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	path := fs.String("config", "relay.yaml", "configuration file (its store: section)")
+	dsn := fs.String("dsn", "", "PostgreSQL connection string; overrides the configuration and "+store.DatabaseURLEnv)
+	if err := fs.Parse(args); err != nil {
+		return exitCode(2)
+	}
+	if *dsn == "" {
+		*dsn = os.Getenv(store.DatabaseURLEnv)
+	}
+	if *dsn == "" {
+		cfg, err := gateway.LoadConfig(*path)
+		if err != nil {
+			return err
+		}
+		if cfg.Store.Driver != store.DriverPostgres {
+			return fmt.Errorf("migrate: %s uses store.driver %q; only postgres has migrations (or pass -dsn)", *path, cfg.Store.Driver)
+		}
+		*dsn = cfg.Store.DSN
+	}
+	applied, err := postgres.Migrate(context.Background(), *dsn)
+	if err != nil {
+		return err
+	}
+	if len(applied) == 0 {
+		fmt.Printf("schema is current (version %d)\n", postgres.SchemaVersion())
+		return nil
+	}
+	fmt.Printf("applied schema versions %v; now at version %d\n", applied, postgres.SchemaVersion())
+	return nil
+}
