@@ -35,6 +35,9 @@ type metrics struct {
 	// reason (plugin_error, negative_charge), fallback (published_price,
 	// none).
 	settleFallback *prometheus.CounterVec
+	// storeRetries counts tries of a settle or release made again because
+	// the store was unavailable: op.
+	storeRetries *prometheus.CounterVec
 }
 
 // latencyBuckets resolve the sub-millisecond overhead as well as long calls.
@@ -64,7 +67,10 @@ func newMetrics(g *Gateway) *metrics {
 	m.settleFallback = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "relay_settle_fallback_total", Help: "Calls whose plugin could not price the usage (after a retry on a fresh instance), charged by the fallback: the usage at the published price, or nothing when that cannot be computed.",
 	}, []string{"plugin", "reason", "fallback"})
-	m.reg.MustRegister(m.requests, m.latency, m.ttfb, m.tokens, m.charged, m.pluginDur, m.settleFallback,
+	m.storeRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "relay_store_retries_total", Help: "Settles and releases tried again because the store was unavailable (a database that is down); a call answered meanwhile is charged once it is back.",
+	}, []string{"op"})
+	m.reg.MustRegister(m.requests, m.latency, m.ttfb, m.tokens, m.charged, m.pluginDur, m.settleFallback, m.storeRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "relay_open_holds", Help: "Holds taken by this process and not yet settled or released.",

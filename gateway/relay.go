@@ -368,9 +368,11 @@ func (g *Gateway) releaseUnsettled(c *call) {
 	if c.settled {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.r.Context()), 10*time.Second)
-	defer cancel()
-	err := g.store.Release(ctx, c.info.rid, "call failed")
+	err := g.whileUnavailable(c.info.rid, "release", func() error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.r.Context()), 10*time.Second)
+		defer cancel()
+		return g.store.Release(ctx, c.info.rid, "call failed")
+	})
 	switch {
 	case err == nil:
 		g.met.openHolds.Add(-1)
@@ -382,6 +384,42 @@ func (g *Gateway) releaseUnsettled(c *call) {
 	case !errors.Is(err, store.ErrAlreadySettled):
 		g.log.Error("release hold", "request_id", c.info.rid, "error", err.Error())
 	}
+}
+
+// Bounds of whileUnavailable.
+const (
+	storeRetryFor = 5 * time.Minute
+	storeRetryMin = 100 * time.Millisecond
+	storeRetryMax = 2 * time.Second
+)
+
+// whileUnavailable runs op (a Settle or a Release: both change nothing when
+// replayed) and runs it again, with backoff from storeRetryMin to
+// storeRetryMax, for as long as it fails with store.ErrUnavailable, up to
+// storeRetryFor: a call that was answered while the database was down is
+// charged once it is back, not lost. The shutdown drain waits for it like
+// any settle. A replay that finds its first try landed answers
+// ErrAlreadySettled, which the caller treats as done.
+func (g *Gateway) whileUnavailable(rid, what string, op func() error) error {
+	deadline := time.Now().Add(storeRetryFor)
+	wait := storeRetryMin
+	err := op()
+	for tries := 1; errors.Is(err, store.ErrUnavailable) && time.Now().Before(deadline); tries++ {
+		if tries == 1 {
+			g.log.Warn(what+": the store is unavailable; retrying until it answers", "request_id", rid, "error", err.Error())
+		}
+		g.met.storeRetries.WithLabelValues(what).Inc()
+		time.Sleep(wait)
+		wait = min(2*wait, storeRetryMax)
+		err = op()
+		if err == nil || errors.Is(err, store.ErrAlreadySettled) {
+			g.log.Info(what+": the store answered again", "request_id", rid, "tries", tries+1)
+			if what == "settle" && errors.Is(err, store.ErrAlreadySettled) {
+				return nil // a try that reported an error had landed
+			}
+		}
+	}
+	return err
 }
 
 // settle prices the usage with the model's plugin and charges it, exactly
@@ -432,7 +470,14 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 			"fallback", how, "charge_usd", charge.Fixed(), "error", bounded(err.Error(), maxMessageText))
 		note = strings.TrimSpace(note + " the plugin could not price the usage; " + how)
 	}
-	if _, err := g.store.Settle(ctx, store.Settlement{RequestID: c.info.rid, Account: c.key.Account, Charge: charge, Usage: u, Note: note}); err != nil {
+	settlement := store.Settlement{RequestID: c.info.rid, Account: c.key.Account, Charge: charge, Usage: u, Note: note}
+	err = g.whileUnavailable(c.info.rid, "settle", func() error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_, err := g.store.Settle(sctx, settlement)
+		return err
+	})
+	if err != nil {
 		g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
 		return 0, err
 	}
