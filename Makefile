@@ -7,7 +7,7 @@ PLUGINS   := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
 export RELAY_PLUGIN_DIR := $(CURDIR)/$(PLUGINDIR)
 export RELAY_WASM_CACHE := $(WASMCACHE)
 
-.PHONY: all build plugins run test test-clients vet fmt-check browser fuzz bench clean
+.PHONY: all build plugins run test test-postgres test-clients vet fmt-check browser fuzz bench clean
 
 all: build plugins
 
@@ -46,6 +46,14 @@ browser:
 # fixture and gateway tests load the real .wasm files.
 test: plugins vet fmt-check browser
 	$(GO) test -race -timeout 20m ./...
+
+# The gateway's own tests again, every env on a PostgreSQL store of its own
+# (store.driver: postgres) instead of Badger: the whole contract on the
+# shared store. Needs RELAY_TEST_POSTGRES (a server the tests may create
+# databases on; .ci/run sets it), else it says so and stops.
+test-postgres: plugins
+	@test -n "$$RELAY_TEST_POSTGRES" || { echo "test-postgres: set RELAY_TEST_POSTGRES, e.g. postgres://postgres@127.0.0.1:5432/test"; exit 1; }
+	RELAY_TEST_GATEWAY_STORE=postgres $(GO) test -count=1 -timeout 15m ./gateway/
 
 # The real coding CLIs against relay demo: Claude Code (claude -p) and Codex
 # (codex exec, with a custom provider and with the built-in OpenAI one), the

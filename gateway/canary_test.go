@@ -7,8 +7,6 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,34 +71,22 @@ func canaryForms(s string) []string {
 
 // scanForCanary fails the test when a form of a canary is in a file under
 // dir or in text (named what).
-func scanForCanary(t *testing.T, dir string, texts map[string]string, canaries ...string) {
+func scanForCanary(t *testing.T, e *env, texts map[string]string, canaries ...string) {
 	t.Helper()
 	var forms []string
 	for _, c := range canaries {
 		forms = append(forms, canaryForms(c)...)
 	}
-	files := 0
-	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		files++
+	rest := e.atRest(t)
+	for where, b := range rest {
 		for _, f := range forms {
 			if bytes.Contains(b, []byte(f)) {
-				t.Errorf("the canary (%.30q) is at rest in %s", f, p)
+				t.Errorf("the canary (%.30q) is at rest in %s", f, where)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	if files == 0 {
-		t.Fatalf("no file under %s: the scan proves nothing", dir)
+	if len(rest) == 0 {
+		t.Fatalf("nothing at rest under %s: the scan proves nothing", e.dataDir)
 	}
 	for what, text := range texts {
 		for _, f := range forms {
@@ -323,25 +309,20 @@ func TestCallerTextNeverAtRestOrLogged(t *testing.T) {
 		t.Fatalf("the dead line's failure was not logged: the scan proves nothing")
 	}
 	texts := map[string]string{"logs": logs, "dead line's logs": dead.logs.String(), "metrics": string(metricsText)}
-	scanForCanary(t, e.dataDir, texts, tok, rich)
-	scanForCanary(t, dead.dataDir, nil, tok, rich)
+	scanForCanary(t, e, texts, tok, rich)
+	scanForCanary(t, dead, nil, tok, rich)
 	for _, secret := range []string{key, poorKey, tightKey, deadKey} {
 		if strings.Contains(logs, secret) || strings.Contains(dead.logs.String(), secret) {
 			t.Errorf("a key (%s…) is in the logs", secret[:8])
 		}
 	}
-	// The scan can find things: a model id is on disk.
+	// The scan can find things: a model id is at rest.
 	found := false
-	_ = filepath.Walk(e.dataDir, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("modelb-6-astra")) {
-				found = true
-			}
-		}
-		return nil
-	})
+	for _, b := range e.atRest(t) {
+		found = found || bytes.Contains(b, []byte("modelb-6-astra"))
+	}
 	if !found {
-		t.Fatal("the journal's model id was not found on disk: the scan proves nothing")
+		t.Fatal("the journal's model id was not found at rest: the scan proves nothing")
 	}
 }
 

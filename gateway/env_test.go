@@ -18,11 +18,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
+
 	"github.com/modelrelay/modelrelay/store/badger"
+	"github.com/modelrelay/modelrelay/store/postgres"
+	"github.com/modelrelay/modelrelay/store/postgres/pgtest"
 )
 
 // pluginDir holds the first-party plugins the tests load: RELAY_PLUGIN_DIR
@@ -131,13 +135,14 @@ type env struct {
 	t       testing.TB
 	sims    map[string]*sim.Server // by line name
 	simURLs map[string]string
-	store   *badger.Store
+	store   store.Store
 	host    *plugins.Host
 	gw      *Gateway
 	srv     *httptest.Server
 	url     string
 	logs    *lockedBuffer
 	dataDir string
+	pgDSN   string // the env's database, on PostgreSQL
 	cfg     Config
 }
 
@@ -191,10 +196,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	}
 	e.cfg = cfg
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: envLogLevel}))
-	st, err := badger.Open(filepath.Join(e.dataDir, "ledger"), badger.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := e.openStore(t, log)
 	e.store = st
 	host, err := plugins.Open(context.Background(), cfg.Plugins.HostConfig(log)) // Poll -1: no reloading
 	if err != nil {
@@ -219,6 +221,73 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		st.Close()
 	})
 	return e
+}
+
+// envStoreVar names the store the gateway tests run on: unset or "badger"
+// (default), or "postgres" — then every env gets a database of its own on
+// the server RELAY_TEST_POSTGRES names (`make test-postgres`).
+const envStoreVar = "RELAY_TEST_GATEWAY_STORE"
+
+func (e *env) openStore(t testing.TB, log *slog.Logger) store.Store {
+	t.Helper()
+	if os.Getenv(envStoreVar) == store.DriverPostgres {
+		dsn := pgtest.Database(t, "relay_gateway")
+		e.pgDSN = dsn
+		st, err := postgres.Open(context.Background(), dsn, postgres.Options{Logger: log, MaxConns: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	st, err := badger.Open(filepath.Join(e.dataDir, "ledger"), badger.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// atRest is everything the env's store keeps, by where it is: each file
+// under the data directory, or on PostgreSQL each table's rows as text.
+func (e *env) atRest(t testing.TB) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	if e.pgDSN != "" {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, e.pgDSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		rows, err := conn.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = current_schema()`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tb := range tables {
+			var text []byte
+			q := `SELECT coalesce(string_agg(t::text, E'\n'), '') FROM ` + pgx.Identifier{tb}.Sanitize() + ` t`
+			if err := conn.QueryRow(ctx, q).Scan(&text); err != nil {
+				t.Fatal(err)
+			}
+			out["postgres table "+tb] = text
+		}
+		return out
+	}
+	err := filepath.Walk(e.dataDir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[p] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // account creates an account with credit (USD decimal text).
