@@ -72,3 +72,21 @@ func ClipNote(s string) string {
 	}
 	return s
 }
+
+// CheckKey checks a key record before it is stored: its id, hash and
+// account are well formed and its route is set.
+func CheckKey(k Key) error {
+	if err := CheckID("key", k.ID); err != nil {
+		return err
+	}
+	if err := CheckKeyHash(k.Hash); err != nil {
+		return err
+	}
+	if err := CheckAccountID(k.Account); err != nil {
+		return err
+	}
+	if k.Route == "" {
+		return fmt.Errorf("store: key %q: route is empty (a route name or %q)", k.ID, AutoRoute)
+	}
+	return nil
+}

@@ -14,17 +14,8 @@ import (
 // Its account must exist (ErrNotFound); its Route must be set; a duplicate
 // hash or id returns ErrExists. A zero k.Created is set to now.
 func (b *Store) CreateKey(ctx context.Context, k store.Key) error {
-	if err := store.CheckID("key", k.ID); err != nil {
+	if err := store.CheckKey(k); err != nil {
 		return err
-	}
-	if err := store.CheckKeyHash(k.Hash); err != nil {
-		return err
-	}
-	if err := store.CheckAccountID(k.Account); err != nil {
-		return err
-	}
-	if k.Route == "" {
-		return fmt.Errorf("store: key %q: route is empty (a route name or %q)", k.ID, store.AutoRoute)
 	}
 	if k.Created.IsZero() {
 		k.Created = now()

@@ -28,17 +28,8 @@ func scanKey(row pgx.Row) (store.Key, error) {
 // (ErrNotFound); a duplicate hash or id returns ErrExists (the unique
 // constraints decide, so two replicas cannot both create it).
 func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
-	if err := store.CheckID("key", k.ID); err != nil {
+	if err := store.CheckKey(k); err != nil {
 		return err
-	}
-	if err := store.CheckKeyHash(k.Hash); err != nil {
-		return err
-	}
-	if err := store.CheckAccountID(k.Account); err != nil {
-		return err
-	}
-	if k.Route == "" {
-		return fmt.Errorf("postgres: key %q: route is empty (a route name or %q)", k.ID, store.AutoRoute)
 	}
 	exclude := k.Exclude
 	if exclude == nil {
