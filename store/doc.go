@@ -3,7 +3,9 @@
 // of credits, charges, refunds and recoveries, and video jobs. store.go has
 // the types, errors and interfaces (Ledger, Keys, Jobs, and Store, all that
 // the gateway, the admin API, relay serve and crash recovery use); ids.go the
-// rules for ids and notes; keygen.go how API keys are made and hashed.
+// rules for ids and notes; keygen.go how API keys are made and hashed;
+// export.go the Sink and Exporter through which the books of one store are
+// read out, in a fixed order, to be copied into another (relay store copy).
 //
 // Two packages implement it: store/badger, embedded (one process), and
 // store/postgres, shared by any number of replicas. store/storetest is the

@@ -13,6 +13,7 @@ usage:
   relay serve   [-config relay.yaml]               run the gateway
   relay sim     [-addr 127.0.0.1:9090] [faults…]   run the simulated provider
   relay migrate [-config relay.yaml] [-dsn URL]    bring a PostgreSQL store to this build's schema
+  relay store   copy -from badger:./data -to postgres://…   copy a Badger ledger into an empty PostgreSQL store and verify it
   relay demo    [-addr 127.0.0.1:8080] [-data ./data] [-plugins ./build/plugins]
   relay keys     create -account A -route R [-exclude m1,m2] | list [-account A] | revoke KEY
   relay accounts create -account A | credit -account A -usd 1.50 | balance -account A | charges -account A | list
@@ -37,6 +38,8 @@ func main() {
 		err = runSim(args)
 	case "migrate":
 		err = runMigrate(args)
+	case "store":
+		err = runStore(args)
 	case "demo":
 		err = runDemo(args)
 	case "keys":

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -95,6 +96,16 @@ var (
 	_ store.Jobs   = (*Store)(nil)
 )
 
+// ErrLocked is returned by Open when another process, or another Store in
+// this one, has the directory open: badger locks it.
+var ErrLocked = errors.New("the ledger is in use by another process")
+
+// isLocked reports whether err is badger's refusal of a directory whose
+// lock another holder has.
+func isLocked(err error) bool {
+	return errors.Is(err, syscall.EWOULDBLOCK) || strings.Contains(err.Error(), "Cannot acquire directory lock")
+}
+
 // Open opens (creating if needed) the store in dir. Call RecoverHolds
 // once after opening and before serving, to resolve the holds a previous
 // process left open.
@@ -159,6 +170,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		WithIndexCacheSize(0)
 	db, err := badger.Open(bo)
 	if err != nil {
+		if isLocked(err) {
+			return nil, fmt.Errorf("store: open badger in %q: %w (is a relay serve running on it?): %v", dir, ErrLocked, err)
+		}
 		return nil, fmt.Errorf("store: open badger in %q: %w", dir, err)
 	}
 	logDir := ""

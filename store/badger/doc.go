@@ -177,4 +177,12 @@
 // PostgreSQL implementation shared by several replicas keeps holds in the
 // database instead, and needs a liveness check per owner before applying
 // it.
+//
+// # Export
+//
+// Export streams the whole ledger to a store.Sink from one read
+// transaction (relay store copy feeds it to PostgreSQL's Import): accounts
+// with their journal counters, keys with their hashes, each account's
+// journal in sequence order, jobs, and outcomes, settled ones completed from
+// their journal entries. Open holds are not exported; Held shows them.
 package badger

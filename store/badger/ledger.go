@@ -343,30 +343,38 @@ func (b *Store) Outcome(ctx context.Context, requestID string) (store.Outcome, e
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return fmt.Errorf("store: outcome of %q: %w", requestID, store.ErrNotFound)
 		}
-		if err != nil || !out.compact {
+		if err != nil {
 			return err
 		}
-		// A settled outcome v2: the hold amount and the note are the
-		// journal entry's.
-		key := journalKey(out.Account, out.Seq)
-		var e entryRec
-		err = getValue(txn, key, func(val []byte) error { return e.decode(key, val) })
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			err = store.ErrNotFound
-		}
-		if err == nil && (e.Kind != store.KindCharge || e.RequestID != requestID) {
-			err = fmt.Errorf("it is a %s entry of request %q", e.Kind, e.RequestID)
-		}
-		if err != nil {
-			return fmt.Errorf("store: outcome of %q: journal entry %d of account %q: %w", requestID, out.Seq, out.Account, err)
-		}
-		out.HoldAmount, out.Reason = e.HoldAmount, e.Note
-		return nil
+		return completeSettled(txn, &out)
 	})
 	if err != nil {
 		return store.Outcome{}, err
 	}
 	return out.api(), nil
+}
+
+// completeSettled fills in a settled outcome v2 (compact) from its journal
+// entry: the hold amount and the note are the entry's. Other outcomes are
+// complete already.
+func completeSettled(txn *badger.Txn, out *outcomeRec) error {
+	if !out.compact {
+		return nil
+	}
+	key := journalKey(out.Account, out.Seq)
+	var e entryRec
+	err := getValue(txn, key, func(val []byte) error { return e.decode(key, val) })
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		err = store.ErrNotFound
+	}
+	if err == nil && (e.Kind != store.KindCharge || e.RequestID != out.RequestID) {
+		err = fmt.Errorf("it is a %s entry of request %q", e.Kind, e.RequestID)
+	}
+	if err != nil {
+		return fmt.Errorf("store: outcome of %q: journal entry %d of account %q: %w", out.RequestID, out.Seq, out.Account, err)
+	}
+	out.HoldAmount, out.Reason = e.HoldAmount, e.Note
+	return nil
 }
 
 // endedErr explains why requestID has no open hold: ErrAlreadySettled if

@@ -175,6 +175,19 @@ func (b *Store) endHold(h *openHold, acct *accountRec) {
 	b.holdLog.end(h.seg)
 }
 
+// heldOf is the sum of the holds open in this process on account id.
+func (m *memory) heldOf(id string) int64 {
+	m.mu.RLock()
+	a := m.accounts[id]
+	m.mu.RUnlock()
+	if a == nil {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.held
+}
+
 // api is the account as the API shows it: Held counts the open holds of
 // this process and those an older build left in the ledger (rec.Held).
 func (a *acctMem) api() store.Account {

@@ -32,21 +32,29 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 	return nil
 }
 
-// Job returns the job; ErrNotFound if there is none.
-func (s *Store) Job(ctx context.Context, requestID string) (store.Job, error) {
+const jobCols = `request_id, account, key_id, model, route, line, amount, refunded, created`
+
+func scanJob(row pgx.Row) (store.Job, error) {
 	var (
 		j      store.Job
 		amount int64
 	)
-	err := s.pool.QueryRow(ctx, `SELECT request_id, account, key_id, model, route, line, amount, refunded, created FROM jobs WHERE request_id = $1`, requestID).
-		Scan(&j.RequestID, &j.Account, &j.KeyID, &j.Model, &j.Route, &j.Line, &amount, &j.Refunded, &j.Created)
+	if err := row.Scan(&j.RequestID, &j.Account, &j.KeyID, &j.Model, &j.Route, &j.Line, &amount, &j.Refunded, &j.Created); err != nil {
+		return store.Job{}, err
+	}
+	j.Amount, j.Created = pricing.Nano(amount), j.Created.UTC()
+	return j, nil
+}
+
+// Job returns the job; ErrNotFound if there is none.
+func (s *Store) Job(ctx context.Context, requestID string) (store.Job, error) {
+	j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE request_id = $1`, requestID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Job{}, fmt.Errorf("postgres: job %q: %w", requestID, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Job{}, mapErr("job", err)
 	}
-	j.Amount, j.Created = pricing.Nano(amount), j.Created.UTC()
 	return j, nil
 }
 

@@ -357,17 +357,25 @@ func (s *Store) ListAccounts(ctx context.Context, after string, limit int) ([]st
 // Outcome returns how the hold of requestID ended; ErrNotFound if it is
 // still open or never existed.
 func (s *Store) Outcome(ctx context.Context, requestID string) (store.Outcome, error) {
-	var (
-		o                 store.Outcome
-		hold, charge, seq int64
-	)
-	err := s.pool.QueryRow(ctx, `SELECT request_id, account, state, hold_amount, charge, seq, owner, reason, time FROM outcomes WHERE request_id = $1`, requestID).
-		Scan(&o.RequestID, &o.Account, &o.State, &hold, &charge, &seq, &o.Owner, &o.Reason, &o.Time)
+	o, err := scanOutcome(s.pool.QueryRow(ctx, `SELECT `+outcomeCols+` FROM outcomes WHERE request_id = $1`, requestID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Outcome{}, fmt.Errorf("postgres: outcome of %q: %w", requestID, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Outcome{}, mapErr("outcome", err)
+	}
+	return o, nil
+}
+
+const outcomeCols = `request_id, account, state, hold_amount, charge, seq, owner, reason, time`
+
+func scanOutcome(row pgx.Row) (store.Outcome, error) {
+	var (
+		o                 store.Outcome
+		hold, charge, seq int64
+	)
+	if err := row.Scan(&o.RequestID, &o.Account, &o.State, &hold, &charge, &seq, &o.Owner, &o.Reason, &o.Time); err != nil {
+		return store.Outcome{}, err
 	}
 	o.HoldAmount, o.Charge, o.Seq, o.Time = pricing.Nano(hold), pricing.Nano(charge), uint64(seq), o.Time.UTC()
 	return o, nil

@@ -17,6 +17,11 @@
 // recovery each begin by deleting the hold row: of two that race, the second
 // blocks on the row lock, then finds no row and changes nothing, which makes
 // each exactly once. SERIALIZABLE would add retries and give nothing more.
+//
+// Copies. Import fills an empty database with another store's export
+// (store.Exporter; relay store copy gives it a Badger ledger) in one
+// transaction, by COPY, keeping ids, hashes, sequence numbers and counters;
+// Export reads the books back in the same order, for checking the copy.
 package postgres
 
 import (

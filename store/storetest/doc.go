@@ -18,7 +18,9 @@
 // their refund exactly once; and the concurrent cases: many holds against
 // scarce credit never admit more than it covers, concurrent ends of one
 // hold charge it once, and concurrent creations of one account, key, job
-// or hold succeed once. Options.Callers sets how many goroutines race.
+// or hold succeed once. Options.Callers sets how many goroutines race. A
+// store that is a store.Exporter must export every record as its API shows
+// it, in store.Sink's order.
 //
 // How a store releases the holds of an owner that died is its own (Badger
 // at RecoverHolds after reopening, PostgreSQL when their lease expires), so

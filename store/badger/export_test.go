@@ -1,0 +1,226 @@
+package badger
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// collect is a store.Sink that keeps everything, and the order it came in.
+type collect struct {
+	order    []string // "account", "key", … per record
+	accounts []store.ExportedAccount
+	keys     []store.Key
+	entries  []store.Entry
+	jobs     []store.Job
+	outcomes []store.Outcome
+	failAt   int // > 0: the failAt-th record is refused
+	err      error
+}
+
+func (c *collect) seen(kind string) error {
+	c.order = append(c.order, kind)
+	if c.failAt > 0 && len(c.order) == c.failAt {
+		return c.err
+	}
+	return nil
+}
+
+func (c *collect) Account(a store.ExportedAccount) error {
+	c.accounts = append(c.accounts, a)
+	return c.seen("account")
+}
+func (c *collect) Key(k store.Key) error {
+	c.keys = append(c.keys, k)
+	return c.seen("key")
+}
+func (c *collect) Entry(e store.Entry) error {
+	c.entries = append(c.entries, e)
+	return c.seen("entry")
+}
+func (c *collect) Job(j store.Job) error {
+	c.jobs = append(c.jobs, j)
+	return c.seen("job")
+}
+func (c *collect) Outcome(o store.Outcome) error {
+	c.outcomes = append(c.outcomes, o)
+	return c.seen("outcome")
+}
+
+func TestExport(t *testing.T) {
+	ctx := context.Background()
+	b := openTemp(t)
+	// "acme-eu/" sorts before "acme/": the journal must still come in
+	// account id order.
+	credit(t, b, "acme-eu", 5*usd)
+	credit(t, b, "acme", 10*usd)
+	if _, err := b.CreateAccount(ctx, "zeta"); err != nil {
+		t.Fatal(err)
+	}
+	for i, acct := range []string{"acme", "acme-eu", "acme"} {
+		_, id, hash, err := store.NewKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := store.Key{ID: id, Hash: hash, Account: acct, Route: store.AutoRoute}
+		if i == 1 {
+			k.Exclude = []string{"m1", "m2"}
+		}
+		if err := b.CreateKey(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hold(t, b, "acme", "req_settled", usd)
+	if _, err := b.Settle(ctx, store.Settlement{RequestID: "req_settled", Charge: 400_000_000,
+		Usage: pricing.Usage{InputTokens: 10, OutputTokens: 20}, Note: "estimated"}); err != nil {
+		t.Fatal(err)
+	}
+	hold(t, b, "acme-eu", "req_released", usd)
+	if err := b.Release(ctx, "req_released", "upstream 500"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutJob(ctx, store.Job{RequestID: "vid_2", Account: "acme", Model: "v", Route: "r", Line: "sim", Amount: usd}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutJob(ctx, store.Job{RequestID: "vid_1", Account: "acme", Model: "v", Route: "r", Line: "sim", Amount: 2 * usd}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.RefundJob(ctx, "vid_1", "provider failed"); err != nil {
+		t.Fatal(err)
+	}
+
+	var c collect
+	if err := b.Export(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	// Sections in order.
+	rank := map[string]int{"account": 0, "key": 1, "entry": 2, "job": 3, "outcome": 4}
+	if !slices.IsSortedFunc(c.order, func(x, y string) int { return rank[x] - rank[y] }) {
+		t.Errorf("sections out of order: %v", c.order)
+	}
+	// Accounts, by id, with the journal counter.
+	ids := []string{}
+	for _, a := range c.accounts {
+		ids = append(ids, a.ID)
+		want := balance(t, b, a.ID)
+		r := audit(t, b, a.ID)
+		if a.Account != want || a.LastSeq != r.LastSeq {
+			t.Errorf("account %+v; Balance %+v, last seq %d", a, want, r.LastSeq)
+		}
+	}
+	if want := []string{"acme", "acme-eu", "zeta"}; !slices.Equal(ids, want) {
+		t.Errorf("accounts %v, want %v", ids, want)
+	}
+	// Keys by hash, each as KeyByHash has it.
+	byHash := func(x, y store.Key) int { return strings.Compare(x.Hash, y.Hash) }
+	if len(c.keys) != 3 || !slices.IsSortedFunc(c.keys, byHash) {
+		t.Errorf("%d keys, want 3 in hash order", len(c.keys))
+	}
+	for _, k := range c.keys {
+		got, err := b.KeyByHash(ctx, k.Hash)
+		if err != nil || !keysEqual(got, k) {
+			t.Errorf("exported key %s differs from KeyByHash: %v", k.ID, err)
+		}
+	}
+	// The journal, account by account, each oldest first, as Charges has it.
+	var want []store.Entry
+	for _, id := range []string{"acme", "acme-eu", "zeta"} {
+		es, err := b.Charges(ctx, id, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Reverse(es)
+		want = append(want, es...)
+	}
+	if !slices.Equal(c.entries, want) {
+		t.Errorf("journal:\n got %+v\nwant %+v", c.entries, want)
+	}
+	// Jobs by request id; outcomes complete, as Outcome has them.
+	if len(c.jobs) != 2 || c.jobs[0].RequestID != "vid_1" || !c.jobs[0].Refunded || c.jobs[1].Refunded {
+		t.Errorf("jobs %+v", c.jobs)
+	}
+	if len(c.outcomes) != 2 || c.outcomes[0].RequestID != "req_released" || c.outcomes[1].RequestID != "req_settled" {
+		t.Fatalf("outcomes %+v", c.outcomes)
+	}
+	for _, o := range c.outcomes {
+		got, err := b.Outcome(ctx, o.RequestID)
+		if err != nil || got != o {
+			t.Errorf("exported outcome %+v; Outcome %+v, %v", o, got, err)
+		}
+	}
+	if s := c.outcomes[1]; s.HoldAmount != usd || s.Reason != "estimated" || s.Charge != 400_000_000 {
+		t.Errorf("settled outcome not completed from its journal entry: %+v", s)
+	}
+
+	// Held counts the holds open in this process.
+	hold(t, b, "acme", "req_open", usd)
+	c = collect{}
+	if err := b.Export(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.accounts[0].Held != usd {
+		t.Errorf("Held with an open hold: %s", c.accounts[0].Held)
+	}
+
+	// A sink's error stops the export and is returned.
+	boom := errors.New("boom")
+	c = collect{failAt: 5, err: boom}
+	if err := b.Export(ctx, &c); !errors.Is(err, boom) || len(c.order) != 5 {
+		t.Errorf("Export with a failing sink: %v after %d records", err, len(c.order))
+	}
+}
+
+func keysEqual(a, b store.Key) bool {
+	return a.ID == b.ID && a.Hash == b.Hash && a.Account == b.Account && a.Route == b.Route &&
+		slices.Equal(a.Exclude, b.Exclude) && a.Revoked == b.Revoked && a.Created.Equal(b.Created)
+}
+
+// A journal entry whose account does not exist is damage: Export says so
+// rather than leave it behind.
+func TestExportRefusesOrphanJournal(t *testing.T) {
+	b := openTemp(t)
+	credit(t, b, "acme", usd)
+	if err := b.db.Update(func(txn *badger.Txn) error {
+		return putEntry(txn, &entryRec{Seq: 1, Kind: store.KindCredit, Account: "ghost", Amount: 1, BalanceAfter: 1})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := b.Export(context.Background(), &collect{})
+	if err == nil || !strings.Contains(err.Error(), "the journal has 2 entries, and 1 belong to accounts that exist") {
+		t.Errorf("Export with an orphan journal entry: %v", err)
+	}
+}
+
+// Open names a ledger in use as ErrLocked.
+func TestOpenLocked(t *testing.T) {
+	dir := t.TempDir()
+	openAt(t, dir, "", false)
+	_, err := Open(dir, Options{})
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open: %v, want ErrLocked", err)
+	}
+}
+
+// A damaged key record stops the export with an error that does not show
+// the key's hash (it is the record's badger key).
+func TestExportDamagedKeyHidesHash(t *testing.T) {
+	b := openTemp(t)
+	credit(t, b, "acme", usd)
+	hash := store.HashKey("secret")
+	if err := b.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(keyKey(hash), []byte{tagKeyV1, 0xff})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := b.Export(context.Background(), &collect{})
+	if err == nil || strings.Contains(err.Error(), hash) || !strings.Contains(err.Error(), `"key/<hash>"`) {
+		t.Errorf("Export of a damaged key record: %v", err)
+	}
+}
