@@ -3,11 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,12 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
 	"github.com/modelrelay/modelrelay/store/badger"
 	"github.com/modelrelay/modelrelay/store/postgres"
+	"github.com/modelrelay/modelrelay/store/postgres/pgtest"
 )
 
 const usd = pricing.NanoPerUSD
@@ -31,42 +27,7 @@ var quiet = slog.New(slog.DiscardHandler)
 // newDatabase creates a database of its own on $RELAY_TEST_POSTGRES (the
 // test skips when it is unset), dropped when the test ends, and returns its
 // URL.
-func newDatabase(t *testing.T) string {
-	t.Helper()
-	server := os.Getenv("RELAY_TEST_POSTGRES")
-	if server == "" {
-		t.Skip("PostgreSQL tests skipped: set RELAY_TEST_POSTGRES to a server the tests may create databases on, e.g. RELAY_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test")
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "relay_test_copy_" + hex.EncodeToString(b[:])
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, server)
-	if err != nil {
-		t.Fatalf("RELAY_TEST_POSTGRES: %v", err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		admin, err := pgx.Connect(ctx, server)
-		if err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-			return
-		}
-		defer admin.Close(ctx)
-		if _, err := admin.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(server)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
-}
+func newDatabase(t *testing.T) string { return pgtest.Database(t, "relay_test_copy") }
 
 // source is what buildSource made.
 type source struct {
