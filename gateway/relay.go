@@ -115,6 +115,9 @@ type call struct {
 	hold     pricing.Nano
 	settled  bool     // the charge is written (see settle)
 	answered *pending // the answer went out before the settle (see relayJSON)
+	// detached: the settle goes on in the background, which owns the hold
+	// from then on (see settleAnswered).
+	detached bool
 
 	// callerBytes is the length of the body the caller sent, before the
 	// gateway's changes to it (a plugin's Set, include_usage): the hold's
@@ -172,7 +175,7 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 			return err
 		}
 		defer func() {
-			if c.answered != nil { // after releaseUnsettled
+			if c.answered != nil && !c.detached { // after releaseUnsettled
 				g.settling.end(c.key.Account, c.answered)
 			}
 		}()
@@ -365,13 +368,18 @@ func mergeParams(ps, set []abi.Param) []abi.Param {
 // (a failure before any response reached the client, or a settle that could
 // not be written): it is not charged.
 func (g *Gateway) releaseUnsettled(c *call) {
-	if c.settled {
+	if c.settled || c.detached {
 		return
 	}
-	err := g.whileUnavailable(c.info.rid, "release", func() error {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.r.Context()), 10*time.Second)
+	g.release(context.WithoutCancel(c.r.Context()), c.info.rid)
+}
+
+// release releases the hold of request rid, uncharged.
+func (g *Gateway) release(ctx context.Context, rid string) {
+	err := g.whileUnavailable(rid, "release", func() error {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return g.store.Release(ctx, c.info.rid, "call failed")
+		return g.store.Release(ctx, rid, "call failed")
 	})
 	switch {
 	case err == nil:
@@ -380,9 +388,9 @@ func (g *Gateway) releaseUnsettled(c *call) {
 		// The request id already had an outcome (a settle whose write
 		// reported an error yet landed): the store dropped the hold.
 		g.met.openHolds.Add(-1)
-		g.log.Error("release hold", "request_id", c.info.rid, "error", err.Error())
+		g.log.Error("release hold", "request_id", rid, "error", err.Error())
 	case !errors.Is(err, store.ErrAlreadySettled):
-		g.log.Error("release hold", "request_id", c.info.rid, "error", err.Error())
+		g.log.Error("release hold", "request_id", rid, "error", err.Error())
 	}
 }
 
@@ -425,14 +433,90 @@ func (g *Gateway) whileUnavailable(rid, what string, op func() error) error {
 // settle prices the usage with the model's plugin and charges it, exactly
 // once. It returns once the charge is written; should the write fail, the
 // call stays unsettled and releaseUnsettled releases its hold, uncharged.
-// A JSON answer and a stream are settled after the client has them (see
-// relayJSON); a video job before its answer, which carries the fee.
+// A video job is settled with it, before its answer, which carries the fee;
+// a JSON answer and a stream after the client has them, with
+// settleAnswered.
+func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note string) (pricing.Nano, error) {
+	st := g.settlement(ctx, c, u, note)
+	ctx = context.WithoutCancel(ctx)
+	err := g.whileUnavailable(c.info.rid, "settle", func() error { return g.writeSettle(ctx, st) })
+	if err != nil {
+		g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
+		return 0, err
+	}
+	g.recordSettled(c, st)
+	return st.Charge, nil
+}
+
+// settleAnswered settles a call whose answer the client already has (a JSON
+// answer, a stream to its last event), as settle does, except when the
+// store is unavailable: then the call is detached. Its handler returns at
+// once — the stream's body ends and the connection serves the caller's next
+// request, instead of both waiting for the database — and the settle goes
+// on in the background with whileUnavailable's retries; should it never
+// land, the hold is released there, uncharged. The drain waits for it like
+// any call, and so do the admin reads of the account (settling). It returns
+// the error of a settle that failed for good, nil when detached.
+func (g *Gateway) settleAnswered(ctx context.Context, c *call, u pricing.Usage, note string) error {
+	st := g.settlement(ctx, c, u, note)
+	ctx = context.WithoutCancel(ctx)
+	err := g.writeSettle(ctx, st)
+	switch {
+	case err == nil:
+		g.recordSettled(c, st)
+		return nil
+	case !errors.Is(err, store.ErrUnavailable):
+		g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
+		return err
+	}
+	// From here the goroutine owns the hold; it reads nothing of c that
+	// the handler may still change.
+	c.detached = true
+	rid, account, answered, model, route := c.info.rid, c.key.Account, c.answered, c.model.ID, c.route
+	g.inflight.Add(1)
+	go func() {
+		defer g.inflight.Done()
+		err := g.whileUnavailable(rid, "settle", func() error { return g.writeSettle(ctx, st) })
+		if errors.Is(err, store.ErrAlreadySettled) {
+			err = nil // the first try reported the store unavailable, yet landed
+		}
+		if err == nil {
+			g.met.openHolds.Add(-1)
+			g.met.observeSettle(model, route, st.Usage, st.Charge)
+		} else {
+			g.log.Error("settle", "request_id", rid, "error", err.Error())
+			g.release(ctx, rid)
+		}
+		if answered != nil {
+			g.settling.end(account, answered)
+		}
+	}()
+	return nil
+}
+
+// writeSettle is one try at writing st.
+func (g *Gateway) writeSettle(ctx context.Context, st store.Settlement) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := g.store.Settle(ctx, st)
+	return err
+}
+
+// recordSettled records that c is settled with st, written.
+func (g *Gateway) recordSettled(c *call, st store.Settlement) {
+	c.settled = true
+	c.info.charge = st.Charge.Fixed()
+	g.met.openHolds.Add(-1)
+	g.met.observeSettle(c.model.ID, c.route, st.Usage, st.Charge)
+}
+
+// settlement prices the usage with the model's plugin: c's settlement.
 //
 // A plugin that cannot price the usage (its settle failed, and failed again
 // on a fresh instance: see plugins.Host.Settle) does not decide the charge:
 // fallbackCharge does, and the journal note, an error log line and
 // relay_settle_fallback_total say so.
-func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note string) (pricing.Nano, error) {
+func (g *Gateway) settlement(ctx context.Context, c *call, u pricing.Usage, note string) store.Settlement {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	t0 := time.Now()
@@ -470,22 +554,7 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 			"fallback", how, "charge_usd", charge.Fixed(), "error", bounded(err.Error(), maxMessageText))
 		note = strings.TrimSpace(note + " the plugin could not price the usage; " + how)
 	}
-	settlement := store.Settlement{RequestID: c.info.rid, Account: c.key.Account, Charge: charge, Usage: u, Note: note}
-	err = g.whileUnavailable(c.info.rid, "settle", func() error {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_, err := g.store.Settle(sctx, settlement)
-		return err
-	})
-	if err != nil {
-		g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
-		return 0, err
-	}
-	c.settled = true
-	c.info.charge = charge.Fixed()
-	g.met.openHolds.Add(-1)
-	g.met.observeSettle(c.model.ID, c.route, u, charge)
-	return charge, nil
+	return store.Settlement{RequestID: c.info.rid, Account: c.key.Account, Charge: charge, Usage: u, Note: note}
 }
 
 // fallbackCharge is the charge of a call whose plugin could not price its
@@ -1079,8 +1148,9 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 	// its quote; an admin read of the account waits for the settle (see
 	// settling). A settle that fails leaves the call unsettled, so
 	// releaseUnsettled releases its hold: the failure goes the customer's
-	// way.
-	_, _ = g.settle(ctx, c, u, note) // a failure is logged; the hold is released
+	// way. Should the store be unavailable, the settle goes on in the
+	// background (settleAnswered): the client's connection does not wait.
+	_ = g.settleAnswered(ctx, c, u, note) // a failure is logged; the hold is released
 	return nil
 }
 

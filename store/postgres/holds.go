@@ -8,17 +8,57 @@ import (
 	"github.com/modelrelay/modelrelay/store"
 )
 
-// RenewLeases extends the lease of every hold this replica owns to now +
-// Lease (the database's clock) and returns how many it renewed. The
+// RenewLeases extends the lease of the holds this replica's calls own to
+// now + Lease (the database's clock) and returns how many it renewed. The
 // background loop calls it every RenewEvery; a gateway that disabled the
 // loop calls it itself, more often than Lease.
+//
+// A hold is this replica's to renew from its Hold until a Settle that does
+// not fail for an unavailable database, or a Release, whatever it answers.
+// A hold whose Hold reported an error is never renewed, even if it landed
+// (the database committed it and the answer was lost with the connection):
+// its call was refused and nothing will end it, so its lease runs out and a
+// sweep releases it, uncharged, instead of this replica keeping its credit
+// reserved for as long as it runs.
 func (s *Store) RenewLeases(ctx context.Context) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE holds SET lease_until = now() + $2::bigint * interval '1 millisecond' WHERE owner = $1`,
-		s.owner, s.lease.Milliseconds())
+	ids := s.liveIDs()
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE holds SET lease_until = now() + $2::bigint * interval '1 millisecond' WHERE owner = $1 AND request_id = ANY($3::text[])`,
+		s.owner, s.lease.Milliseconds(), ids)
 	if err != nil {
 		return 0, mapErr("renew leases", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// addLive makes requestID's hold this replica's to renew; false if it
+// already was.
+func (s *Store) addLive(requestID string) bool {
+	s.liveMu.Lock()
+	defer s.liveMu.Unlock()
+	if _, ok := s.live[requestID]; ok {
+		return false
+	}
+	s.live[requestID] = struct{}{}
+	return true
+}
+
+func (s *Store) dropLive(requestID string) {
+	s.liveMu.Lock()
+	delete(s.live, requestID)
+	s.liveMu.Unlock()
+}
+
+func (s *Store) liveIDs() []string {
+	s.liveMu.Lock()
+	defer s.liveMu.Unlock()
+	ids := make([]string, 0, len(s.live))
+	for id := range s.live {
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 // Sweep releases the holds whose lease has expired (their owner died or

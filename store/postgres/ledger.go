@@ -92,7 +92,12 @@ RETURNING `+entryCols, account, int64(amount), store.ClipNote(note))
 // inserts of Settle, Release and the sweep therefore keep the first outcome
 // (ON CONFLICT DO NOTHING), so that such a hold can still end and its
 // credit is never locked for good.
-func (s *Store) Hold(ctx context.Context, h store.Hold) error {
+//
+// A Hold that returns an error leaves nothing this replica renews: should
+// the hold have landed all the same (an unavailable database that committed
+// it, the answer lost), its lease runs out and a sweep releases it (see
+// RenewLeases).
+func (s *Store) Hold(ctx context.Context, h store.Hold) (err error) {
 	if err := store.CheckID("request", h.RequestID); err != nil {
 		return err
 	}
@@ -101,6 +106,13 @@ func (s *Store) Hold(ctx context.Context, h store.Hold) error {
 	}
 	if h.Amount < 0 {
 		return fmt.Errorf("postgres: hold %q: amount %d nano-USD is negative", h.RequestID, h.Amount)
+	}
+	if s.addLive(h.RequestID) {
+		defer func() {
+			if err != nil {
+				s.dropLive(h.RequestID)
+			}
+		}()
 	}
 	tag, err := s.pool.Exec(ctx, `
 WITH a AS (
@@ -140,8 +152,18 @@ SELECT $1, id, $4, $5, $6, $7, $3::bigint, $8, $9, now() + $10::bigint * interva
 // second blocks on the row, then finds none), the account charged in full
 // (even above the hold), the journal entry and the outcome written. A
 // replay returns ErrAlreadySettled; an unknown request id ErrNoHold. It
-// does not give up when ctx is cancelled: the call has happened.
+// does not give up when ctx is cancelled: the call has happened. Unless it
+// fails with ErrUnavailable (to be tried again), this replica no longer
+// renews the hold's lease.
 func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.Entry, error) {
+	e, err := s.settle(ctx, st)
+	if !errors.Is(err, ErrUnavailable) {
+		s.dropLive(st.RequestID)
+	}
+	return e, err
+}
+
+func (s *Store) settle(ctx context.Context, st store.Settlement) (store.Entry, error) {
 	ctx = context.WithoutCancel(ctx)
 	if err := store.CheckID("request", st.RequestID); err != nil {
 		return store.Entry{}, err
@@ -232,8 +254,11 @@ RETURNING `+entryCols, account, st.RequestID, int64(st.Charge), usage, holdAmoun
 // Release drops a hold without charging: the hold row is deleted, the
 // account's held lowered and the outcome written, in one statement; no
 // journal entry, since no money moves. A later Settle or Release returns
-// ErrAlreadySettled; an unknown request id ErrNoHold.
+// ErrAlreadySettled; an unknown request id ErrNoHold. Whatever it returns,
+// this replica no longer renews the hold's lease: should the release not
+// land, the hold runs out and a sweep releases it.
 func (s *Store) Release(ctx context.Context, requestID, reason string) error {
+	defer s.dropLive(requestID)
 	ctx = context.WithoutCancel(ctx)
 	if err := store.CheckID("request", requestID); err != nil {
 		return err

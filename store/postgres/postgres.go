@@ -95,6 +95,11 @@ type Store struct {
 	batch int
 	log   *slog.Logger
 
+	// live are the request ids of the holds this replica's calls own, the
+	// only ones RenewLeases renews (see holds.go).
+	liveMu sync.Mutex
+	live   map[string]struct{}
+
 	stop chan struct{}
 	done sync.WaitGroup
 	once sync.Once
@@ -164,7 +169,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if len(applied) > 0 {
 		opts.Logger.Info("postgres: schema migrated", "versions", applied)
 	}
-	s := &Store{dsn: dsn, pool: pool, owner: opts.Owner, lease: opts.Lease, batch: opts.SweepBatch, log: opts.Logger, stop: make(chan struct{})}
+	s := &Store{dsn: dsn, pool: pool, owner: opts.Owner, lease: opts.Lease, batch: opts.SweepBatch, log: opts.Logger, live: map[string]struct{}{}, stop: make(chan struct{})}
 	if opts.RenewEvery > 0 {
 		s.done.Add(1)
 		go s.loop(opts.RenewEvery, opts.SweepEvery)
