@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/store/postgres/pgtest"
 )
 
 // These tests run N `relay serve` processes on one PostgreSQL database, as
@@ -32,46 +31,11 @@ import (
 // makes its own database and drops it at the end.
 
 // needPostgres returns RELAY_TEST_POSTGRES, or skips t.
-func needPostgres(t *testing.T) string {
-	t.Helper()
-	server := os.Getenv("RELAY_TEST_POSTGRES")
-	if server == "" {
-		t.Skip("multi-replica tests skipped: set RELAY_TEST_POSTGRES to a PostgreSQL server the tests may create databases on, e.g. RELAY_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test")
-	}
-	return server
-}
+func needPostgres(t *testing.T) string { return pgtest.Need(t) }
 
-// newDatabase creates an empty database relay_replicas_<hex> on server and
+// replicaDatabase creates an empty database relay_replicas_<hex> and
 // returns its URL; it is dropped, connections and all, when t ends.
-func newDatabase(t *testing.T, server string) string {
-	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "relay_replicas_" + hex.EncodeToString(b[:])
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, server)
-	if err != nil {
-		t.Fatalf("RELAY_TEST_POSTGRES: %v", err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(ctx, server)
-		if err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	return withDatabase(t, server, name, "")
-}
+func replicaDatabase(t *testing.T) string { return pgtest.Database(t, "relay_replicas") }
 
 // withDatabase is the URL dsn with database db and, if hostport is set,
 // that host and port.
@@ -317,10 +281,10 @@ func openHolds(t *testing.T, dsn string) string {
 	return b.String()
 }
 
-// books checks what holds of every journal: the account's balance is the
+// checkBooks checks what holds of every journal: the account's balance is the
 // sum of its entries (credits − charges; a recovery moves nothing), to the
 // nano-USD, and nothing is held. It returns the credits and the charges.
-func books(t *testing.T, entries []entry, a accountState) (credits, charges int64) {
+func checkBooks(t *testing.T, entries []entry, a accountState) (credits, charges int64) {
 	t.Helper()
 	var sum int64
 	for _, e := range entries {
@@ -387,8 +351,8 @@ const scarceBody = `{"model":"modelf-flash","messages":[{"role":"user","content"
 //     journal sums to credits − balance to the nano-USD, and nothing stays
 //     held.
 func TestReplicasShareScarceCredit(t *testing.T) {
-	server := needPostgres(t)
-	dsn := newDatabase(t, server)
+	needPostgres(t)
+	dsn := replicaDatabase(t)
 	simAddr := freeAddr(t)
 	startSim(t, simAddr, "-latency", "20ms") // admitted calls overlap
 	reps := startReplicas(t, 3, replicaOpts{dsn: dsn, sim: simAddr, lease: 30 * time.Second, outputs: 16})
@@ -463,7 +427,7 @@ func TestReplicasShareScarceCredit(t *testing.T) {
 
 	a := waitHeldZero(t, reps[1].addr, "acme", 20*time.Second, dsn)
 	entries := journal(t, reps[2].addr, "acme")
-	credits, charges := books(t, entries, a)
+	credits, charges := checkBooks(t, entries, a)
 	charged := map[string]int{}
 	for _, e := range entries {
 		if e.Kind == "charge" {
@@ -500,8 +464,8 @@ func TestReplicasShareScarceCredit(t *testing.T) {
 // 'recovery' entry, uncharged; the survivors' streams, renewed all along,
 // finish and are each charged once; the books balance.
 func TestReplicasRecoverKilledReplica(t *testing.T) {
-	server := needPostgres(t)
-	dsn := newDatabase(t, server)
+	needPostgres(t)
+	dsn := replicaDatabase(t)
 	simAddr := freeAddr(t)
 	startSim(t, simAddr, "-chunks", "20", "-chunk-gap", "250ms") // 5 s streams: more than two leases
 	const lease = 2 * time.Second
@@ -561,7 +525,7 @@ func TestReplicasRecoverKilledReplica(t *testing.T) {
 
 	a := waitHeldZero(t, reps[2].addr, "acme", 20*time.Second, dsn)
 	entries := journal(t, reps[2].addr, "acme")
-	books(t, entries, a)
+	checkBooks(t, entries, a)
 	kinds := map[string][]string{}
 	var hold pricing.Nano
 	for _, e := range entries {
@@ -735,7 +699,7 @@ func readyz(addr string) (int, string) {
 // before its owner's settle comes back: that settle still charges.
 func TestDatabaseOutage(t *testing.T) {
 	server := needPostgres(t)
-	dsn := newDatabase(t, server)
+	dsn := replicaDatabase(t)
 	u, _ := url.Parse(server)
 	target := u.Host
 	if u.Port() == "" {
@@ -904,7 +868,7 @@ func TestDatabaseOutage(t *testing.T) {
 		}
 	}
 	a = account(t, reps[0].addr, "acme")
-	books(t, entries, a)
+	checkBooks(t, entries, a)
 	type seen struct {
 		charges, recoveries int
 		charged             time.Time
