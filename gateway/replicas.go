@@ -173,15 +173,17 @@ func localShare(rc RateConfig, replicas int) RateConfig {
 
 // --- read after answer across replicas ---
 
-// settleBegin records in Redis that a call of account answered (or is
-// about to) before it settled; an admin read of the account on any replica
-// waits for it (waitSettled). It returns the member settleEnd removes ("":
-// not recorded, Redis down).
+// settleBeginScript records in Redis that a call of account answered (or
+// is about to) before it settled: a member "<request id> <deadline, unix
+// ms>" scored by its start (µs, Redis's clock, so replicas' clocks do not
+// matter). An admin read of the account on any replica waits for it
+// (waitSettled). It returns the member, which settleEnd removes. Numbers
+// go to Redis as %d text: a Lua number would be sent with 14 digits.
 var settleBeginScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local member = ARGV[1] .. ' ' .. (now + tonumber(ARGV[2]) * 1000)
-redis.call('ZADD', KEYS[1], now, member)
+local member = ARGV[1] .. ' ' .. string.format('%d', math.floor(now / 1000) + tonumber(ARGV[2]))
+redis.call('ZADD', KEYS[1], string.format('%d', now), member)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return member
 `)
@@ -195,9 +197,9 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local cut = tonumber(ARGV[1])
 if cut == 0 then cut = now end
 local n = 0
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', cut)) do
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', cut))) do
   local dl = tonumber(string.match(m, ' (%d+)$'))
-  if dl == nil or dl < now then
+  if dl == nil or dl * 1000 < now then
     redis.call('ZREM', KEYS[1], m)
   else
     n = n + 1
