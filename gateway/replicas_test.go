@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -275,4 +276,231 @@ func TestReplicasReadAfterAnswer(t *testing.T) {
 			t.Fatalf("after %d answered calls replica B shows %d charges: %s", i+1, n, data)
 		}
 	}
+}
+
+// cutProxy is a TCP proxy to Redis that a test can cut and restore on the
+// same address: Redis stopped and started, as the replicas see it.
+type cutProxy struct {
+	t      *testing.T
+	target string
+	addr   string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  []net.Conn
+}
+
+func newCutProxy(t *testing.T, redisURL string) *cutProxy {
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{t: t, target: opt.Addr}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(p.cut)
+	return p
+}
+
+// url is redisURL with the proxy's address.
+func (p *cutProxy) url(redisURL string) string {
+	return strings.Replace(redisURL, p.target, p.addr, 1)
+}
+
+func (p *cutProxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(u, c); u.Close() }()
+			go func() { _, _ = io.Copy(c, u); c.Close() }()
+		}
+	}()
+}
+
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *cutProxy) restore() {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.serve(ln)
+}
+
+// waitWithin polls cond every 10 ms for up to d.
+func waitWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("not within %s: %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestReplicasRedisDown: Redis stopped mid-load. Fail-open: calls keep being
+// answered under per-replica limits (half the global rate each, with
+// redis.replicas 2), a log line and relay_redis_up say so, nothing is
+// charged twice; when Redis is back the replicas share again by themselves
+// (a revocation reaches the other replica at once). Fail-closed: 503.
+func TestReplicasRedisDown(t *testing.T) {
+	base := redisURL(t)
+	for _, closed := range []bool{false, true} {
+		t.Run("fail_closed="+strconv.FormatBool(closed), func(t *testing.T) {
+			p := newCutProxy(t, base)
+			a := newEnv(t, withRedis(t, p.url(base)), func(c *Config) {
+				c.Limits.KeyRate = RateConfig{Rate: 1, Burst: 4}
+				c.Redis.Replicas = 2
+				c.Redis.FailClosed = closed
+			})
+			b := a.replica(nil)
+			a.account("acme", "100")
+			key := a.key("acme", "economy")
+			body := chatBody("modelf-flash", "hi", `"max_tokens":4`)
+			answered := 0
+			call := func(r *env) (int, http.Header, []byte) {
+				code, h, data := r.do("POST", "/v1/chat/completions", key, body)
+				if code == 200 {
+					answered++
+				}
+				return code, h, data
+			}
+			waitWithin(t, 2*time.Second, "redis up", func() bool { return a.sh.Up() && b.sh.Up() })
+			if code, _, data := call(a); code != 200 {
+				t.Fatalf("status %d: %s", code, data)
+			}
+
+			p.cut()
+			// The first call after the cut finds out (within redis.timeout),
+			// or the background ping does first.
+			code, h, data := call(b)
+			waitWithin(t, 2*time.Second, "redis seen down", func() bool { return !a.sh.Up() && !b.sh.Up() })
+			if closed {
+				for _, r := range []*env{a, b} {
+					code, h, data = call(r)
+					if code != 503 {
+						t.Fatalf("fail-closed: status %d: %s", code, data)
+					}
+					if _, typ, ecode := errBody(t, data); typ != "service_unavailable_error" || ecode != "shared_limits_unavailable" {
+						t.Fatalf("fail-closed: %s %v", typ, ecode)
+					}
+					if h.Get("Retry-After") == "" {
+						t.Fatal("fail-closed 503 without Retry-After")
+					}
+				}
+			} else {
+				_ = h
+				if code != 200 {
+					t.Fatalf("fail-open: status %d: %s", code, data)
+				}
+				// Each replica's local bucket: burst 4/2 = 2, then 429.
+				for _, r := range []*env{a, b} {
+					codes := []int{}
+					for range 4 {
+						c, _, _ := call(r)
+						codes = append(codes, c)
+					}
+					if codes[3] != 429 {
+						t.Fatalf("fail-open: statuses %v; the local limit (half the burst) should refuse by the 4th", codes)
+					}
+					if codes[0] != 200 && r == a {
+						t.Fatalf("fail-open: statuses %v", codes)
+					}
+				}
+			}
+			for _, r := range []*env{a, b} {
+				if !strings.Contains(r.logs.String(), "redis is unavailable") {
+					t.Fatal("no log line says redis is unavailable")
+				}
+				_, _, m := r.do("GET", "/metrics", "", nil)
+				if !strings.Contains(string(m), "relay_redis_up 0") || !strings.Contains(string(m), "relay_redis_errors_total") {
+					t.Fatalf("metrics do not say redis is down:\n%s", grepLines(string(m), "relay_redis"))
+				}
+			}
+
+			p.restore()
+			waitWithin(t, 3*time.Second, "redis back up", func() bool { return a.sh.Up() && b.sh.Up() })
+			for _, r := range []*env{a, b} {
+				if !strings.Contains(r.logs.String(), "redis is answering") {
+					t.Fatal("no log line says redis is back")
+				}
+			}
+			// Sharing resumes: a revocation on A reaches B (which has the
+			// key cached) at once.
+			time.Sleep(2 * time.Second) // let the key's buckets refill
+			if code, _, data := call(b); code != 200 {
+				t.Fatalf("after recovery: status %d: %s", code, data)
+			}
+			if code, _, data := a.do("POST", "/admin/keys/revoke", testAdminToken, map[string]string{"key": key}); code != 200 {
+				t.Fatalf("revoke: %d %s", code, data)
+			}
+			waitWithin(t, time.Second, "the revocation reaches B after the recovery", func() bool {
+				c, _, _ := b.do("POST", "/v1/chat/completions", key, body)
+				return c == 401
+			})
+			// Nothing charged twice: one charge per answered call.
+			es, err := a.charges("acme", 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, e := range es {
+				if e.Kind == store.KindCharge {
+					n++
+				}
+			}
+			if n != answered {
+				t.Fatalf("%d charges for %d answered calls", n, answered)
+			}
+		})
+	}
+}
+
+// FuzzParseCooldown: a cooldowns message from Redis never panics, and what
+// it accepts names a line and a time that formats back to the message.
+func FuzzParseCooldown(f *testing.F) {
+	for _, s := range []string{"std-a 1764092034518", "x 1", "", " 1", "a -5", "a 99999999999999999999", "a b c", "a 1e3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		name, until, ok := parseCooldown(p)
+		if !ok {
+			return
+		}
+		if name == "" || until <= 0 || until%1_000_000 != 0 {
+			t.Fatalf("%q → %q %d", p, name, until)
+		}
+		if back := name + " " + strconv.FormatInt(until/1_000_000, 10); back != p && !strings.HasPrefix(p, name+" ") {
+			t.Fatalf("%q → %q", p, back)
+		}
+	})
 }

@@ -63,6 +63,7 @@ func Open(cfg Config, log *slog.Logger) (*Client, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	quietOnce.Do(func() { redis.SetLogger(quiet{}) })
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{
 		cfg:    cfg,
@@ -87,6 +88,15 @@ func Open(cfg Config, log *slog.Logger) (*Client, error) {
 	go c.pingLoop(ctx)
 	return c, nil
 }
+
+// quiet drops go-redis's own log lines (one per failed dial, several a
+// second while Redis is down): the Client says once per change of state
+// what matters, and counts the failures in relay_redis_errors_total.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+var quietOnce sync.Once
 
 // Config is the configuration the Client was opened with.
 func (c *Client) Config() Config { return c.cfg }
