@@ -51,8 +51,10 @@ func redisURL(t *testing.T) string {
 
 // dropPrefix deletes the keys a test made (never FLUSHALL: others share
 // the server).
-func dropPrefix(t *testing.T, prefix string) {
-	opt, err := redis.ParseURL(os.Getenv(testRedisVar))
+func dropPrefix(t *testing.T, prefix string) { dropPrefixURL(os.Getenv(testRedisVar), prefix) }
+
+func dropPrefixURL(url, prefix string) {
+	opt, err := redis.ParseURL(url)
 	if err != nil {
 		return
 	}
