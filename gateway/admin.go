@@ -173,7 +173,7 @@ func validAccountID(s string) bool {
 }
 
 func (g *Gateway) adminBalance(w http.ResponseWriter, r *http.Request, ps httprouter.Params, _ *reqInfo) error {
-	g.settling.wait(r.Context(), ps.ByName("account"))
+	g.waitSettled(r.Context(), ps.ByName("account"))
 	a, err := g.store.Balance(r.Context(), ps.ByName("account"))
 	if err != nil {
 		return storeErr(err, "account "+quoted(ps.ByName("account")))
@@ -203,7 +203,7 @@ func (g *Gateway) adminCredit(w http.ResponseWriter, r *http.Request, ps httprou
 	if _, err := g.store.Credit(r.Context(), id, amt, req.Note); err != nil {
 		return storeErr(err, "account "+quoted(id))
 	}
-	g.settling.wait(r.Context(), id)
+	g.waitSettled(r.Context(), id)
 	a, err := g.store.Balance(r.Context(), id)
 	if err != nil {
 		return err
@@ -228,7 +228,7 @@ func (g *Gateway) adminCharges(w http.ResponseWriter, r *http.Request, ps httpro
 		limit = n
 	}
 	id := ps.ByName("account")
-	g.settling.wait(r.Context(), id)
+	g.waitSettled(r.Context(), id)
 	if _, err := g.store.Balance(r.Context(), id); err != nil {
 		return storeErr(err, "account "+quoted(id))
 	}
@@ -297,6 +297,7 @@ func (g *Gateway) adminCreateKey(w http.ResponseWriter, r *http.Request, _ httpr
 	if err := g.store.CreateKey(r.Context(), k); err != nil {
 		return storeErr(err, "key")
 	}
+	g.publishKey(r.Context(), k.ID)
 	v := keyView(k)
 	v.Key = plain
 	return writeJSON(w, http.StatusCreated, v)
@@ -356,6 +357,7 @@ func (g *Gateway) adminRevokeKey(w http.ResponseWriter, r *http.Request, _ httpr
 		return storeErr(err, "key "+quoted(id))
 	}
 	g.keys.evictID(k.ID)
+	g.publishKey(r.Context(), k.ID)
 	return writeJSON(w, http.StatusOK, keyView(k))
 }
 

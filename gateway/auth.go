@@ -49,6 +49,13 @@ func (c *keyCache) put(k store.Key, now time.Time) {
 	c.mu.Unlock()
 }
 
+// clear forgets every key (invalidations may have been missed).
+func (c *keyCache) clear() {
+	c.mu.Lock()
+	clear(c.m)
+	c.mu.Unlock()
+}
+
 func (c *keyCache) evictID(id string) {
 	c.mu.Lock()
 	for h, ck := range c.m {

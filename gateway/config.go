@@ -17,6 +17,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -62,7 +63,11 @@ type Config struct {
 	MemoryLimitBytes int64 `yaml:"-"`
 
 	// Store names the store: Badger in DataDir (default) or PostgreSQL.
-	Store   store.Config  `yaml:"store"`
+	Store store.Config `yaml:"store"`
+	// Redis, when its url is set, is shared by the replicas: rate limits,
+	// key revocations, upstream cooldowns and read-after-answer hold across
+	// them (package shared).
+	Redis   shared.Config `yaml:"redis"`
 	Plugins PluginsConfig `yaml:"plugins"`
 	Billing BillingConfig `yaml:"billing"`
 	Limits  LimitsConfig  `yaml:"limits"`
@@ -397,6 +402,9 @@ func (c *Config) Resolve() error {
 		c.Limits.OverloadDelay = 100 * time.Millisecond
 	}
 	if err := c.Store.Resolve(nil); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := c.Redis.Resolve(nil); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	if err := c.Server.resolve(); err != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
@@ -144,6 +145,7 @@ type env struct {
 	dataDir string
 	pgDSN   string // the env's database, on PostgreSQL
 	cfg     Config
+	sh      *shared.Client // with redis.url
 }
 
 type envOption func(*Config)
@@ -204,7 +206,8 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	e.host = host
-	gw, err := New(Options{Config: cfg, Store: st, Plugins: host, Logger: log})
+	e.sh = openShared(t, cfg, log)
+	gw, err := New(Options{Config: cfg, Store: st, Plugins: host, Logger: log, Shared: e.sh})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,10 +220,60 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	e.url = e.srv.URL
 	t.Cleanup(func() {
 		e.srv.Close()
+		if e.sh != nil {
+			e.sh.Close()
+		}
 		host.Close(context.Background())
 		st.Close()
 	})
 	return e
+}
+
+// openShared opens the Redis client cfg names (nil without redis.url).
+func openShared(t testing.TB, cfg Config, log *slog.Logger) *shared.Client {
+	t.Helper()
+	if !cfg.Redis.Enabled() {
+		return nil
+	}
+	sh, err := shared.Open(cfg.Redis, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sh
+}
+
+// replica starts another Gateway on e's store, plugins and providers, with
+// its own key cache, limiters, settling and (with redis.url) its own Redis
+// client: a second replica behind the same load balancer. st, when not
+// nil, wraps the shared store for this replica only.
+func (e *env) replica(wrap func(Store) Store) *env {
+	t := e.t
+	t.Helper()
+	r := *e
+	r.logs = &lockedBuffer{}
+	log := slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{Level: envLogLevel}))
+	var st Store = e.store
+	if wrap != nil {
+		st = wrap(st)
+	}
+	r.sh = openShared(t, e.cfg, log)
+	gw, err := New(Options{Config: e.cfg, Store: st, Plugins: e.host, Logger: log, Shared: r.sh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.gw = gw
+	r.srv = httptest.NewUnstartedServer(gw.Handler())
+	gw.ConfigureServer(r.srv.Config)
+	r.srv.Listener = gw.Listener(r.srv.Listener)
+	r.srv.Start()
+	r.url = r.srv.URL
+	t.Cleanup(func() {
+		r.srv.Close()
+		if r.sh != nil {
+			r.sh.Close()
+		}
+	})
+	return &r
 }
 
 // envStoreVar names the store the gateway tests run on: unset or "badger"

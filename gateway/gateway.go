@@ -16,6 +16,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -38,6 +39,10 @@ type Options struct {
 	Now func() time.Time
 	// Transport overrides the upstream transport of every line (tests).
 	Transport http.RoundTripper
+	// Shared is the Redis the replicas share (opened from Config.Redis by
+	// the caller, which closes it after the Gateway). Default nil: limits,
+	// the key cache, cooldowns and read-after-answer are this process's own.
+	Shared *shared.Client
 }
 
 // Gateway is the HTTP front of ModelRelay.
@@ -54,6 +59,7 @@ type Gateway struct {
 	front  http.Handler  // router behind CORS (cors.go)
 	hdrs   *headerFilter // cleans upstream response headers (headers.go)
 	met    *metrics
+	sh     *shared.Client // nil: single replica (replicas.go)
 
 	settling *settling // calls answered but not yet settled, per account
 	inflight sync.WaitGroup
@@ -86,11 +92,12 @@ func New(o Options) (*Gateway, error) {
 		log:   o.Logger,
 		now:   o.Now,
 		keys:  newKeyCache(),
+		sh:    o.Shared,
 
 		settling: newSettling(),
 	}
 	g.lines = newLineSet(o.Config, o.Transport, o.Logger)
-	g.limits = newLimiters(o.Config)
+	g.limits = newLimiters(o.Config, o.Shared)
 	g.shed = newShedder(o.Config.Limits.OverloadDelay)
 	g.budget = newRetryBudget(o.Config.Retry)
 	g.panic = newPanicMode(*o.Config.Retry.PanicShare)
@@ -98,6 +105,10 @@ func New(o Options) (*Gateway, error) {
 	g.met = newMetrics(g)
 	g.conns = newConnBounds(o.Config, o.Logger)
 	g.met.reg.MustRegister(g.conns.collectors()...)
+	if g.sh != nil {
+		g.met.reg.MustRegister(g.sh.Collectors()...)
+		g.startSharing()
+	}
 	g.hdrs = newHeaderFilter(o.Config.Headers)
 	g.router = g.routes()
 	g.front = withCORS(o.Config.CORS, slices.Concat(corsExposed, g.hdrs.renamed()), g.router)

@@ -25,7 +25,8 @@ type line struct {
 	rt      http.RoundTripper
 	breaker *gobreaker.TwoStepCircuitBreaker[struct{}]
 
-	openedAt atomic.Int64 // UnixNano of the breaker's last opening
+	openedAt  atomic.Int64 // UnixNano of the breaker's last opening
+	coolUntil atomic.Int64 // UnixNano until which a shared 429 cooldown holds (replicas.go)
 
 	mu       sync.Mutex
 	failures []lineFailure // most recent last, at most maxRecentFailures

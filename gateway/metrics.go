@@ -21,6 +21,9 @@ type metrics struct {
 	panicCalls *prometheus.CounterVec
 	// waited429 counts the waits for a provider's short 429 (retry.max_429_wait).
 	waited429 prometheus.Counter
+	// cooldowns counts the 429s with a wait that made a line cool on every
+	// replica (replicas.go): line.
+	cooldowns *prometheus.CounterVec
 
 	reg       *prometheus.Registry
 	requests  *prometheus.CounterVec   // endpoint, model, route, status
@@ -70,7 +73,10 @@ func newMetrics(g *Gateway) *metrics {
 	m.storeRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "relay_store_retries_total", Help: "Settles and releases tried again because the store was unavailable (a database that is down); a call answered meanwhile is charged once it is back.",
 	}, []string{"op"})
-	m.reg.MustRegister(m.requests, m.latency, m.ttfb, m.tokens, m.charged, m.pluginDur, m.settleFallback, m.storeRetries,
+	m.cooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "relay_line_cooldowns_total", Help: "A provider's 429 with a wait that every replica sharing the Redis skips the line for.",
+	}, []string{"line"})
+	m.reg.MustRegister(m.requests, m.latency, m.ttfb, m.tokens, m.charged, m.pluginDur, m.settleFallback, m.storeRetries, m.cooldowns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "relay_open_holds", Help: "Holds taken by this process and not yet settled or released.",

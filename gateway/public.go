@@ -24,7 +24,7 @@ import (
 func (g *Gateway) publicRoutes(r *httprouter.Router) {
 	pt := &priceTable{}
 	r.GET("/api/pricing", g.handle("pricing", func(w http.ResponseWriter, req *http.Request, _ httprouter.Params, _ *reqInfo) error {
-		if err := g.limits.allowAddr(clientAddr(req), g.now()); err != nil {
+		if err := g.limits.allowAddr(req.Context(), clientAddr(req), g.now()); err != nil {
 			return err
 		}
 		body, etag, err := pt.get(g.host.Catalog())

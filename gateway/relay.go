@@ -118,6 +118,9 @@ type call struct {
 	// detached: the settle goes on in the background, which owns the hold
 	// from then on (see settleAnswered).
 	detached bool
+	// sharedSettle is the same in Redis, for the other replicas' admin
+	// reads (settleBegin); "" when not recorded.
+	sharedSettle string
 
 	// callerBytes is the length of the body the caller sent, before the
 	// gateway's changes to it (a plugin's Set, include_usage): the hold's
@@ -141,7 +144,7 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		if err != nil {
 			return err
 		}
-		if err := g.limits.allowKey(key, g.now()); err != nil {
+		if err := g.limits.allowKey(ctx, key, g.now()); err != nil {
 			return err
 		}
 		limit := ep.maxBody
@@ -177,6 +180,7 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		defer func() {
 			if c.answered != nil && !c.detached { // after releaseUnsettled
 				g.settling.end(c.key.Account, c.answered)
+				g.settleEnd(c.key.Account, c.sharedSettle)
 			}
 		}()
 		defer g.releaseUnsettled(c)
@@ -472,7 +476,7 @@ func (g *Gateway) settleAnswered(ctx context.Context, c *call, u pricing.Usage, 
 	// From here the goroutine owns the hold; it reads nothing of c that
 	// the handler may still change.
 	c.detached = true
-	rid, account, answered, model, route := c.info.rid, c.key.Account, c.answered, c.model.ID, c.route
+	rid, account, answered, shared, model, route := c.info.rid, c.key.Account, c.answered, c.sharedSettle, c.model.ID, c.route
 	g.inflight.Add(1)
 	go func() {
 		defer g.inflight.Done()
@@ -489,6 +493,7 @@ func (g *Gateway) settleAnswered(ctx context.Context, c *call, u pricing.Usage, 
 		}
 		if answered != nil {
 			g.settling.end(account, answered)
+			g.settleEnd(account, shared)
 		}
 	}()
 	return nil
@@ -669,6 +674,13 @@ func (g *Gateway) sendOrdered(ctx context.Context, c *call, plan []*line) (*upst
 			return up, r.err
 		}
 	}
+	if r.tries == 0 && r.cooled {
+		// Lines cool after a 429: the caller hears it as the 429 it is.
+		e := errf(http.StatusTooManyRequests, "rate_limit_error", "upstream_rate_limited", "the provider is rate limiting %q; retry later", c.model.ID)
+		wait := time.Until(r.coolUntil)
+		e.RetryAfter, e.retryWait = retryAfterFor(wait), max(wait, time.Millisecond)
+		return nil, e
+	}
 	if r.tries == 0 {
 		// Every line of the plan is open (the plugin left them out) or
 		// refused by its breaker (a half-open line with its probe out).
@@ -714,7 +726,9 @@ type tryResult struct {
 	tries     int
 	attempts  []attemptError
 	last429   bool
-	lastRetry string // Retry-After of the last 429
+	lastRetry string    // Retry-After of the last 429
+	cooled    bool      // a line was left because it is cooling after a 429 (replicas.go)
+	coolUntil time.Time // the last such line's end of cooldown
 }
 
 // tryLines tries lines in order, cycling, up to maxTries. In panic mode
@@ -747,6 +761,17 @@ func (g *Gateway) tryLines(ctx context.Context, c *call, lines []*line, maxTries
 		for k := range lines {
 			j := (next + k) % len(lines)
 			if skip[j] {
+				continue
+			}
+			if until, cool := lines[j].cooling(time.Now()); cool {
+				// Another try (here or on another replica) had a 429
+				// with a wait: leave the line as if this call had it.
+				skip[j] = true
+				if ready == nil {
+					ready = make([]time.Time, len(lines))
+				}
+				ready[j] = until
+				r.cooled, r.coolUntil = true, until
 				continue
 			}
 			if !bypass {
@@ -840,6 +865,7 @@ func (g *Gateway) tryLines(ctx context.Context, c *call, lines []*line, maxTries
 						ready = make([]time.Time, len(lines))
 					}
 					ready[at] = time.Now().Add(d)
+					g.cool(l, d)
 				}
 			}
 			up.close()
@@ -1130,6 +1156,7 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 		return unavailable("upstream_error", "the provider's answer was cut before it was complete; you were not charged; retry")
 	}
 	c.answered = g.settling.begin(c.key.Account)
+	c.sharedSettle = g.settleBegin(ctx, c.key.Account, c.info.rid)
 	g.writeAnswer(w, up, data)
 	_ = http.NewResponseController(w).Flush()
 	u, ok, uerr := c.ep.usage(data)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelrelay/modelrelay/gateway"
+	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -67,6 +68,7 @@ type server struct {
 	http    *http.Server
 	metrics *http.Server
 	store   store.Store
+	shared  *shared.Client // nil without redis.url
 	host    *plugins.Host
 	log     *slog.Logger
 	done    chan error
@@ -85,21 +87,36 @@ func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln n
 		st.Close()
 		return nil, fmt.Errorf("plugins: %w", err)
 	}
-	gw, err := gateway.New(gateway.Options{Config: cfg, Store: st, Plugins: host, Logger: log})
-	if err != nil {
+	var sh *shared.Client
+	if cfg.Redis.Enabled() {
+		if sh, err = shared.Open(cfg.Redis, log); err != nil {
+			host.Close(context.Background())
+			st.Close()
+			return nil, err
+		}
+	} else if cfg.Store.Driver == store.DriverPostgres {
+		log.Warn("store.driver is postgres but no redis.url is set: money is shared by every replica, but rate limits, key revocations (up to the key cache's 10 s), upstream cooldowns and read-after-answer are per replica")
+	}
+	closeAll := func() {
 		host.Close(context.Background())
+		if sh != nil {
+			sh.Close()
+		}
 		st.Close()
+	}
+	gw, err := gateway.New(gateway.Options{Config: cfg, Store: st, Plugins: host, Logger: log, Shared: sh})
+	if err != nil {
+		closeAll()
 		return nil, err
 	}
 	if ln == nil {
 		ln, err = net.Listen("tcp", cfg.Listen)
 		if err != nil {
-			host.Close(context.Background())
-			st.Close()
+			closeAll()
 			return nil, err
 		}
 	}
-	s := &server{addr: ln.Addr().String(), gw: gw, store: st, host: host, log: log, done: make(chan error, 2)}
+	s := &server{addr: ln.Addr().String(), gw: gw, store: st, shared: sh, host: host, log: log, done: make(chan error, 2)}
 	s.http = &http.Server{
 		Handler:  gw.Handler(),
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -142,6 +159,9 @@ func (s *server) shutdown(grace time.Duration) error {
 	var errs []string
 	if err := s.host.Close(context.Background()); err != nil {
 		errs = append(errs, err.Error())
+	}
+	if s.shared != nil {
+		_ = s.shared.Close() // nothing of value is left in it
 	}
 	if err := s.store.Close(); err != nil {
 		errs = append(errs, err.Error())

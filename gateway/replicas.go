@@ -1,0 +1,276 @@
+package gateway
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+)
+
+// What replicas share through Redis (package shared), when redis.url is
+// set: the rate limits (limits.go), key cache invalidations, upstream
+// cooldowns after a 429 and the calls answered but not yet settled (for
+// read-after-answer on any replica). Each falls back to this process's own
+// view while Redis is down; the ledger, and so money, never depends on it.
+
+// Channels (after the prefix).
+const (
+	chanKeys      = "keys"      // payload: a key id whose record changed
+	chanCooldowns = "cooldowns" // payload: "<line> <until, unix ms>"
+)
+
+// maxCooldown bounds how long one 429's Retry-After keeps a line cooling on
+// every replica: a broken or hostile Retry-After must not take a line out
+// for a day.
+const maxCooldown = 10 * time.Minute
+
+// settleTTL is how long a call answered on one replica counts as settling
+// for the others' admin reads if its replica never says it has settled (it
+// died): past it, reads stop waiting for it.
+const settleTTL = 30 * time.Second
+
+// startSharing subscribes to the other replicas' messages.
+func (g *Gateway) startSharing() {
+	sh := g.sh
+	sh.Subscribe(chanKeys, func(id string) {
+		if len(id) > 0 && len(id) <= 128 {
+			g.keys.evictID(id)
+		}
+	}, g.keys.clear) // messages may have been missed: forget every key
+	sh.Subscribe(chanCooldowns, func(p string) {
+		if name, until, ok := parseCooldown(p); ok {
+			if l := g.lines.byName[name]; l != nil {
+				l.coolTill(until)
+			}
+		}
+	}, func() { g.loadCooldowns(context.Background()) })
+}
+
+// publishKey tells every replica that key id's record changed. Without
+// Redis the other replicas see it when their cache entry expires.
+func (g *Gateway) publishKey(ctx context.Context, id string) {
+	if g.sh == nil || !g.sh.Up() {
+		return
+	}
+	cctx, cancel := g.sh.Ctx(ctx)
+	defer cancel()
+	g.sh.Fail("publish", g.sh.Redis().Publish(cctx, g.sh.Prefix()+chanKeys, id).Err())
+}
+
+// --- cooldowns ---
+
+// coolTill makes l cool until t (unix ns) unless it already cools longer.
+func (l *line) coolTill(t int64) {
+	for {
+		cur := l.coolUntil.Load()
+		if cur >= t || l.coolUntil.CompareAndSwap(cur, t) {
+			return
+		}
+	}
+}
+
+// cooling says whether l is cooling at now and until when: a provider
+// answered 429 with a Retry-After on some replica. One atomic load; no
+// Redis on the hot path.
+func (l *line) cooling(now time.Time) (time.Time, bool) {
+	u := l.coolUntil.Load()
+	if u == 0 || now.UnixNano() >= u {
+		return time.Time{}, false
+	}
+	return time.Unix(0, u), true
+}
+
+// cool records a 429's wait d on line l for every replica: at once in this
+// process, then in Redis (a key expiring with the cooldown, for replicas
+// that subscribe later) and on the cooldowns channel. Without Redis it
+// does nothing: a single replica leaves a 429'd line for the rest of the
+// call only, as before.
+func (g *Gateway) cool(l *line, d time.Duration) {
+	if g.sh == nil || d <= 0 {
+		return
+	}
+	d = min(d, maxCooldown)
+	until := time.Now().Add(d)
+	l.coolTill(until.UnixNano())
+	g.met.cooldowns.WithLabelValues(l.cfg.Name).Inc()
+	if !g.sh.Up() {
+		return
+	}
+	go func() { // the call goes on to the next line meanwhile
+		ctx, cancel := g.sh.Ctx(context.Background())
+		defer cancel()
+		ms := strconv.FormatInt(until.UnixMilli(), 10)
+		p := g.sh.Prefix()
+		_, err := g.sh.Redis().TxPipelined(ctx, func(tx redis.Pipeliner) error {
+			tx.Set(ctx, p+"cool:"+l.cfg.Name, ms, d)
+			tx.Publish(ctx, p+chanCooldowns, l.cfg.Name+" "+ms)
+			return nil
+		})
+		g.sh.Fail("cooldown", err)
+	}()
+}
+
+// loadCooldowns reads every line's cooldown from Redis: after a
+// (re)subscription, the messages sent meanwhile are lost.
+func (g *Gateway) loadCooldowns(ctx context.Context) {
+	if len(g.lines.all) == 0 {
+		return
+	}
+	keys := make([]string, len(g.lines.all))
+	for i, l := range g.lines.all {
+		keys[i] = g.sh.Prefix() + "cool:" + l.cfg.Name
+	}
+	cctx, cancel := g.sh.Ctx(ctx)
+	defer cancel()
+	vals, err := g.sh.Redis().MGet(cctx, keys...).Result()
+	if err != nil {
+		g.sh.Fail("cooldown", err)
+		return
+	}
+	for i, v := range vals {
+		s, ok := v.(string)
+		if !ok {
+			continue
+		}
+		if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms > 0 && ms < math.MaxInt64/1_000_000 {
+			g.lines.all[i].coolTill(ms * 1_000_000)
+		}
+	}
+}
+
+// parseCooldown reads a cooldowns message: "<line> <until, unix ms>".
+func parseCooldown(p string) (name string, until int64, ok bool) {
+	name, ms, found := strings.Cut(p, " ")
+	if !found || name == "" || len(name) > 256 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n <= 0 || n >= math.MaxInt64/1_000_000 {
+		return "", 0, false
+	}
+	return name, n * 1_000_000, true
+}
+
+// --- rate limits ---
+
+// sharedLimit is rc as a GCRA limit: one request per 1/rate seconds, up to
+// burst at once.
+func sharedLimit(rc RateConfig) redis_rate.Limit {
+	return redis_rate.Limit{Rate: 1, Period: time.Duration(float64(time.Second) / rc.Rate), Burst: rc.Burst}
+}
+
+// localShare is rc cut to this replica's share while Redis is down.
+func localShare(rc RateConfig, replicas int) RateConfig {
+	if replicas <= 1 {
+		return rc
+	}
+	return RateConfig{Rate: rc.Rate / float64(replicas), Burst: max(rc.Burst/replicas, 1)}
+}
+
+// --- read after answer across replicas ---
+
+// settleBeginScript records in Redis that a call of account answered (or
+// is about to) before it settled: a member "<request id> <deadline, unix
+// ms>" scored by its start (µs, Redis's clock, so replicas' clocks do not
+// matter). An admin read of the account on any replica waits for it
+// (waitSettled). It returns the member, which settleEnd removes. Numbers
+// go to Redis as %d text: a Lua number would be sent with 14 digits.
+var settleBeginScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local member = ARGV[1] .. ' ' .. string.format('%d', math.floor(now / 1000) + tonumber(ARGV[2]))
+redis.call('ZADD', KEYS[1], string.format('%d', now), member)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return member
+`)
+
+// settlePendingScript counts the calls of KEYS[1] that began at or before
+// ARGV[1] (µs, Redis's clock; 0: now) and have not passed their deadline,
+// dropping those that have. It returns {cut, count}.
+var settlePendingScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local cut = tonumber(ARGV[1])
+if cut == 0 then cut = now end
+local n = 0
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', cut))) do
+  local dl = tonumber(string.match(m, ' (%d+)$'))
+  if dl == nil or dl * 1000 < now then
+    redis.call('ZREM', KEYS[1], m)
+  else
+    n = n + 1
+  end
+end
+return {cut, n}
+`)
+
+func (g *Gateway) settleKey(account string) string { return g.sh.Prefix() + "settling:" + account }
+
+func (g *Gateway) settleBegin(ctx context.Context, account, rid string) string {
+	if g.sh == nil || !g.sh.Up() {
+		return ""
+	}
+	cctx, cancel := g.sh.Ctx(ctx)
+	defer cancel()
+	m, err := settleBeginScript.Run(cctx, g.sh.Redis(), []string{g.settleKey(account)}, rid, settleTTL.Milliseconds()).Text()
+	if err != nil {
+		g.sh.Fail("settling", err)
+		return ""
+	}
+	return m
+}
+
+func (g *Gateway) settleEnd(account, member string) {
+	if member == "" || g.sh == nil {
+		return
+	}
+	ctx, cancel := g.sh.Ctx(context.Background())
+	defer cancel()
+	g.sh.Fail("settling", g.sh.Redis().ZRem(ctx, g.settleKey(account), member).Err())
+}
+
+// settlePoll is how often an admin read asks Redis whether the calls it
+// waits for, answered on other replicas, have settled.
+const settlePoll = 5 * time.Millisecond
+
+// waitSettled waits until the calls of account answered before it was
+// called, on this replica and (with Redis) on every other, have settled,
+// or until ctx ends or settleWaitMax has passed.
+func (g *Gateway) waitSettled(ctx context.Context, account string) {
+	start := time.Now()
+	g.settling.wait(ctx, account)
+	if g.sh == nil || !g.sh.Up() {
+		return
+	}
+	ctx, cancel := context.WithDeadline(ctx, start.Add(settleWaitMax))
+	defer cancel()
+	key := []string{g.settleKey(account)}
+	var cut int64
+	for {
+		cctx, ccancel := g.sh.Ctx(ctx)
+		v, err := settlePendingScript.Run(cctx, g.sh.Redis(), key, cut).Int64Slice()
+		ccancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil || len(v) != 2 {
+			g.sh.Fail("settling", err)
+			return
+		}
+		if v[1] == 0 {
+			return
+		}
+		cut = v[0]
+		t := time.NewTimer(settlePoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,508 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// testRedisVar names the Redis the replica tests share, e.g.
+// redis://127.0.0.1:6379/0 (.ci/run sets it).
+const testRedisVar = "RELAY_TEST_REDIS"
+
+// withRedis gives the env's replicas a Redis at url under a key prefix of
+// their own (so tests run in parallel on one server), and removes the
+// prefix's keys at the end.
+func withRedis(t *testing.T, url string) envOption {
+	t.Helper()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	prefix := "relaytest:" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + ":" + hex.EncodeToString(b[:]) + ":"
+	t.Cleanup(func() { dropPrefix(t, prefix) })
+	return func(c *Config) {
+		c.Redis.URL = url
+		c.Redis.Prefix = prefix
+	}
+}
+
+func redisURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv(testRedisVar)
+	if u == "" {
+		t.Skipf("%s is not set: the replica tests need a Redis (e.g. %s=redis://127.0.0.1:6379/0)", testRedisVar, testRedisVar)
+	}
+	return u
+}
+
+// dropPrefix deletes the keys a test made (never FLUSHALL: others share
+// the server).
+func dropPrefix(t *testing.T, prefix string) { dropPrefixURL(os.Getenv(testRedisVar), prefix) }
+
+func dropPrefixURL(url, prefix string) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	ctx := context.Background()
+	for _, pat := range []string{prefix + "*", "rate:" + prefix + "*"} {
+		iter := rdb.Scan(ctx, 0, pat, 100).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+	}
+}
+
+// TestReplicasShareKeyRate: three replicas, one key limited to R/s with
+// burst B, requests spread over all three for T: at most R·T + B succeed
+// (one replica alone would allow that much; three without Redis, three
+// times as much).
+func TestReplicasShareKeyRate(t *testing.T) {
+	url := redisURL(t)
+	const rate, burst, span = 10, 5, 2 * time.Second
+	a := newEnv(t, withRedis(t, url), func(c *Config) { c.Limits.KeyRate = RateConfig{Rate: rate, Burst: burst} })
+	reps := []*env{a, a.replica(nil), a.replica(nil)}
+	a.account("acme", "100")
+	key := a.key("acme", "economy")
+	body := chatBody("modelf-flash", "hi", `"max_tokens":4`)
+
+	var ok, limited atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, r := range reps {
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Since(start) < span {
+					code, h, _ := r.do("POST", "/v1/chat/completions", key, body)
+					switch code {
+					case 200:
+						ok.Add(1)
+					case 429:
+						limited.Add(1)
+						if n, err := strconv.Atoi(h.Get("Retry-After")); err != nil || n < 1 {
+							t.Errorf("429 with Retry-After %q", h.Get("Retry-After"))
+							return
+						}
+					default:
+						t.Errorf("status %d", code)
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	most := int64(rate*elapsed.Seconds()) + burst + 1
+	t.Logf("%d answered, %d refused with 429 over %s across 3 replicas (at most %d allowed)", ok.Load(), limited.Load(), elapsed, most)
+	if ok.Load() > most {
+		t.Fatalf("%d calls answered over %s; the global limit allows at most %d", ok.Load(), elapsed, most)
+	}
+	if ok.Load() < rate*int64(span/time.Second) {
+		t.Fatalf("only %d calls answered; the limit allows about %d", ok.Load(), most)
+	}
+	if limited.Load() == 0 {
+		t.Fatal("no call was refused: the limit was not applied")
+	}
+}
+
+// TestReplicasRevocation: a key revoked through A is refused by B and C
+// within a second, though both had it cached (their cache keeps it 10 s).
+func TestReplicasRevocation(t *testing.T) {
+	a := newEnv(t, withRedis(t, redisURL(t)))
+	b, c := a.replica(nil), a.replica(nil)
+	a.account("acme", "100")
+	key := a.key("acme", "economy")
+	body := chatBody("modelf-flash", "hi", `"max_tokens":4`)
+	for _, r := range []*env{a, b, c} { // each caches the key
+		if code, _, data := r.do("POST", "/v1/chat/completions", key, body); code != 200 {
+			t.Fatalf("status %d: %s", code, data)
+		}
+	}
+	if code, _, data := a.do("POST", "/admin/keys/revoke", testAdminToken, map[string]string{"key": key}); code != 200 {
+		t.Fatalf("revoke: %d %s", code, data)
+	}
+	revoked := time.Now()
+	for _, r := range []*env{b, c} {
+		for {
+			code, _, _ := r.do("POST", "/v1/chat/completions", key, body)
+			if code == 401 {
+				break
+			}
+			if code != 200 {
+				t.Fatalf("status %d", code)
+			}
+			if time.Since(revoked) > time.Second {
+				t.Fatal("a key revoked on another replica still works after 1 s")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	t.Logf("refused by both other replicas %s after the revocation", time.Since(revoked).Round(time.Millisecond))
+}
+
+// TestReplicasShareCooldown: a line whose provider answers 429 with
+// Retry-After: 5 on replica A is skipped by B and C until then; a pool
+// whose only line cools answers 429 with the time left.
+func TestReplicasShareCooldown(t *testing.T) {
+	var hits atomic.Int64
+	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Retry-After", "5")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_error","code":"rate_limit_exceeded"}}`)
+	}))
+	t.Cleanup(limited.Close)
+	a := newEnv(t, withRedis(t, redisURL(t)), func(c *Config) {
+		c.Retry.Max429Wait = -1
+		c.Lines = []LineConfig{
+			{Name: "eco-429", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "economy", BaseURL: limited.URL, Priority: 0},
+			{Name: "eco-a", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "economy", Priority: 1},
+			{Name: "std-429", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "standard", BaseURL: limited.URL},
+		}
+	})
+	b, c := a.replica(nil), a.replica(nil)
+	a.account("acme", "100")
+	eco := a.key("acme", "economy")
+	body := chatBody("modelf-flash", "hi", `"max_tokens":4`)
+	if code, _, data := a.do("POST", "/v1/chat/completions", eco, body); code != 200 {
+		t.Fatalf("status %d: %s", code, data)
+	}
+	if hits.Load() != 1 {
+		t.Fatalf("the 429 line had %d tries, want 1", hits.Load())
+	}
+	cooled := time.Now()
+	for _, r := range []*env{b, c} {
+		for r.gw.lines.byName["eco-429"].coolUntil.Load() == 0 {
+			if time.Since(cooled) > time.Second {
+				t.Fatal("the cooldown did not reach another replica within 1 s")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for _, r := range []*env{a, b, c} {
+		for range 5 {
+			if code, _, data := r.do("POST", "/v1/chat/completions", eco, body); code != 200 {
+				t.Fatalf("status %d: %s", code, data)
+			}
+		}
+	}
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("the cooling line was tried %d times by the replicas, want only the first", n)
+	}
+	// A replica that starts later reads the cooldown from Redis.
+	d := a.replica(nil)
+	for d.gw.lines.byName["eco-429"].coolUntil.Load() == 0 {
+		if time.Since(cooled) > 2*time.Second {
+			t.Fatal("a replica started later did not load the cooldown")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	std := a.key("acme", "standard")
+	if code, _, _ := a.do("POST", "/v1/chat/completions", std, body); code != 429 {
+		t.Fatalf("status %d, want the provider's 429", code)
+	}
+	before := hits.Load()
+	code, h, data := b.do("POST", "/v1/chat/completions", std, body)
+	for code == 200 || hits.Load() != before { // the cooldown may not have reached B yet
+		if time.Since(cooled) > 3*time.Second {
+			t.Fatalf("status %d: %s", code, data)
+		}
+		time.Sleep(10 * time.Millisecond)
+		before = hits.Load()
+		code, h, data = b.do("POST", "/v1/chat/completions", std, body)
+	}
+	if code != 429 || hits.Load() != before {
+		t.Fatalf("status %d (%d tries upstream), want 429 without a try", code, hits.Load()-before)
+	}
+	if _, _, ecode := errBody(t, data); ecode != "upstream_rate_limited" {
+		t.Fatalf("code %v", ecode)
+	}
+	if n, _ := strconv.Atoi(h.Get("Retry-After")); n < 1 || n > 5 {
+		t.Fatalf("Retry-After %q, want the time left of the 5 s", h.Get("Retry-After"))
+	}
+}
+
+// slowSettle delays every settle, so that an answer is out long before its
+// charge is in the ledger.
+type slowSettle struct {
+	Store
+	d time.Duration
+}
+
+func (s slowSettle) Settle(ctx context.Context, st store.Settlement) (store.Entry, error) {
+	time.Sleep(s.d)
+	return s.Store.Settle(ctx, st)
+}
+
+// TestReplicasReadAfterAnswer: an admin balance read on B right after a call
+// answered on A shows the call's charge, though A settles it 300 ms after
+// the answer.
+func TestReplicasReadAfterAnswer(t *testing.T) {
+	a0 := newEnv(t, withRedis(t, redisURL(t)))
+	a := a0.replica(func(s Store) Store { return slowSettle{s, 300 * time.Millisecond} })
+	b := a0.replica(nil)
+	a.account("acme", "100")
+	key := a.key("acme", "economy")
+	for i := range 3 {
+		if code, _, data := a.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hi", `"max_tokens":4`)); code != 200 {
+			t.Fatalf("status %d: %s", code, data)
+		}
+		code, _, data := b.do("GET", "/admin/accounts/acme/charges", testAdminToken, nil)
+		if code != 200 {
+			t.Fatalf("charges: %d %s", code, data)
+		}
+		if n := strings.Count(string(data), `"kind":"charge"`); n != i+1 {
+			t.Fatalf("after %d answered calls replica B shows %d charges: %s", i+1, n, data)
+		}
+	}
+}
+
+// cutProxy is a TCP proxy to Redis that a test can cut and restore on the
+// same address: Redis stopped and started, as the replicas see it.
+type cutProxy struct {
+	t      *testing.T
+	target string
+	addr   string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  []net.Conn
+}
+
+func newCutProxy(t *testing.T, redisURL string) *cutProxy {
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{t: t, target: opt.Addr}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(p.cut)
+	return p
+}
+
+// url is redisURL with the proxy's address.
+func (p *cutProxy) url(redisURL string) string {
+	return strings.Replace(redisURL, p.target, p.addr, 1)
+}
+
+func (p *cutProxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(u, c); u.Close() }()
+			go func() { _, _ = io.Copy(c, u); c.Close() }()
+		}
+	}()
+}
+
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *cutProxy) restore() {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.serve(ln)
+}
+
+// waitWithin polls cond every 10 ms for up to d.
+func waitWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("not within %s: %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestReplicasRedisDown: Redis stopped mid-load. Fail-open: calls keep being
+// answered under per-replica limits (half the global rate each, with
+// redis.replicas 2), a log line and relay_redis_up say so, nothing is
+// charged twice; when Redis is back the replicas share again by themselves
+// (a revocation reaches the other replica at once). Fail-closed: 503.
+func TestReplicasRedisDown(t *testing.T) {
+	base := redisURL(t)
+	for _, closed := range []bool{false, true} {
+		t.Run("fail_closed="+strconv.FormatBool(closed), func(t *testing.T) {
+			p := newCutProxy(t, base)
+			a := newEnv(t, withRedis(t, p.url(base)), func(c *Config) {
+				c.Limits.KeyRate = RateConfig{Rate: 1, Burst: 4}
+				c.Redis.Replicas = 2
+				c.Redis.FailClosed = closed
+			})
+			b := a.replica(nil)
+			a.account("acme", "100")
+			key := a.key("acme", "economy")
+			body := chatBody("modelf-flash", "hi", `"max_tokens":4`)
+			answered := 0
+			call := func(r *env) (int, http.Header, []byte) {
+				code, h, data := r.do("POST", "/v1/chat/completions", key, body)
+				if code == 200 {
+					answered++
+				}
+				return code, h, data
+			}
+			waitWithin(t, 2*time.Second, "redis up", func() bool { return a.sh.Up() && b.sh.Up() })
+			if code, _, data := call(a); code != 200 {
+				t.Fatalf("status %d: %s", code, data)
+			}
+
+			p.cut()
+			// The first call after the cut finds out (within redis.timeout),
+			// or the background ping does first.
+			code, h, data := call(b)
+			waitWithin(t, 2*time.Second, "redis seen down", func() bool { return !a.sh.Up() && !b.sh.Up() })
+			if closed {
+				for _, r := range []*env{a, b} {
+					code, h, data = call(r)
+					if code != 503 {
+						t.Fatalf("fail-closed: status %d: %s", code, data)
+					}
+					if _, typ, ecode := errBody(t, data); typ != "service_unavailable_error" || ecode != "shared_limits_unavailable" {
+						t.Fatalf("fail-closed: %s %v", typ, ecode)
+					}
+					if h.Get("Retry-After") == "" {
+						t.Fatal("fail-closed 503 without Retry-After")
+					}
+				}
+			} else {
+				_ = h
+				if code != 200 {
+					t.Fatalf("fail-open: status %d: %s", code, data)
+				}
+				// Each replica's local bucket: burst 4/2 = 2, then 429.
+				for _, r := range []*env{a, b} {
+					codes := []int{}
+					for range 4 {
+						c, _, _ := call(r)
+						codes = append(codes, c)
+					}
+					if codes[3] != 429 {
+						t.Fatalf("fail-open: statuses %v; the local limit (half the burst) should refuse by the 4th", codes)
+					}
+					if codes[0] != 200 && r == a {
+						t.Fatalf("fail-open: statuses %v", codes)
+					}
+				}
+			}
+			for _, r := range []*env{a, b} {
+				if !strings.Contains(r.logs.String(), "redis is unavailable") {
+					t.Fatal("no log line says redis is unavailable")
+				}
+				_, _, m := r.do("GET", "/metrics", "", nil)
+				if !strings.Contains(string(m), "relay_redis_up 0") || !strings.Contains(string(m), "relay_redis_errors_total") {
+					t.Fatalf("metrics do not say redis is down:\n%s", grepLines(string(m), "relay_redis"))
+				}
+			}
+
+			p.restore()
+			waitWithin(t, 3*time.Second, "redis back up", func() bool { return a.sh.Up() && b.sh.Up() })
+			for _, r := range []*env{a, b} {
+				if !strings.Contains(r.logs.String(), "redis is answering") {
+					t.Fatal("no log line says redis is back")
+				}
+			}
+			// Sharing resumes: a revocation on A reaches B (which has the
+			// key cached) at once.
+			time.Sleep(2 * time.Second) // let the key's buckets refill
+			if code, _, data := call(b); code != 200 {
+				t.Fatalf("after recovery: status %d: %s", code, data)
+			}
+			if code, _, data := a.do("POST", "/admin/keys/revoke", testAdminToken, map[string]string{"key": key}); code != 200 {
+				t.Fatalf("revoke: %d %s", code, data)
+			}
+			waitWithin(t, time.Second, "the revocation reaches B after the recovery", func() bool {
+				c, _, _ := b.do("POST", "/v1/chat/completions", key, body)
+				return c == 401
+			})
+			// Nothing charged twice: one charge per answered call.
+			es, err := a.charges("acme", 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, e := range es {
+				if e.Kind == store.KindCharge {
+					n++
+				}
+			}
+			if n != answered {
+				t.Fatalf("%d charges for %d answered calls", n, answered)
+			}
+		})
+	}
+}
+
+// FuzzParseCooldown: a cooldowns message from Redis never panics, and what
+// it accepts names a line and a time that formats back to the message.
+func FuzzParseCooldown(f *testing.F) {
+	for _, s := range []string{"std-a 1764092034518", "x 1", "", " 1", "a -5", "a 99999999999999999999", "a b c", "a 1e3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		name, until, ok := parseCooldown(p)
+		if !ok {
+			return
+		}
+		if name == "" || until <= 0 || until%1_000_000 != 0 {
+			t.Fatalf("%q → %q %d", p, name, until)
+		}
+		if back := name + " " + strconv.FormatInt(until/1_000_000, 10); back != p && !strings.HasPrefix(p, name+" ") {
+			t.Fatalf("%q → %q", p, back)
+		}
+	})
+}
