@@ -55,7 +55,7 @@ func findNginx(t *testing.T) string {
 }
 
 // startCluster runs the example as `make cluster` does, on ports and a
-// database of the test's own, and stops it (SIGINT, as Ctrl-C) at the end.
+// database of the test's own, and stops it (SIGTERM) at the end.
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	pgtest.Need(t)
@@ -110,11 +110,11 @@ func startCluster(t *testing.T) *cluster {
 	}
 	exited := make(chan struct{})
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
 		case <-time.After(45 * time.Second):
-			t.Errorf("run.sh did not stop within 45 s of SIGINT:\n%s", c.out)
+			t.Errorf("run.sh did not stop within 45 s of SIGTERM:\n%s", c.out)
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 		}

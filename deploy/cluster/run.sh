@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deploy/cluster/run.sh — N `relay serve` replicas on one PostgreSQL database,
 # one `relay sim` as their provider, and nginx in front of them, all on this
-# machine and in the foreground: Ctrl-C (or SIGTERM) stops everything. `make
+# machine and in the foreground: Ctrl-C or SIGTERM stops everything (started
+# as a background job of a script, it ignores SIGINT: send SIGTERM). `make
 # cluster` builds what it needs and runs it.
 #
 # Everything is configured by the environment (defaults in parentheses):
