@@ -7,7 +7,7 @@ PLUGINS   := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
 export RELAY_PLUGIN_DIR := $(CURDIR)/$(PLUGINDIR)
 export RELAY_WASM_CACHE := $(WASMCACHE)
 
-.PHONY: all build plugins run test test-postgres test-clients vet fmt-check browser fuzz bench clean
+.PHONY: all build plugins run cluster nginx test test-postgres test-clients vet fmt-check browser fuzz bench clean
 
 all: build plugins
 
@@ -27,6 +27,21 @@ plugins:
 run: build plugins
 	./$(BIN) demo -addr 127.0.0.1:8080 -data ./data -plugins $(PLUGINDIR)
 
+# Three replicas on one PostgreSQL database behind nginx, with relay sim as
+# the provider, in the foreground until Ctrl-C. CLUSTER_PORT (8000),
+# CLUSTER_REPLICA_PORTS ("8001 8002 8003"), RELAY_DATABASE_URL and the rest:
+# see deploy/cluster/run.sh.
+cluster: build plugins nginx
+	deploy/cluster/run.sh
+
+# The cluster example and its test put Debian's nginx in front of the
+# replicas; install it when missing (as root, the way CI runs), or say how.
+nginx:
+	@command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx || { \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null; \
+		else echo "the cluster example needs Debian's nginx: sudo apt-get install nginx-light"; exit 1; fi; }
+
 vet:
 	$(GO) vet ./...
 
@@ -44,7 +59,7 @@ browser:
 
 # Every test, with the race detector. Plugins are built first: the host,
 # fixture and gateway tests load the real .wasm files.
-test: plugins vet fmt-check browser
+test: plugins vet fmt-check browser nginx
 	$(GO) test -race -timeout 20m ./...
 
 # The gateway's own tests again, every env on a PostgreSQL store of its own
