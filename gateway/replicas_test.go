@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/modelrelay/modelrelay/internal/cutproxy"
 	"github.com/modelrelay/modelrelay/store"
 )
 
@@ -280,81 +280,10 @@ func TestReplicasReadAfterAnswer(t *testing.T) {
 	}
 }
 
-// cutProxy is a TCP proxy to Redis that a test can cut and restore on the
-// same address: Redis stopped and started, as the replicas see it.
-type cutProxy struct {
-	t      *testing.T
-	target string
-	addr   string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  []net.Conn
-}
-
-func newCutProxy(t *testing.T, redisURL string) *cutProxy {
-	opt, err := redis.ParseURL(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{t: t, target: opt.Addr}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(p.cut)
-	return p
-}
-
-// url is redisURL with the proxy's address.
-func (p *cutProxy) url(redisURL string) string {
-	return strings.Replace(redisURL, p.target, p.addr, 1)
-}
-
-func (p *cutProxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, u)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(u, c); u.Close() }()
-			go func() { _, _ = io.Copy(c, u); c.Close() }()
-		}
-	}()
-}
-
-func (p *cutProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *cutProxy) restore() {
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	p.serve(ln)
+// redisVia is redisURL with its address replaced by the proxy's.
+func redisVia(t *testing.T, redisURL string, p *cutproxy.Proxy, target string) string {
+	t.Helper()
+	return strings.Replace(redisURL, target, p.Addr(), 1)
 }
 
 // waitWithin polls cond every 10 ms for up to d.
@@ -378,8 +307,12 @@ func TestReplicasRedisDown(t *testing.T) {
 	base := redisURL(t)
 	for _, closed := range []bool{false, true} {
 		t.Run("fail_closed="+strconv.FormatBool(closed), func(t *testing.T) {
-			p := newCutProxy(t, base)
-			a := newEnv(t, withRedis(t, p.url(base)), func(c *Config) {
+			opt, err := redis.ParseURL(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := cutproxy.Start(t, opt.Addr)
+			a := newEnv(t, withRedis(t, redisVia(t, base, p, opt.Addr)), func(c *Config) {
 				c.Limits.KeyRate = RateConfig{Rate: 1, Burst: 4}
 				c.Redis.Replicas = 2
 				c.Redis.FailClosed = closed
@@ -401,7 +334,7 @@ func TestReplicasRedisDown(t *testing.T) {
 				t.Fatalf("status %d: %s", code, data)
 			}
 
-			p.cut()
+			p.Cut()
 			// The first call after the cut finds out (within redis.timeout),
 			// or the background ping does first.
 			code, h, data := call(b)
@@ -449,7 +382,7 @@ func TestReplicasRedisDown(t *testing.T) {
 				}
 			}
 
-			p.restore()
+			p.Restore(t)
 			waitWithin(t, 3*time.Second, "redis back up", func() bool { return a.sh.Up() && b.sh.Up() })
 			for _, r := range []*env{a, b} {
 				if !strings.Contains(r.logs.String(), "redis is answering") {

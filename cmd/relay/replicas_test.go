@@ -21,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/modelrelay/modelrelay/internal/cutproxy"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store/postgres/pgtest"
 )
@@ -559,100 +560,6 @@ func TestReplicasRecoverKilledReplica(t *testing.T) {
 		wantDead, streams, hold.Fixed(), recovered.Round(time.Millisecond), lease, lease/2, survived)
 }
 
-// dbProxy is a TCP proxy in front of PostgreSQL: stopping it closes its
-// listener and cuts every connection (new ones are refused), as a database
-// that stops does to its clients; starting it listens again on the same
-// address. The real server, which other tests use, is never touched.
-type dbProxy struct {
-	target, addr string
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]struct{}
-}
-
-func startDBProxy(t *testing.T, target string) *dbProxy {
-	t.Helper()
-	p := &dbProxy{target: target, addr: "127.0.0.1:0", conns: map[net.Conn]struct{}{}}
-	p.start(t)
-	t.Cleanup(p.stop)
-	return p
-}
-
-// start listens on the proxy's address (a new one the first time).
-func (p *dbProxy) start(t *testing.T) {
-	t.Helper()
-	var (
-		ln  net.Listener
-		err error
-	)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if ln, err = net.Listen("tcp", p.addr); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the database proxy cannot listen on %s again: %v", p.addr, err)
-		}
-	}
-	p.mu.Lock()
-	p.ln, p.addr = ln, ln.Addr().String()
-	p.mu.Unlock()
-	go p.serve(ln)
-}
-
-func (p *dbProxy) serve(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go p.pipe(ln, c)
-	}
-}
-
-// pipe joins c to a new connection to the target until either side ends
-// or the proxy stops.
-func (p *dbProxy) pipe(ln net.Listener, c net.Conn) {
-	s, err := net.DialTimeout("tcp", p.target, 5*time.Second)
-	if err != nil {
-		c.Close()
-		return
-	}
-	p.mu.Lock()
-	if p.ln != ln { // stopped since the accept
-		p.mu.Unlock()
-		c.Close()
-		s.Close()
-		return
-	}
-	p.conns[c], p.conns[s] = struct{}{}, struct{}{}
-	p.mu.Unlock()
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(s, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, s); done <- struct{}{} }()
-	<-done
-	c.Close()
-	s.Close()
-	p.mu.Lock()
-	delete(p.conns, c)
-	delete(p.conns, s)
-	p.mu.Unlock()
-}
-
-// stop closes the listener and cuts every open connection.
-func (p *dbProxy) stop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-		delete(p.conns, c)
-	}
-}
-
 var retriesLine = regexp.MustCompile(`(?m)^relay_store_retries_total\{op="settle"\} (\S+)$`)
 
 // settleRetries is relay_store_retries_total{op="settle"} of a replica.
@@ -705,11 +612,11 @@ func TestDatabaseOutage(t *testing.T) {
 	if u.Port() == "" {
 		target = net.JoinHostPort(u.Hostname(), "5432")
 	}
-	proxy := startDBProxy(t, target)
+	proxy := cutproxy.Start(t, target)
 	simAddr := freeAddr(t)
 	startSim(t, simAddr, "-chunks", "10", "-chunk-gap", "150ms") // 1.5 s streams
 	const lease = 2 * time.Second
-	reps := startReplicas(t, 3, replicaOpts{dsn: withDatabase(t, dsn, "", proxy.addr), sim: simAddr, lease: lease})
+	reps := startReplicas(t, 3, replicaOpts{dsn: withDatabase(t, dsn, "", proxy.Addr()), sim: simAddr, lease: lease})
 	key := newAccount(t, reps[0].addr, "acme", pricing.Nano(10_000_000_000))
 	body := `{"model":"modelf-flash","messages":[{"role":"user","content":"through an outage"}]}`
 
@@ -791,7 +698,7 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 
 	cut := time.Now()
-	proxy.stop()
+	proxy.Cut()
 	t.Logf("database cut with %d streams in flight", streams)
 	// The streams finish while it is down: the provider does not need it.
 	streamsDone := make(chan struct{})
@@ -826,7 +733,7 @@ func TestDatabaseOutage(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	proxy.start(t)
+	proxy.Restore(t)
 	back := time.Now()
 	for i, g := range reps {
 		var last string
