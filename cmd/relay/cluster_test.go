@@ -55,8 +55,9 @@ func findNginx(t *testing.T) string {
 }
 
 // startCluster runs the example as `make cluster` does, on ports and a
-// database of the test's own, and stops it (SIGTERM) at the end.
-func startCluster(t *testing.T) *cluster {
+// database of the test's own, and stops it (SIGTERM) at the end. With
+// redisURL the replicas share it, under a key prefix of the test's own.
+func startCluster(t *testing.T, redisURL string) *cluster {
 	t.Helper()
 	pgtest.Need(t)
 	nginx := findNginx(t)
@@ -77,11 +78,14 @@ func startCluster(t *testing.T) *cluster {
 	}
 	cmd := exec.Command(filepath.Join(root, "deploy", "cluster", "run.sh"))
 	for _, kv := range os.Environ() {
-		// No Redis: the example's redis: block stays commented out, and the
-		// replicas share the database alone.
+		// Without redisURL the example's redis: block stays commented
+		// out, and the replicas share the database alone.
 		if !strings.HasPrefix(kv, "RELAY_REDIS_URL=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
+	}
+	if redisURL != "" {
+		cmd.Env = append(cmd.Env, "RELAY_REDIS_URL="+redisURL, "CLUSTER_REDIS_PREFIX=relay-test-"+filepath.Base(c.dir)+":")
 	}
 	cmd.Env = append(cmd.Env,
 		"CLUSTER_PORT="+lbPort,
@@ -244,7 +248,7 @@ func callStream(addr, key string) streamCall {
 //	    after it stopped answering succeeds on the other two, and the books
 //	    balance once its holds are recovered.
 func TestClusterBehindNginx(t *testing.T) {
-	c := startCluster(t)
+	c := startCluster(t, "")
 	lb := c.lb
 	if _, e, code := cli(t, lb, "accounts", "create", "-account", "acme"); code != 0 {
 		t.Fatalf("accounts create through the balancer: %s", e)
@@ -484,4 +488,67 @@ func TestClusterBehindNginx(t *testing.T) {
 	if !strings.Contains(c.out.String(), "replica-2") {
 		t.Errorf("run.sh did not report the killed replica:\n%s", c.out)
 	}
+}
+
+// The example with Redis, as real processes behind nginx: a key revoked
+// through the balancer is refused by every replica within a second, though
+// each had it cached; and an admin read through the balancer right after an
+// answer, whichever replica it reaches, shows that call's charge.
+func TestClusterSharesThroughRedis(t *testing.T) {
+	redisURL := os.Getenv("RELAY_TEST_REDIS")
+	if redisURL == "" {
+		t.Skip("skipped: set RELAY_TEST_REDIS (e.g. redis://127.0.0.1:6379/0) and RELAY_TEST_POSTGRES to run the cluster with Redis")
+	}
+	c := startCluster(t, redisURL)
+	lb := c.lb
+	for _, args := range [][]string{{"accounts", "create", "-account", "acme"}, {"accounts", "credit", "-account", "acme", "-usd", "10"}} {
+		if _, e, code := cli(t, lb, args...); code != 0 {
+			t.Fatalf("%v through the balancer: %s", args, e)
+		}
+	}
+	key, e, code := cli(t, lb, "keys", "create", "-account", "acme", "-route", "standard")
+	key = strings.TrimSpace(key)
+	if code != 0 || !strings.HasPrefix(key, "sk-") {
+		t.Fatalf("keys create through the balancer: %q %s", key, e)
+	}
+
+	// Read after answer: each call's charge is in the very first read.
+	for i := 0; i < 9; i++ {
+		o := chatCall(t, lb, key, false)
+		if o.status != 200 || o.rid == "" {
+			t.Fatalf("call %d through the balancer: %d %s", i, o.status, o.code)
+		}
+		found := false
+		for _, e := range journal(t, lb, "acme") {
+			found = found || (e.Kind == "charge" && e.RequestID == o.rid)
+		}
+		if !found {
+			t.Fatalf("call %d (%s): the admin read right after its answer does not show its charge", i, o.rid)
+		}
+	}
+
+	// Revocation: every replica has the key cached, then it is revoked
+	// through the balancer.
+	for _, r := range c.replicas {
+		if o := chatCall(t, r, key, false); o.status != 200 {
+			t.Fatalf("a call on %s before the revocation: %d %s", r, o.status, o.code)
+		}
+	}
+	if _, e, code := cli(t, lb, "keys", "revoke", key); code != 0 {
+		t.Fatalf("keys revoke through the balancer: %s", e)
+	}
+	revoked := time.Now()
+	for _, r := range c.replicas {
+		for {
+			o := chatCall(t, r, key, false)
+			if o.status == 401 {
+				break
+			}
+			if time.Since(revoked) > time.Second {
+				t.Fatalf("%s still answers the revoked key %s after the revocation: %d", r, time.Since(revoked).Round(time.Millisecond), o.status)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	t.Logf("every replica refused the revoked key within %s", time.Since(revoked).Round(time.Millisecond))
 }

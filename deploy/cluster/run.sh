@@ -17,6 +17,7 @@
 #   RELAY_ADMIN_TOKEN      the admin token of every replica (random when unset)
 #   RELAY_REDIS_URL        Redis shared by the replicas (unset: limits, key cache and
 #                          cooldowns are per replica)
+#   CLUSTER_REDIS_PREFIX   the replicas' key prefix in Redis (relay-cluster:)
 #   RELAY_BIN              the relay binary (bin/relay)
 #   RELAY_PLUGIN_DIR       the plugin directory (build/plugins)
 #   RELAY_WASM_CACHE       the compilation cache the replicas share (build/wasm-cache)
@@ -138,7 +139,8 @@ for port in "${replica_ports[@]}"; do
 	cfg=$dir/replica-$i.yaml
 	fill "$here/relay.yaml.in" "$cfg.tmp" LISTEN="127.0.0.1:$port" DATA_DIR="$dir/replica-$i" \
 		LEASE="$lease" PLUGIN_DIR="$plugin_dir" WASM_CACHE="$wasm_cache" \
-		SIM_ADDR="127.0.0.1:$sim_port" REDIS_URL="${RELAY_REDIS_URL:-}"
+		SIM_ADDR="127.0.0.1:$sim_port" REDIS_URL="${RELAY_REDIS_URL:-}" \
+		REDIS_PREFIX="${CLUSTER_REDIS_PREFIX:-relay-cluster:}"
 	sed "${redis_block[@]}" "$cfg.tmp" >"$cfg" && rm -f "$cfg.tmp"
 	start "replica-$i" "$relay" serve -config "$cfg"
 	servers+="        server 127.0.0.1:$port max_fails=1 fail_timeout=5s;"$'\n'
