@@ -189,6 +189,8 @@ func TestRunFlags(t *testing.T) {
 		{"rounds", []string{"-rounds", "0"}, "-rounds"},
 		{"rss needs pids", []string{"-direct", "http://a", "-proxy", "http://b", "-gateway", "http://c", "-key", "k"}, "rss:"},
 		{"stray argument", []string{"extra"}, "unexpected argument"},
+		{"gateway-pg needs its key", []string{"-direct", "http://a", "-proxy", "http://b", "-gateway", "http://c", "-key", "k", "-gateway-pg", "http://d"}, "-gateway-pg needs -key-pg"},
+		{"pg flags need gateway-pg", []string{"-direct", "http://a", "-proxy", "http://b", "-gateway", "http://c", "-key", "k", "-pg-db", "x"}, "need -gateway-pg"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -24,7 +24,7 @@ func main() {
 
 // target is one system the benchmark loads.
 type target struct {
-	Name string // direct, proxy, control (optional), gateway
+	Name string // direct, proxy, control (optional), gateway, gateway-pg (optional)
 	URL  string // base URL; the chat path is appended
 	Key  string // sent as "Authorization: Bearer" (the sim and the proxy ignore it)
 	PID  int    // process to read memory of; 0 = none
@@ -54,7 +54,18 @@ type Settings struct {
 	Phases         []string      `json:"phases"`
 	SUTCPU         int           `json:"sut_cpu"`  // -1: steal not measured
 	LoadCPU        int           `json:"load_cpu"` // -1: not watched for stalls
+	// PGDB is the database gateway-pg keeps its ledger in ("": no
+	// gateway-pg); PGSync its synchronous_commit, as the server reported it.
+	PGDB   string `json:"pg_db,omitempty"`
+	PGSync string `json:"pg_synchronous_commit,omitempty"`
 }
+
+// gatewayPG is the target of the gateway whose ledger is in PostgreSQL,
+// measured beside the Badger one ("gateway").
+const gatewayPG = "gateway-pg"
+
+// isGateway reports whether a target is a relay serve (it serves /metrics).
+func isGateway(name string) bool { return name == "gateway" || name == gatewayPG }
 
 // stallCPUs are the CPUs whose stalls the latency phase watches for.
 func (s Settings) stallCPUs() []int {
@@ -77,6 +88,11 @@ func run(args []string) error {
 	gateway := fs.String("gateway", "", "base URL of the gateway in front of it (required)")
 	control := fs.String("control", "", "base URL of a second bare proxy like -proxy: the A/A control, measured like the others (optional)")
 	key := fs.String("key", "", "gateway key whose route reaches -direct (required)")
+	gatewayPGURL := fs.String("gateway-pg", "", "base URL of a second gateway in front of -direct, its ledger in PostgreSQL: measured beside -gateway (optional)")
+	keyPG := fs.String("key-pg", "", "gateway-pg's key whose route reaches -direct (with -gateway-pg)")
+	gatewayPGPID := fs.Int("gateway-pg-pid", 0, "gateway-pg process id (memory; CPU per call with -sim-pid)")
+	fs.StringVar(&s.PGDB, "pg-db", "", "gateway-pg's database: CPU per call also counts its server processes (backends titled with this name) (with -gateway-pg)")
+	fs.StringVar(&s.PGSync, "pg-sync", "", "gateway-pg's synchronous_commit, for the report (with -gateway-pg)")
 	holdProxy := fs.String("hold-proxy", "", "rss: base URL of a bare proxy in front of a provider with a long chunk gap")
 	holdKey := fs.String("hold-key", "", "rss: gateway key whose route reaches that provider")
 	gatewayPID := fs.Int("gateway-pid", 0, "gateway process id (memory; CPU per call with -sim-pid)")
@@ -140,6 +156,14 @@ func run(args []string) error {
 	}
 	if *control != "" {
 		targets = slices.Insert(targets, 2, target{Name: "control", URL: *control, Key: *key, PID: *controlPID})
+	}
+	if *gatewayPGURL != "" {
+		if *keyPG == "" {
+			return errors.New("-gateway-pg needs -key-pg")
+		}
+		targets = append(targets, target{Name: gatewayPG, URL: *gatewayPGURL, Key: *keyPG, PID: *gatewayPGPID})
+	} else if s.PGDB != "" || s.PGSync != "" || *keyPG != "" {
+		return errors.New("-pg-db, -pg-sync and -key-pg need -gateway-pg")
 	}
 	var hold []target
 	if s.has("rss") {
