@@ -42,7 +42,8 @@
 # PG_SYNCHRONOUS_COMMIT (on or off: ALTER DATABASE sets it on the run's
 # database only; default: the server's), PG_SET (more settings for the run's
 # database alone, "name=value ...", e.g. plan_cache_mode=force_custom_plan:
-# an experiment, stamped on the report), GO (go).
+# an experiment, stamped on the report), ACCOUNTS (how many accounts, one key
+# each, every gateway's calls spread over, in turn; default 1), GO (go).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -63,6 +64,7 @@ IDLE_SPIN=${IDLE_SPIN:-0}
 POSTGRES=${POSTGRES:-postgres://postgres@/postgres?host=/var/run/postgresql}
 PG_SYNCHRONOUS_COMMIT=${PG_SYNCHRONOUS_COMMIT:-}
 PG_SET=${PG_SET:-}
+ACCOUNTS=${ACCOUNTS:-1}
 PROFDIR=$ROOT/build/bench-prof
 BIN=$ROOT/build/bench/bin
 REPORT=$ROOT/build/bench-report.md
@@ -85,6 +87,7 @@ case "$PG_SYNCHRONOUS_COMMIT" in
 '' | on | off) ;;
 *) die "PG_SYNCHRONOUS_COMMIT=$PG_SYNCHRONOUS_COMMIT: on, off or unset (the server's setting)" ;;
 esac
+[[ "$ACCOUNTS" =~ ^[1-9][0-9]{0,3}$ ]] || die "ACCOUNTS=$ACCOUNTS: a count of accounts, 1 to 9999"
 for kv in $PG_SET; do
 	[[ "$kv" =~ ^[a-z_]+=[A-Za-z0-9_.]+$ ]] || die "PG_SET: \"$kv\" is not name=value (a setting's name, a plain value)"
 done
@@ -370,17 +373,27 @@ if [ "$POSTGRES" != off ]; then
 fi
 
 export RELAY_ADMIN_TOKEN=$ADMIN_TOKEN
+# accounts URL: creates the accounts (bench, then bench_1 … with ACCOUNTS >
+# 1) with $10,000 each on the gateway at URL and prints their keys on route
+# economy, comma-separated.
+accounts() {
+	local i name keys=
+	for i in $(seq 0 $((ACCOUNTS - 1))); do
+		name=bench
+		[ "$i" = 0 ] || name=bench_$i
+		"$ROOT/bin/relay" accounts create -account "$name" -server "$1" >/dev/null
+		"$ROOT/bin/relay" accounts credit -account "$name" -usd 10000 -server "$1" >/dev/null
+		keys+=${keys:+,}$("$ROOT/bin/relay" keys create -account "$name" -route economy -server "$1")
+	done
+	printf '%s' "$keys"
+}
 GW=http://127.0.0.1:8080
-"$ROOT/bin/relay" accounts create -account bench -server "$GW" >&2
-"$ROOT/bin/relay" accounts credit -account bench -usd 10000 -server "$GW" >/dev/null
-KEY=$("$ROOT/bin/relay" keys create -account bench -route economy -server "$GW")
+KEY=$(accounts "$GW")
 HOLD_KEY=$("$ROOT/bin/relay" keys create -account bench -route standard -server "$GW")
 BALANCE_BEFORE=$("$ROOT/bin/relay" accounts balance -account bench -server "$GW")
 if [ -n "$PG_DB" ]; then
 	GW_PG=http://127.0.0.1:8081
-	"$ROOT/bin/relay" accounts create -account bench -server "$GW_PG" >&2
-	"$ROOT/bin/relay" accounts credit -account bench -usd 10000 -server "$GW_PG" >/dev/null
-	KEY_PG=$("$ROOT/bin/relay" keys create -account bench -route economy -server "$GW_PG")
+	KEY_PG=$(accounts "$GW_PG")
 	PG_BALANCE_BEFORE=$("$ROOT/bin/relay" accounts balance -account bench -server "$GW_PG")
 	PG_FLAGS=(-gateway-pg "$GW_PG" -key-pg "$KEY_PG" -gateway-pg-pid "$GATEWAY_PG_PID" -pg-db "$PG_DB" -pg-sync "$PG_SYNC")
 fi
@@ -475,7 +488,7 @@ MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
 	echo "Load generator pinned to CPU $CPU_LOAD; sim, bare proxy and gateway pinned to CPU $CPU_SUT (\`taskset\`), the same for every target;"
 	echo "everything on 127.0.0.1 in a private network namespace (\`unshare -n\`). Gateway: \`relay serve\`, real Badger ledger"
 	echo "(sync_writes false, the default), first-party plugins sandboxed as in production (pool 2, metered, every call under a deadline), log level $LOG_LEVEL,"
-	echo "key rate limit raised to 1,000,000/s. Account balance before/after the load: $BALANCE_BEFORE / $BALANCE_AFTER USD."
+	echo "key rate limit raised to 1,000,000/s. Calls spread over $ACCOUNTS account(s), one key each. Account bench's balance before/after the load: $BALANCE_BEFORE / $BALANCE_AFTER USD."
 	echo "Sim VmHWM: $SIM_HWM. Load average (1/5/15 min) before the load phases: $LOADAVG_BEFORE, after: $LOADAVG_AFTER;"
 	echo "CPU time stolen by the hypervisor during them: $STEAL_PCT%. Other work on the machine (a load average above ~2"
 	echo "on two CPUs before the run) makes every number noisier; rerun on a quiet machine before comparing runs."
@@ -488,7 +501,7 @@ MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
 		echo "its unix socket (\`${POSTGRES#*\?}\`). **synchronous_commit: $PG_SYNC** for this database (the server's: $PG_SERVER_SYNC$PG_SET_BY)."
 		echo "PostgreSQL's processes may run on CPUs $PG_CPUS: the server is not pinned (nor ours to pin), so its share of each call can run on the"
 		echo "load generator's CPU $CPU_LOAD as well as on CPU $CPU_SUT, while the Badger gateway's ledger work is inside its own process on CPU $CPU_SUT."
-		echo "Account balance before/after the load: $PG_BALANCE_BEFORE / $PG_BALANCE_AFTER USD. Transactions committed during the load phases:"
+		echo "Account bench's balance before/after the load: $PG_BALANCE_BEFORE / $PG_BALANCE_AFTER USD. Transactions committed during the load phases:"
 		echo "$PG_OWN by this database, $PG_OTHER by the server's other databases (other work on the same server)."
 		echo
 		echo "The store's tables at the end (\`pg_stat_user_tables\`, counts since the database was made):"

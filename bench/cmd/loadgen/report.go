@@ -321,6 +321,9 @@ func renderReport(res *Results) string {
 		"Every value is the median over %d round(s); the targets' order changes every round (a Williams design: each runs right after each other equally often). "+
 		"Overhead = hop − direct at the same percentile; **gw/proxy** = gateway overhead ÷ proxy overhead.\n\n",
 		s.SimLatency, s.Rounds)
+	if s.Accounts > 1 {
+		p("Each gateway's calls are spread over **%d accounts**, one key each, taken in turn.\n\n", s.Accounts)
+	}
 	if hasPG(res) {
 		p("**gateway-pg** is a second ModelRelay, configured as **gateway** but with its ledger in PostgreSQL (database `%s` on a server "+
 			"of the same machine, reached through its unix socket, synchronous_commit **%s**) instead of embedded Badger; **pg/proxy** = its "+
