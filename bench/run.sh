@@ -356,6 +356,7 @@ if [ "$POSTGRES" != off ]; then
 	PG_SYNC=$(pg "$PG_DB" "SHOW synchronous_commit")
 	PG_SERVER_SYNC=$(pg "$PG_ADMIN_DB" "SELECT reset_val FROM pg_settings WHERE name = 'synchronous_commit'")
 	PG_VERSION=$(pg "$PG_DB" "SHOW server_version")
+	PG_AUTOVACUUM=$(pg "$PG_DB" "SHOW autovacuum")
 	# The server's processes inherit the postmaster's CPUs; its WAL writer is one of them.
 	PG_WALWRITER=$(pg "$PG_DB" "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'")
 	PG_CPUS=$(taskset -cp "$PG_WALWRITER" 2>/dev/null | sed 's/.*: //' || echo "unknown")
@@ -504,7 +505,7 @@ MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
 		echo "Account bench's balance before/after the load: $PG_BALANCE_BEFORE / $PG_BALANCE_AFTER USD. Transactions committed during the load phases:"
 		echo "$PG_OWN by this database, $PG_OTHER by the server's other databases (other work on the same server)."
 		echo
-		echo "The store's tables at the end (\`pg_stat_user_tables\`, counts since the database was made):"
+		echo "The store's tables at the end (\`pg_stat_user_tables\`, counts since the database was made; the server's autovacuum: $PG_AUTOVACUUM):"
 		echo
 		echo "| table | seq scans | rows read by them | index scans | inserted | updated | of which HOT | deleted | live | dead | autovacuums | autoanalyzes |"
 		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
