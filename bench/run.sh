@@ -9,8 +9,12 @@
 #   bareproxy        :9203 -> :9101   the same again: the A/A control
 #   relay serve      :8080  the gateway: real Badger ledger in a temp dir, the
 #                           first-party plugins sandboxed as in production
-# pins the load generator to CPU 0 and everything under test to CPU 1, runs
-# the Go micro-benchmarks and loadgen, and writes build/bench-report.md.
+#   relay serve      :8081  gateway-pg: the same, its ledger in PostgreSQL (a
+#                           database made for the run on the machine's server,
+#                           reached through its unix socket, dropped at the end)
+# pins the load generator to CPU 0 and everything under test to CPU 1 (the
+# PostgreSQL server, not ours to pin, runs where it may), runs the Go
+# micro-benchmarks and loadgen, and writes build/bench-report.md.
 #
 # Environment: QUICK=1 (short run for iterating), SIM_LATENCY (default 0s),
 # LOG_LEVEL (gateway log level, default info as in production), SKIP_MICRO=1
@@ -30,7 +34,16 @@
 # builds, the sim unchanged), CALLS_DIR (loadgen writes every answered call of each
 # latency measurement there: start and latency, one CSV per measurement),
 # KEEP_LOGS (copy every process's log, the gateway's access log among them,
-# there before the run's temporary directory is removed), GO (go).
+# there before the run's temporary directory is removed), POSTGRES (the
+# PostgreSQL server gateway-pg and the store's micro-benchmarks use, as a URL
+# naming a database to connect to for creating the run's own; default
+# postgres://postgres@/postgres?host=/var/run/postgresql, the unix socket,
+# which a private network namespace still reaches; off: Badger alone),
+# PG_SYNCHRONOUS_COMMIT (on or off: ALTER DATABASE sets it on the run's
+# database only; default: the server's), PG_SET (more settings for the run's
+# database alone, "name=value ...", e.g. plan_cache_mode=force_custom_plan:
+# an experiment, stamped on the report), ACCOUNTS (how many accounts, one key
+# each, every gateway's calls spread over, in turn; default 1), GO (go).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -48,6 +61,10 @@ PROFILE=${PROFILE:-0}
 WAIT_IDLE=${WAIT_IDLE:-0}
 NICE=${NICE:-0}
 IDLE_SPIN=${IDLE_SPIN:-0}
+POSTGRES=${POSTGRES:-postgres://postgres@/postgres?host=/var/run/postgresql}
+PG_SYNCHRONOUS_COMMIT=${PG_SYNCHRONOUS_COMMIT:-}
+PG_SET=${PG_SET:-}
+ACCOUNTS=${ACCOUNTS:-1}
 PROFDIR=$ROOT/build/bench-prof
 BIN=$ROOT/build/bench/bin
 REPORT=$ROOT/build/bench-report.md
@@ -66,6 +83,31 @@ GATEWAY_EXPERIMENT=""
 for v in GATEWAY_BIN GATEWAY_GOGC GATEWAY_GODEBUG MEMORY_LIMIT OVERLOAD_DELAY; do
 	[ -z "${!v:-}" ] || GATEWAY_EXPERIMENT+="${GATEWAY_EXPERIMENT:+, }$v=${!v}"
 done
+case "$PG_SYNCHRONOUS_COMMIT" in
+'' | on | off) ;;
+*) die "PG_SYNCHRONOUS_COMMIT=$PG_SYNCHRONOUS_COMMIT: on, off or unset (the server's setting)" ;;
+esac
+[[ "$ACCOUNTS" =~ ^[1-9][0-9]{0,3}$ ]] || die "ACCOUNTS=$ACCOUNTS: a count of accounts, 1 to 9999"
+for kv in $PG_SET; do
+	[[ "$kv" =~ ^[a-z_]+=[A-Za-z0-9_.]+$ ]] || die "PG_SET: \"$kv\" is not name=value (a setting's name, a plain value)"
+done
+[ -z "$PG_SET" ] || GATEWAY_EXPERIMENT+="${GATEWAY_EXPERIMENT:+, }PG_SET=$PG_SET"
+if [ "$POSTGRES" != off ]; then
+	# It must name a database: pg_url replaces that name with another.
+	case "$POSTGRES" in
+	postgres://*/* | postgresql://*/*) ;;
+	*) die "POSTGRES=$POSTGRES: a postgres:// URL naming a database (e.g. postgres://postgres@/postgres?host=/var/run/postgresql), or off" ;;
+	esac
+fi
+# pg_url DB: $POSTGRES pointed at database DB (everything up to the last /
+# before any query, DB, the query).
+pg_url() {
+	local base=${POSTGRES%%\?*} query=
+	[ "$base" = "$POSTGRES" ] || query="?${POSTGRES#*\?}"
+	printf '%s/%s%s' "${base%/*}" "$1" "$query"
+}
+# pg DB SQL: runs SQL on database DB and prints the result, unaligned.
+pg() { psql "$(pg_url "$1")" -X -q -At -v ON_ERROR_STOP=1 -c "$2"; }
 
 # ---------------------------------------------------------------- outside: build
 if [ "${RELAY_BENCH_NETNS:-}" != 1 ]; then
@@ -73,6 +115,9 @@ if [ "${RELAY_BENCH_NETNS:-}" != 1 ]; then
 	for tool in unshare ip taskset curl; do
 		command -v "$tool" >/dev/null || die "$tool is required"
 	done
+	if [ "$POSTGRES" != off ]; then
+		command -v psql >/dev/null || die "psql is required for gateway-pg (POSTGRES=off measures Badger alone)"
+	fi
 	log "building bin/relay, plugins, loadgen, bareproxy and relayprof"
 	make -s build plugins GO="$GO"
 	mkdir -p "$BIN"
@@ -85,7 +130,7 @@ if [ "${RELAY_BENCH_NETNS:-}" != 1 ]; then
 	fi
 	# Compile the micro-benchmarks' test binaries here, where the module
 	# proxy is reachable; the namespace has no network.
-	"$GO" test -run '^$' -bench '^$' ./plugins/ ./store/ ./gateway/ >/dev/null
+	"$GO" test -run '^$' -bench '^$' ./plugins/ ./store/badger/ ./store/postgres/ ./gateway/ >/dev/null
 	exec unshare -n -- env RELAY_BENCH_NETNS=1 bash "${BASH_SOURCE[0]}" "$@"
 fi
 
@@ -130,6 +175,9 @@ fi
 
 WORK=$(mktemp -d /tmp/relay-bench.XXXXXX)
 PIDS=()
+PG_DB=
+PG_ADMIN_DB=${POSTGRES%%\?*}
+PG_ADMIN_DB=${PG_ADMIN_DB##*/}
 cleanup() {
 	local pid
 	for pid in "${PIDS[@]}"; do
@@ -150,8 +198,14 @@ cleanup() {
 		grep -E -v '"level":"INFO"' "$WORK/gateway.log" | head -n 1000 >"$ROOT/build/bench-gateway-warnings.log" || true
 		grep -E '"level":"INFO".*"msg":"plugin' "$WORK/gateway.log" | head -n 1000 >>"$ROOT/build/bench-gateway-warnings.log" || true
 	fi
+	if [ -f "$WORK/gateway-pg.log" ]; then
+		grep -E -v '"level":"INFO"' "$WORK/gateway-pg.log" | head -n 1000 >"$ROOT/build/bench-gateway-pg-warnings.log" || true
+	fi
 	[ -z "${KEEP_LOGS:-}" ] || { mkdir -p "$KEEP_LOGS" && cp "$WORK"/*.log "$KEEP_LOGS"/ 2>/dev/null; } || true
 	rm -rf "$WORK"
+	if [ -n "$PG_DB" ]; then
+		pg "$PG_ADMIN_DB" "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" || log "could not drop database $PG_DB: drop it by hand"
+	fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -192,14 +246,19 @@ wait_idle() {
 # ---- micro-benchmarks (both CPUs, nothing else running)
 wait_idle
 MICRO_RE='BenchmarkRequest|BenchmarkCall|BenchmarkGC$|BenchmarkHoldSettle|BenchmarkSSE|BenchmarkDecode|BenchmarkOverhead'
-MICRO_CMD=("$GO" test -run '^$' -bench "$MICRO_RE" ./plugins/ ./store/ ./gateway/ -benchmem "${MICRO_ARGS[@]}")
+MICRO_PKGS=(./plugins/ ./store/badger/ ./store/postgres/ ./gateway/)
+MICRO_CMD=("$GO" test -run '^$' -bench "$MICRO_RE" "${MICRO_PKGS[@]}" -benchmem "${MICRO_ARGS[@]}")
+# The PostgreSQL store's benchmarks make (and drop) their own database there;
+# without a server they skip.
+MICRO_ENV=()
+[ "$POSTGRES" = off ] || MICRO_ENV=(RELAY_TEST_POSTGRES="$POSTGRES")
 MICRO_FLAG=()
 if [ "$SKIP_MICRO" = 1 ]; then
 	log "SKIP_MICRO=1: no micro-benchmarks"
 	echo "(skipped: SKIP_MICRO=1)" >"$WORK/benchstat.txt"
 else
 	log "micro-benchmarks -> $MICRO"
-	"${MICRO_CMD[@]}" | tee "$MICRO" >&2
+	env "${MICRO_ENV[@]}" "${MICRO_CMD[@]}" | tee "$MICRO" >&2
 	BENCHSTAT=$(command -v benchstat || echo "$("$GO" env GOPATH)/bin/benchstat")
 	"$BENCHSTAT" "$MICRO" >"$WORK/benchstat.txt" 2>&1 || log "benchstat failed: $(cat "$WORK/benchstat.txt")"
 	MICRO_FLAG=(-micro "$MICRO")
@@ -278,19 +337,77 @@ for check in "http://127.0.0.1:9101/v1/models $SIM_PID 10" "http://127.0.0.1:910
 	fi
 done
 
+# gateway-pg: the same configuration with its ledger in a database made for
+# this run (dropped by cleanup), started once the first gateway has filled
+# the plugins' compilation cache.
+PG_FLAGS=()
+if [ "$POSTGRES" != off ]; then
+	PG_DB=relay_bench_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
+	pg "$PG_ADMIN_DB" "CREATE DATABASE $PG_DB" >/dev/null || {
+		PG_DB=
+		die "cannot create a database on PostgreSQL at $POSTGRES (POSTGRES=off measures Badger alone)"
+	}
+	if [ -n "$PG_SYNCHRONOUS_COMMIT" ]; then
+		pg "$PG_ADMIN_DB" "ALTER DATABASE $PG_DB SET synchronous_commit = $PG_SYNCHRONOUS_COMMIT" >/dev/null
+	fi
+	for kv in $PG_SET; do
+		pg "$PG_ADMIN_DB" "ALTER DATABASE $PG_DB SET ${kv%%=*} = '${kv#*=}'" >/dev/null
+	done
+	PG_SYNC=$(pg "$PG_DB" "SHOW synchronous_commit")
+	PG_SERVER_SYNC=$(pg "$PG_ADMIN_DB" "SELECT reset_val FROM pg_settings WHERE name = 'synchronous_commit'")
+	PG_VERSION=$(pg "$PG_DB" "SHOW server_version")
+	PG_AUTOVACUUM=$(pg "$PG_DB" "SHOW autovacuum")
+	# The server's processes inherit the postmaster's CPUs; its WAL writer is one of them.
+	PG_WALWRITER=$(pg "$PG_DB" "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'")
+	PG_CPUS=$(taskset -cp "$PG_WALWRITER" 2>/dev/null | sed 's/.*: //' || echo "unknown")
+	sed -e 's/^listen: .*/listen: 127.0.0.1:8081/' -e "s#^data_dir: .*#data_dir: $WORK/data-pg#" "$WORK/relay.yaml" >"$WORK/relay-pg.yaml"
+	printf 'store:\n  driver: postgres\n  dsn: %s\n  max_conns: 16\n  statement_timeout: 5s\n  lease: 30s\n' \
+		"'$(pg_url "$PG_DB")'" >>"$WORK/relay-pg.yaml"
+	mkdir -p "$WORK/data-pg"
+	start gateway-pg "$CPU_SUT" env ${GATEWAY_GOGC:+"GOGC=$GATEWAY_GOGC"} ${GATEWAY_GODEBUG:+"GODEBUG=$GATEWAY_GODEBUG"} "${GATEWAY_BIN:-$ROOT/bin/relay}" serve -config "$WORK/relay-pg.yaml" -log-level "$LOG_LEVEL"
+	GATEWAY_PG_PID=$STARTED_PID
+	if ! wait_http http://127.0.0.1:8081/healthz "$GATEWAY_PG_PID" 120; then
+		log "gateway-pg did not come up; its log:"
+		tail -n 20 "$WORK/gateway-pg.log" >&2
+		exit 1
+	fi
+fi
+
 export RELAY_ADMIN_TOKEN=$ADMIN_TOKEN
+# accounts URL: creates the accounts (bench, then bench_1 … with ACCOUNTS >
+# 1) with $10,000 each on the gateway at URL and prints their keys on route
+# economy, comma-separated.
+accounts() {
+	local i name keys=
+	for i in $(seq 0 $((ACCOUNTS - 1))); do
+		name=bench
+		[ "$i" = 0 ] || name=bench_$i
+		"$ROOT/bin/relay" accounts create -account "$name" -server "$1" >/dev/null
+		"$ROOT/bin/relay" accounts credit -account "$name" -usd 10000 -server "$1" >/dev/null
+		keys+=${keys:+,}$("$ROOT/bin/relay" keys create -account "$name" -route economy -server "$1")
+	done
+	printf '%s' "$keys"
+}
 GW=http://127.0.0.1:8080
-"$ROOT/bin/relay" accounts create -account bench -server "$GW" >&2
-"$ROOT/bin/relay" accounts credit -account bench -usd 10000 -server "$GW" >/dev/null
-KEY=$("$ROOT/bin/relay" keys create -account bench -route economy -server "$GW")
+KEY=$(accounts "$GW")
 HOLD_KEY=$("$ROOT/bin/relay" keys create -account bench -route standard -server "$GW")
 BALANCE_BEFORE=$("$ROOT/bin/relay" accounts balance -account bench -server "$GW")
+if [ -n "$PG_DB" ]; then
+	GW_PG=http://127.0.0.1:8081
+	KEY_PG=$(accounts "$GW_PG")
+	PG_BALANCE_BEFORE=$("$ROOT/bin/relay" accounts balance -account bench -server "$GW_PG")
+	PG_FLAGS=(-gateway-pg "$GW_PG" -key-pg "$KEY_PG" -gateway-pg-pid "$GATEWAY_PG_PID" -pg-db "$PG_DB" -pg-sync "$PG_SYNC")
+fi
+# pg_commits FILE: the transactions each database of the server has
+# committed so far ("name count" lines, from pg_stat_database), into FILE.
+pg_commits() { pg "$PG_DB" "SELECT datname || ' ' || xact_commit FROM pg_stat_database WHERE datname IS NOT NULL" >"$1"; }
 
 # cpu_ticks: "total steal" jiffies of all CPUs so far (/proc/stat).
 cpu_ticks() { awk '/^cpu / {t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $9; exit}' /proc/stat; }
 wait_idle
 LOADAVG_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 read -r TICKS0 STEAL0 <<<"$(cpu_ticks)"
+[ -z "$PG_DB" ] || pg_commits "$WORK/commits-before"
 if [ "$IDLE_SPIN" = 1 ]; then
 	# After wait_idle: an always-runnable task holds the load average at 1.
 	command -v chrt >/dev/null || die "IDLE_SPIN=1 needs chrt (util-linux)"
@@ -309,12 +426,23 @@ timeout --signal=INT 1800 nice -n "$NICE" taskset -c "$CPU_LOAD" "$BIN/loadgen" 
 	-gateway-pid "$GATEWAY_PID" -proxy-pid "$PROXY_PID" -control-pid "$CONTROL_PID" -sim-pid "$SIM_PID" -hold-proxy-pid "$PROXY_SLOW_PID" \
 	-rates "$RATES" -conns 64 -stream-rate 50 -chunks 20 -chunk-gap 10ms \
 	-open-streams 1000 -open-rate 500 -open-timeout 45s -sim-latency "$SIM_LATENCY" \
-	"${LOAD_ARGS[@]}" "${MICRO_FLAG[@]}" "${PROFILE_FLAG[@]}" ${CALLS_DIR:+-calls-dir "$CALLS_DIR"} -json "$ROOT/build/bench-results.json" -md "$WORK/load.md"
+	"${PG_FLAGS[@]}" "${LOAD_ARGS[@]}" "${MICRO_FLAG[@]}" "${PROFILE_FLAG[@]}" ${CALLS_DIR:+-calls-dir "$CALLS_DIR"} -json "$ROOT/build/bench-results.json" -md "$WORK/load.md"
 
 read -r TICKS1 STEAL1 <<<"$(cpu_ticks)"
 LOADAVG_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 STEAL_PCT=$(awk -v t=$((TICKS1 - TICKS0)) -v s=$((STEAL1 - STEAL0)) 'BEGIN { printf "%.1f", (t > 0 ? 100 * s / t : 0) }')
 BALANCE_AFTER=$("$ROOT/bin/relay" accounts balance -account bench -server "$GW")
+if [ -n "$PG_DB" ]; then
+	PG_BALANCE_AFTER=$("$ROOT/bin/relay" accounts balance -account bench -server "$GW_PG")
+	pg_commits "$WORK/commits-after"
+	# This database's, then the others' present at both readings (a database
+	# dropped or made meanwhile by other work on the server is left out).
+	read -r PG_OWN PG_OTHER <<<"$(awk -v db="$PG_DB" 'NR == FNR {b[$1] = $2; next} ($1 in b) {d = $2 - b[$1]; if ($1 == db) own += d; else other += d} END {print own + 0, other + 0}' "$WORK/commits-before" "$WORK/commits-after")"
+	# How the store's tables were read and written: sequential scans of a
+	# table that an index serves are plans gone wrong, dead rows what the
+	# updates and deletes left for (auto)vacuum.
+	PG_TABLES=$(pg "$PG_DB" "SELECT '| ' || concat_ws(' | ', relname, seq_scan, seq_tup_read, coalesce(idx_scan, 0), n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del, n_live_tup, n_dead_tup, autovacuum_count, autoanalyze_count) || ' |' FROM pg_stat_user_tables WHERE relname IN ('accounts', 'holds', 'outcomes', 'journal') ORDER BY relname")
+fi
 
 if [ "$PROFILE" = 1 ]; then
 	for f in "$PROFDIR"/cpu-*.pprof; do
@@ -361,16 +489,34 @@ MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
 	echo "Load generator pinned to CPU $CPU_LOAD; sim, bare proxy and gateway pinned to CPU $CPU_SUT (\`taskset\`), the same for every target;"
 	echo "everything on 127.0.0.1 in a private network namespace (\`unshare -n\`). Gateway: \`relay serve\`, real Badger ledger"
 	echo "(sync_writes false, the default), first-party plugins sandboxed as in production (pool 2, metered, every call under a deadline), log level $LOG_LEVEL,"
-	echo "key rate limit raised to 1,000,000/s. Account balance before/after the load: $BALANCE_BEFORE / $BALANCE_AFTER USD."
+	echo "key rate limit raised to 1,000,000/s. Calls spread over $ACCOUNTS account(s), one key each. Account bench's balance before/after the load: $BALANCE_BEFORE / $BALANCE_AFTER USD."
 	echo "Sim VmHWM: $SIM_HWM. Load average (1/5/15 min) before the load phases: $LOADAVG_BEFORE, after: $LOADAVG_AFTER;"
 	echo "CPU time stolen by the hypervisor during them: $STEAL_PCT%. Other work on the machine (a load average above ~2"
 	echo "on two CPUs before the run) makes every number noisier; rerun on a quiet machine before comparing runs."
 	echo
+	if [ -n "$PG_DB" ]; then
+		PG_SET_BY=
+		[ -z "$PG_SYNCHRONOUS_COMMIT" ] || PG_SET_BY="; set by \`ALTER DATABASE $PG_DB SET synchronous_commit = $PG_SYNCHRONOUS_COMMIT\`"
+		echo "**gateway-pg** (:8081): the same configuration with \`store: {driver: postgres, max_conns: 16, statement_timeout: 5s, lease: 30s}\`,"
+		echo "its ledger in database \`$PG_DB\` (made for this run, dropped after it) of PostgreSQL $PG_VERSION on this machine, reached through"
+		echo "its unix socket (\`${POSTGRES#*\?}\`). **synchronous_commit: $PG_SYNC** for this database (the server's: $PG_SERVER_SYNC$PG_SET_BY)."
+		echo "PostgreSQL's processes may run on CPUs $PG_CPUS: the server is not pinned (nor ours to pin), so its share of each call can run on the"
+		echo "load generator's CPU $CPU_LOAD as well as on CPU $CPU_SUT, while the Badger gateway's ledger work is inside its own process on CPU $CPU_SUT."
+		echo "Account bench's balance before/after the load: $PG_BALANCE_BEFORE / $PG_BALANCE_AFTER USD. Transactions committed during the load phases:"
+		echo "$PG_OWN by this database, $PG_OTHER by the server's other databases (other work on the same server)."
+		echo
+		echo "The store's tables at the end (\`pg_stat_user_tables\`, counts since the database was made; the server's autovacuum: $PG_AUTOVACUUM):"
+		echo
+		echo "| table | seq scans | rows read by them | index scans | inserted | updated | of which HOT | deleted | live | dead | autovacuums | autoanalyzes |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		echo "$PG_TABLES"
+		echo
+	fi
 	cat "$WORK/load.md"
 	echo "## Micro-benchmarks"
 	echo
 	if [ "$SKIP_MICRO" != 1 ]; then
-		echo "\`go test -run '^\$' -bench '$MICRO_RE' ./plugins/ ./store/ ./gateway/ -benchmem ${MICRO_ARGS[*]}\`"
+		echo "\`${MICRO_ENV[*]:+${MICRO_ENV[*]} }go test -run '^\$' -bench '$MICRO_RE' ${MICRO_PKGS[*]} -benchmem ${MICRO_ARGS[*]}\`"
 		echo "(raw output: build/micro.txt), summarised by benchstat:"
 	fi
 	echo

@@ -13,8 +13,9 @@ import (
 )
 
 // BenchmarkHoldSettle measures hold+settle pairs, the ledger work of one
-// relayed call, with and without fsync on every commit: one caller, and
-// 8 callers per CPU spread over 16 accounts.
+// relayed call, with and without fsync on every commit: one caller, 8
+// callers per CPU spread over 16 accounts, and the same callers on one
+// account (the shapes of the PostgreSQL store's benchmark).
 func BenchmarkHoldSettle(b *testing.B) {
 	for _, sync := range []bool{false, true} {
 		b.Run(fmt.Sprintf("sync=%v/serial", sync), func(b *testing.B) {
@@ -30,28 +31,33 @@ func BenchmarkHoldSettle(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "pairs/s")
 		})
-		b.Run(fmt.Sprintf("sync=%v/parallel", sync), func(b *testing.B) {
-			s := openAt(b, b.TempDir(), "", sync)
-			const accounts = 16
-			for a := range accounts {
-				credit(b, s, "acct_"+strconv.Itoa(a), 1_000_000*usd)
-			}
-			ctx := context.Background()
-			var n atomic.Int64
-			b.SetParallelism(8) // 8 callers per CPU: concurrent calls, as a gateway has
-			b.ResetTimer()
-			start := time.Now()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					i := n.Add(1)
-					if err := holdSettle(ctx, s, "acct_"+strconv.Itoa(int(i%accounts)), "req_"+strconv.FormatInt(i, 10)); err != nil {
-						b.Error(err) // not Fatal: this is not the benchmark's goroutine
-						return
-					}
+		for _, c := range []struct {
+			name     string
+			accounts int
+		}{{"parallel", 16}, {"parallel-one-account", 1}} {
+			b.Run(fmt.Sprintf("sync=%v/%s", sync, c.name), func(b *testing.B) {
+				s := openAt(b, b.TempDir(), "", sync)
+				accounts := int64(c.accounts)
+				for a := range accounts {
+					credit(b, s, "acct_"+strconv.FormatInt(a, 10), 1_000_000*usd)
 				}
+				ctx := context.Background()
+				var n atomic.Int64
+				b.SetParallelism(8) // 8 callers per CPU: concurrent calls, as a gateway has
+				b.ResetTimer()
+				start := time.Now()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						i := n.Add(1)
+						if err := holdSettle(ctx, s, "acct_"+strconv.FormatInt(i%accounts, 10), "req_"+strconv.FormatInt(i, 10)); err != nil {
+							b.Error(err) // not Fatal: this is not the benchmark's goroutine
+							return
+						}
+					}
+				})
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "pairs/s")
 			})
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "pairs/s")
-		})
+		}
 	}
 }
 

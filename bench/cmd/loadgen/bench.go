@@ -163,10 +163,13 @@ func streamBody(model string) []byte {
 	return []byte(`{"model":` + strconv.Quote(model) + `,"messages":[{"role":"user","content":"Reply with a short greeting."}],"max_tokens":64,"stream":true}`)
 }
 
-func headers(t target) http.Header {
+// headers are the headers of t's next call, with its next key.
+func headers(t target) http.Header { return headersFor(t.key()) }
+
+func headersFor(key string) http.Header {
 	h := http.Header{"Content-Type": {"application/json"}}
-	if t.Key != "" {
-		h.Set("Authorization", "Bearer "+t.Key)
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
 	}
 	return h
 }
@@ -401,7 +404,16 @@ func (b *bench) attack(ctx context.Context, c *http.Client, t target, rate veget
 		vegeta.MaxWorkers(maxWorkers),
 		vegeta.MaxBody(0), // read and discard bodies; keep none
 	)
-	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "POST", URL: t.URL + chatPath, Body: chatBody(b.s.Model), Header: headers(t)})
+	// One vegeta target per key: the static targeter takes them in turn.
+	keys := t.Keys
+	if len(keys) < 2 {
+		keys = []string{t.Key}
+	}
+	vts := make([]vegeta.Target, len(keys))
+	for i, k := range keys {
+		vts[i] = vegeta.Target{Method: "POST", URL: t.URL + chatPath, Body: chatBody(b.s.Model), Header: headersFor(k)}
+	}
+	tr := vegeta.NewStaticTargeter(vts...)
 	done := make(chan struct{})
 	defer close(done)
 	go func() {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,6 +190,9 @@ func TestRunFlags(t *testing.T) {
 		{"rounds", []string{"-rounds", "0"}, "-rounds"},
 		{"rss needs pids", []string{"-direct", "http://a", "-proxy", "http://b", "-gateway", "http://c", "-key", "k"}, "rss:"},
 		{"stray argument", []string{"extra"}, "unexpected argument"},
+		{"gateway-pg needs its key", []string{"-direct", "http://a", "-proxy", "http://b", "-gateway", "http://c", "-key", "k", "-gateway-pg", "http://d"}, "-gateway-pg needs -key-pg"},
+		{"as many keys for both gateways", []string{"-direct", "http://a", "-proxy", "http://b", "-gateway", "http://c", "-key", "k1,k2", "-gateway-pg", "http://d", "-key-pg", "k3"}, "as many accounts"},
+		{"pg flags need gateway-pg", []string{"-direct", "http://a", "-proxy", "http://b", "-gateway", "http://c", "-key", "k", "-pg-db", "x"}, "need -gateway-pg"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -253,5 +257,36 @@ func TestTallyLatenciesOfAnsweredCalls(t *testing.T) {
 	}
 	if m.all.Success != 0.5 || m.all.Requests != 200 {
 		t.Errorf("success %v of %d requests, want 0.5 of 200", m.all.Success, m.all.Requests)
+	}
+}
+
+// Keys of several accounts are taken in turn, by the streams' headers and
+// by vegeta's targeter alike.
+func TestKeysInTurn(t *testing.T) {
+	one := target{Name: "gateway"}.withKeys("sk-a")
+	if one.Key != "sk-a" || one.Keys != nil || one.key() != "sk-a" || one.key() != "sk-a" {
+		t.Fatalf("one key: %+v", one)
+	}
+	three := target{Name: "gateway"}.withKeys("sk-a,sk-b,sk-c")
+	var got []string
+	for range 4 {
+		got = append(got, headers(three).Get("Authorization"))
+	}
+	if want := "Bearer sk-a,Bearer sk-b,Bearer sk-c,Bearer sk-a"; strings.Join(got, ",") != want {
+		t.Errorf("streams' keys %v, want %s", got, want)
+	}
+	seen := map[string]int{}
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Header.Get("Authorization")]++
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	three.URL = srv.URL
+	b := &bench{s: Settings{Model: "m"}, log: io.Discard}
+	b.attack(context.Background(), newClient(0, 4, time.Second), three, vegeta.Rate{Freq: 300, Per: time.Second}, 100*time.Millisecond, 4, 4, false)
+	if len(seen) != 3 || seen["Bearer sk-a"] < 9 || seen["Bearer sk-b"] < 9 || seen["Bearer sk-c"] < 9 {
+		t.Errorf("calls by key: %v", seen)
 	}
 }

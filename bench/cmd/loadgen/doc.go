@@ -1,7 +1,9 @@
 // Command loadgen drives ModelRelay's benchmark (`make bench`, bench/run.sh):
-// it loads three targets that answer the same chat call — the simulated
+// it loads the targets that answer the same chat call — the simulated
 // provider directly, a bare httputil.ReverseProxy in front of it (the
-// floor), and the gateway — and writes the comparison as JSON and markdown.
+// floor), a second one (the A/A control), the gateway and, with
+// -gateway-pg, a gateway whose ledger is in PostgreSQL — and writes the
+// comparison as JSON and markdown.
 //
 // Phases, each interleaving the targets (their order rotates every round)
 // so that drift on the machine hits all of them alike:

@@ -29,12 +29,12 @@ type goMetrics struct {
 	allocBytes  uint64 // go_memstats_alloc_bytes_total
 }
 
-// gcMeter reads the gateway's /metrics now; the function it returns reads
-// them again and returns the difference. Targets other than the gateway (no
+// gcMeter reads a gateway's /metrics now; the function it returns reads
+// them again and returns the difference. Targets other than the gateways (no
 // Go metrics of theirs are served) and failed reads give nil.
 func (b *bench) gcMeter(ctx context.Context, t target) func() *GC {
 	none := func() *GC { return nil }
-	if t.Name != "gateway" {
+	if !isGateway(t.Name) {
 		return none
 	}
 	url := t.URL + "/metrics"

@@ -93,11 +93,14 @@ func TestRenderGC(t *testing.T) {
 		{Target: "gateway", Rate: 1000, Round: 1, Requests: 5000, GC: &GC{Collections: 3, AllocBytes: 5000 * 15000}},
 		{Target: "gateway", Rate: 1000, Round: 2, Requests: 5000, GC: &GC{Collections: 2, AllocBytes: 5000 * 14000}},
 		{Target: "proxy", Rate: 1000, Round: 1, Requests: 5000},
+		{Target: gatewayPG, Rate: 1000, Round: 1, Requests: 5000, GC: &GC{Collections: 0, AllocBytes: 5000 * 20000}},
 	}}
 	var out strings.Builder
 	renderGC(func(f string, a ...any) { out.WriteString(fmt.Sprintf(f, a...)) }, res)
-	if want := "| 1000 | 5 | 10000 | 2000 | 14.5 KB |"; !strings.Contains(out.String(), want) {
-		t.Errorf("table lacks %q:\n%s", want, out.String())
+	for _, want := range []string{"| 1000 | gateway | 5 | 10000 | 2000 | 14.5 KB |", "| 1000 | gateway-pg | 0 | 5000 | — | 20.0 KB |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
 	}
 	out.Reset()
 	renderGC(func(f string, a ...any) { out.WriteString(fmt.Sprintf(f, a...)) }, &Results{Settings: Settings{Rates: []int{1000}}})

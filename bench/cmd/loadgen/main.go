@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -24,10 +25,33 @@ func main() {
 
 // target is one system the benchmark loads.
 type target struct {
-	Name string // direct, proxy, control (optional), gateway
+	Name string // direct, proxy, control (optional), gateway, gateway-pg (optional)
 	URL  string // base URL; the chat path is appended
 	Key  string // sent as "Authorization: Bearer" (the sim and the proxy ignore it)
-	PID  int    // process to read memory of; 0 = none
+	// Keys, when more than one, are taken in turn instead of Key (keys of
+	// as many accounts: the calls spread over them); turn counts the calls.
+	Keys []string
+	turn *atomic.Uint64
+	PID  int // process to read memory of; 0 = none
+}
+
+// withKeys is t with the comma-separated keys: the first as Key, all in
+// turn when there is more than one.
+func (t target) withKeys(keys string) target {
+	k := strings.Split(keys, ",")
+	t.Key = k[0]
+	if len(k) > 1 {
+		t.Keys, t.turn = k, new(atomic.Uint64)
+	}
+	return t
+}
+
+// key is the key of t's next call.
+func (t target) key() string {
+	if len(t.Keys) < 2 {
+		return t.Key
+	}
+	return t.Keys[(t.turn.Add(1)-1)%uint64(len(t.Keys))]
 }
 
 // Settings are the benchmark's knobs, recorded in the results.
@@ -54,7 +78,21 @@ type Settings struct {
 	Phases         []string      `json:"phases"`
 	SUTCPU         int           `json:"sut_cpu"`  // -1: steal not measured
 	LoadCPU        int           `json:"load_cpu"` // -1: not watched for stalls
+	// PGDB is the database gateway-pg keeps its ledger in ("": no
+	// gateway-pg); PGSync its synchronous_commit, as the server reported it.
+	PGDB   string `json:"pg_db,omitempty"`
+	PGSync string `json:"pg_synchronous_commit,omitempty"`
+	// Accounts is how many accounts each gateway's calls spread over (one
+	// key each, in turn).
+	Accounts int `json:"accounts"`
 }
+
+// gatewayPG is the target of the gateway whose ledger is in PostgreSQL,
+// measured beside the Badger one ("gateway").
+const gatewayPG = "gateway-pg"
+
+// isGateway reports whether a target is a relay serve (it serves /metrics).
+func isGateway(name string) bool { return name == "gateway" || name == gatewayPG }
 
 // stallCPUs are the CPUs whose stalls the latency phase watches for.
 func (s Settings) stallCPUs() []int {
@@ -76,7 +114,12 @@ func run(args []string) error {
 	proxy := fs.String("proxy", "", "base URL of the bare proxy in front of it (required)")
 	gateway := fs.String("gateway", "", "base URL of the gateway in front of it (required)")
 	control := fs.String("control", "", "base URL of a second bare proxy like -proxy: the A/A control, measured like the others (optional)")
-	key := fs.String("key", "", "gateway key whose route reaches -direct (required)")
+	key := fs.String("key", "", "gateway key whose route reaches -direct (required); several, comma-separated, of as many accounts, are taken in turn")
+	gatewayPGURL := fs.String("gateway-pg", "", "base URL of a second gateway in front of -direct, its ledger in PostgreSQL: measured beside -gateway (optional)")
+	keyPG := fs.String("key-pg", "", "gateway-pg's key whose route reaches -direct (with -gateway-pg); several as with -key")
+	gatewayPGPID := fs.Int("gateway-pg-pid", 0, "gateway-pg process id (memory; CPU per call with -sim-pid)")
+	fs.StringVar(&s.PGDB, "pg-db", "", "gateway-pg's database: CPU per call also counts its server processes (backends titled with this name) (with -gateway-pg)")
+	fs.StringVar(&s.PGSync, "pg-sync", "", "gateway-pg's synchronous_commit, for the report (with -gateway-pg)")
 	holdProxy := fs.String("hold-proxy", "", "rss: base URL of a bare proxy in front of a provider with a long chunk gap")
 	holdKey := fs.String("hold-key", "", "rss: gateway key whose route reaches that provider")
 	gatewayPID := fs.Int("gateway-pid", 0, "gateway process id (memory; CPU per call with -sim-pid)")
@@ -133,13 +176,25 @@ func run(args []string) error {
 			return fmt.Errorf("%s is required", name)
 		}
 	}
+	s.Accounts = len(strings.Split(*key, ","))
 	targets := []target{
-		{Name: "direct", URL: *direct, Key: *key},
-		{Name: "proxy", URL: *proxy, Key: *key, PID: *proxyPID},
-		{Name: "gateway", URL: *gateway, Key: *key, PID: *gatewayPID},
+		target{Name: "direct", URL: *direct}.withKeys(*key),
+		target{Name: "proxy", URL: *proxy, PID: *proxyPID}.withKeys(*key),
+		target{Name: "gateway", URL: *gateway, PID: *gatewayPID}.withKeys(*key),
 	}
 	if *control != "" {
-		targets = slices.Insert(targets, 2, target{Name: "control", URL: *control, Key: *key, PID: *controlPID})
+		targets = slices.Insert(targets, 2, target{Name: "control", URL: *control, PID: *controlPID}.withKeys(*key))
+	}
+	if *gatewayPGURL != "" {
+		if *keyPG == "" {
+			return errors.New("-gateway-pg needs -key-pg")
+		}
+		if n := len(strings.Split(*keyPG, ",")); n != s.Accounts {
+			return fmt.Errorf("-key-pg has %d keys and -key %d: both gateways spread their calls over as many accounts", n, s.Accounts)
+		}
+		targets = append(targets, target{Name: gatewayPG, URL: *gatewayPGURL, PID: *gatewayPGPID}.withKeys(*keyPG))
+	} else if s.PGDB != "" || s.PGSync != "" || *keyPG != "" {
+		return errors.New("-pg-db, -pg-sync and -key-pg need -gateway-pg")
 	}
 	var hold []target
 	if s.has("rss") {

@@ -323,3 +323,49 @@ func parseSchedstat(b []byte) (int64, error) {
 	}
 	return ns, nil
 }
+
+// readBackends returns the CPU time so far of each PostgreSQL server process
+// that serves database db, by process id: those whose title names it.
+// PostgreSQL writes a backend's title over its command line
+// ("postgres: 15/main: USER DB [local] idle", the cluster name optional).
+func readBackends(db string) (map[int]time.Duration, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]time.Duration{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !backendOf(b, db) {
+			continue // gone, a kernel thread, or another process
+		}
+		t, err := readCPU(pid)
+		if err != nil {
+			if _, serr := os.Stat(fmt.Sprintf("/proc/%d", pid)); serr != nil {
+				continue // it ended meanwhile
+			}
+			return nil, err
+		}
+		out[pid] = t
+	}
+	return out, nil
+}
+
+// backendOf reports whether a /proc/PID/cmdline is a PostgreSQL server
+// process's title naming database db as a word.
+func backendOf(cmdline []byte, db string) bool {
+	title, ok := bytes.CutPrefix(cmdline, []byte("postgres: "))
+	if !ok || db == "" {
+		return false
+	}
+	for _, f := range bytes.FieldsFunc(title, func(r rune) bool { return r == ' ' || r == 0 }) {
+		if string(f) == db {
+			return true
+		}
+	}
+	return false
+}

@@ -15,14 +15,19 @@ type Micro struct {
 	// time of one relayed request (Admit, Select, Settle; metered, deadline on).
 	PluginNs      float64 `json:"plugin_ns"`
 	PluginSamples int     `json:"plugin_samples"`
+	// Ledger is both stores' BenchmarkHoldSettle, case by case.
+	Ledger []LedgerMicro `json:"ledger,omitempty"`
 }
 
 func microSummary(samples []microSample) *Micro {
-	ns, n, ok := microMedian(samples, "/plugins", "Request")
-	if !ok {
+	m := &Micro{Ledger: ledgerMicro(samples)}
+	if ns, n, ok := microMedian(samples, "/plugins", "Request"); ok {
+		m.PluginNs, m.PluginSamples = ns, n
+	}
+	if m.PluginSamples == 0 && len(m.Ledger) == 0 {
 		return nil
 	}
-	return &Micro{PluginNs: ns, PluginSamples: n}
+	return m
 }
 
 // Limits of issue 9.
@@ -121,14 +126,14 @@ func aggLatency(runs []LatencyRun, name string, rate int) latAgg {
 	var ls []Lat
 	var succ, sent, stolen []float64
 	var clear []Lat
-	var hop, provider []time.Duration
+	var hop, provider, db []time.Duration
 	for _, r := range runs {
 		if r.Target != name || r.Rate != rate {
 			continue
 		}
 		stolen = appendStolen(stolen, r.Stolen)
 		if c := r.CPU; c != nil {
-			hop, provider = append(hop, c.Hop), append(provider, c.Provider)
+			hop, provider, db = append(hop, c.Hop), append(provider, c.Provider), append(db, c.DB)
 		}
 		if g := r.GC; g != nil {
 			if a.GC == nil {
@@ -162,7 +167,7 @@ func aggLatency(runs []LatencyRun, name string, rate int) latAgg {
 		a.Clear.Lat = medianLat(clear)
 	}
 	if len(hop) > 0 {
-		a.CPU = &CPU{Hop: medianDur(hop), Provider: medianDur(provider)}
+		a.CPU = &CPU{Hop: medianDur(hop), Provider: medianDur(provider), DB: medianDur(db)}
 	}
 	a.Errors = dedup(a.Errors)
 	return a
@@ -280,13 +285,21 @@ func verdict(ok bool) string {
 }
 
 // targetNames are the targets in the order the tables show them.
-var targetNames = []string{"direct", "proxy", "control", "gateway"}
+var targetNames = []string{"direct", "proxy", "control", "gateway", gatewayPG}
 
 // hasStolen reports whether any measurement read the SUT CPU's steal.
 func hasStolen(res *Results) bool {
 	return slices.ContainsFunc(res.Latency, func(r LatencyRun) bool { return r.Stolen != nil }) ||
 		slices.ContainsFunc(res.Throughput, func(r ThroughputRun) bool { return r.Stolen != nil }) ||
 		slices.ContainsFunc(res.Stream, func(r StreamRun) bool { return r.Stolen != nil })
+}
+
+// hasPG reports whether the run measured gateway-pg.
+func hasPG(res *Results) bool {
+	is := func(name string) bool { return name == gatewayPG }
+	return slices.ContainsFunc(res.Latency, func(r LatencyRun) bool { return is(r.Target) }) ||
+		slices.ContainsFunc(res.Throughput, func(r ThroughputRun) bool { return is(r.Target) }) ||
+		slices.ContainsFunc(res.Stream, func(r StreamRun) bool { return is(r.Target) })
 }
 
 // hasControl reports whether the run measured the A/A control.
@@ -308,6 +321,15 @@ func renderReport(res *Results) string {
 		"Every value is the median over %d round(s); the targets' order changes every round (a Williams design: each runs right after each other equally often). "+
 		"Overhead = hop − direct at the same percentile; **gw/proxy** = gateway overhead ÷ proxy overhead.\n\n",
 		s.SimLatency, s.Rounds)
+	if s.Accounts > 1 {
+		p("Each gateway's calls are spread over **%d accounts**, one key each, taken in turn.\n\n", s.Accounts)
+	}
+	if hasPG(res) {
+		p("**gateway-pg** is a second ModelRelay, configured as **gateway** but with its ledger in PostgreSQL (database `%s` on a server "+
+			"of the same machine, reached through its unix socket, synchronous_commit **%s**) instead of embedded Badger; **pg/proxy** = its "+
+			"overhead ÷ the proxy's, **pg − gw** = its overhead minus the Badger gateway's. The PostgreSQL server is not pinned: its processes "+
+			"run on whichever CPU it may use (the header says which), while Badger's work is inside the gateway's process.\n\n", s.PGDB, s.PGSync)
+	}
 	if hasControl(res) {
 		p("**control** is a second bare proxy, the same program as **proxy** in front of the same provider, measured the same way: " +
 			"the A/A test. **control/proxy** would be 1.00× on a quiet machine; how far it is from 1.00× is a lower bound on how far this run's noise " +
@@ -351,13 +373,19 @@ func renderReport(res *Results) string {
 				p("| %d | %s | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", rate, name, msOf(a.Lat, a.Lat.P50), msOf(a.Lat, a.Lat.P90),
 					msOf(a.Lat, a.Lat.P99), msOf(a.Lat, a.Lat.Max), pct(a.Success), a.Sent, stolenCell(a.Stolen), over)
 			}
-			for _, r := range [][2]string{{"gateway", "gw/proxy"}, {"control", "control/proxy"}} {
+			for _, r := range [][2]string{{"gateway", "gw/proxy"}, {gatewayPG, "pg/proxy"}, {"control", "control/proxy"}} {
 				if g := aggLatency(res.Latency, r[0], rate); g.ok && px.ok && d.ok && !g.Lat.none() && !px.Lat.none() && !d.Lat.none() {
 					og, op := g.Lat.sub(d.Lat), px.Lat.sub(d.Lat)
 					p("| %d | **%s** | | | | | | | | %s | %s | %s | %s |\n", rate, r[1],
 						ratio(float64(og.P50), float64(op.P50)), ratio(float64(og.P90), float64(op.P90)),
 						ratio(float64(og.P99), float64(op.P99)), ratio(float64(og.Max), float64(op.Max)))
 				}
+			}
+			// Both gateways' overheads over the same direct: the difference
+			// is the PostgreSQL ledger's share.
+			if g, pg := aggLatency(res.Latency, "gateway", rate), aggLatency(res.Latency, gatewayPG, rate); g.ok && pg.ok && !g.Lat.none() && !pg.Lat.none() {
+				o := pg.Lat.sub(g.Lat)
+				p("| %d | **pg − gw** | | | | | | | | %s | %s | %s | %s |\n", rate, signedMs(o.P50), signedMs(o.P90), signedMs(o.P99), signedMs(o.Max))
 			}
 		}
 		p("\n")
@@ -370,18 +398,21 @@ func renderReport(res *Results) string {
 		p("### Maximum throughput\n\n")
 		p("As fast as possible (vegeta rate 0) with %d workers on %d keep-alive connections, %v per target after a %v warm-up.\n\n",
 			s.Conns, s.Conns, s.TPDuration, s.Warmup)
-		p("| target | requests/s | success | p50 | p99 | stolen | ÷ proxy |\n|---|---:|---:|---:|---:|---:|---:|\n")
-		px := aggThroughput(res.Throughput, "proxy")
+		p("| target | requests/s | success | p50 | p99 | stolen | ÷ proxy | ÷ gateway |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		px, gw := aggThroughput(res.Throughput, "proxy"), aggThroughput(res.Throughput, "gateway")
 		for _, name := range targetNames {
 			a := aggThroughput(res.Throughput, name)
 			if !a.ok {
 				continue
 			}
-			r := "—"
+			r, rg := "—", "—"
 			if name != "proxy" && px.ok {
 				r = ratio(a.Throughput, px.Throughput)
 			}
-			p("| %s | %.0f | %s | %s | %s | %s | %s |\n", name, a.Throughput, pct(a.Success), msOf(a.Lat, a.Lat.P50), msOf(a.Lat, a.Lat.P99), stolenCell(a.Stolen), r)
+			if name == gatewayPG && gw.ok {
+				rg = ratio(a.Throughput, gw.Throughput)
+			}
+			p("| %s | %.0f | %s | %s | %s | %s | %s | %s |\n", name, a.Throughput, pct(a.Success), msOf(a.Lat, a.Lat.P50), msOf(a.Lat, a.Lat.P99), stolenCell(a.Stolen), r, rg)
 		}
 		p("\n")
 	}
@@ -407,7 +438,7 @@ func renderReport(res *Results) string {
 			p("| %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", name, msOf(a.TTFB, a.TTFB.P50), msOf(a.TTFB, a.TTFB.P99), msOf(a.Total, a.Total.P50), msOf(a.Total, a.Total.P99),
 				pct(a.Success), a.Streams, stolenCell(a.Stolen), over)
 		}
-		for _, r := range [][2]string{{"gateway", "gw/proxy"}, {"control", "control/proxy"}} {
+		for _, r := range [][2]string{{"gateway", "gw/proxy"}, {gatewayPG, "pg/proxy"}, {"control", "control/proxy"}} {
 			if g, px := aggStream(res.Stream, r[0]), aggStream(res.Stream, "proxy"); g.ok && px.ok && d.ok && !g.TTFB.none() && !px.TTFB.none() && !d.TTFB.none() {
 				g1, g2, p1, p2 := g.TTFB.sub(d.TTFB), g.Total.sub(d.Total), px.TTFB.sub(d.TTFB), px.Total.sub(d.Total)
 				p("| **%s** | | | | | | | | %s | %s | %s | %s |\n", r[1], ratio(float64(g1.P50), float64(p1.P50)), ratio(float64(g1.P99), float64(p1.P99)),
@@ -476,6 +507,16 @@ func renderReport(res *Results) string {
 		p("| %s | %s | %s |\n", row[0], row[1], row[2])
 	}
 	p("\n")
+	if hasPG(res) {
+		p("### Targets (issue 28): the ledger on PostgreSQL, synchronous_commit %s\n\n", s.PGSync)
+		p("gateway-pg against the Badger gateway of the same run. Added = overhead over direct at the same percentile.\n\n")
+		p("| target | measured | verdict |\n|---|---|---|\n")
+		for _, row := range pgTargetRows(res) {
+			p("| %s | %s | %s |\n", row[0], row[1], row[2])
+		}
+		p("\n")
+	}
+	renderLedgerMicro(p, res)
 
 	if errs := allErrors(res); len(errs) > 0 {
 		p("### Errors seen\n\n")
@@ -534,25 +575,38 @@ func renderCPU(p func(string, ...any), res *Results) {
 		"(the sum over their threads of `/proc/PID/task/*/schedstat`, medians over the rounds). Both run on the CPU the systems under test share: " +
 		"**total** is how long each call keeps it busy, and the busier it is the longer any burst of work (a collection, a stall) " +
 		"keeps calls waiting, so a hop's tail grows with its total before its median does.\n\n")
-	p("| rate/s | target | hop | provider | total | hop ÷ proxy's |\n|---:|---|---:|---:|---:|---:|\n")
+	if hasPG(res) {
+		p("**database** is, for gateway-pg, the CPU time of the PostgreSQL processes serving its database (its connections' backends, " +
+			"which do the statements and, with synchronous_commit on, their own WAL flushes; the server's shared WAL writer is not counted). " +
+			"They are not pinned: they may run on the load generator's CPU as well as on the targets'. **total** adds them in; " +
+			"**+ database ÷ gateway's** is gateway-pg's hop and database against the Badger gateway's hop, whose ledger runs inside it.\n\n")
+	}
+	p("| rate/s | target | hop | database | provider | total | hop ÷ proxy's | + database ÷ gateway's |\n|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, rate := range res.Settings.Rates {
 		px := aggLatency(res.Latency, "proxy", rate).CPU
+		gw := aggLatency(res.Latency, "gateway", rate).CPU
 		for _, name := range targetNames {
 			c := aggLatency(res.Latency, name, rate).CPU
 			if c == nil {
 				continue
 			}
-			hop, total, vs := "—", micros(c.Provider), "—"
+			hop, db, total, vs, vg := "—", "—", micros(c.Provider), "—", "—"
 			if name != "direct" {
 				total = "—" // a hop whose process was not read: no total
 				if c.Hop > 0 {
-					hop, total = micros(c.Hop), micros(c.Hop+c.Provider)
+					hop, total = micros(c.Hop), micros(c.Hop+c.DB+c.Provider)
 					if px != nil && px.Hop > 0 {
 						vs = ratio(float64(c.Hop), float64(px.Hop))
 					}
 				}
 			}
-			p("| %d | %s | %s | %s | %s | %s |\n", rate, name, hop, micros(c.Provider), total, vs)
+			if name == gatewayPG {
+				db = micros(c.DB)
+				if gw != nil && gw.Hop > 0 && c.Hop > 0 {
+					vg = ratio(float64(c.Hop+c.DB), float64(gw.Hop))
+				}
+			}
+			p("| %d | %s | %s | %s | %s | %s | %s | %s |\n", rate, name, hop, db, micros(c.Provider), total, vs, vg)
 		}
 	}
 	p("\n")
@@ -568,17 +622,19 @@ func renderGC(p func(string, ...any), res *Results) {
 	p("Garbage collections the gateway ran during its measurements and the bytes it allocated per call (`go_gc_duration_seconds` and " +
 		"`go_memstats_alloc_bytes_total` from its `/metrics` before and after each, summed over the rounds). Each collection's background " +
 		"work is a burst of CPU on the CPU the provider shares; they come as often as the bytes allocated fill the heap's headroom.\n\n")
-	p("| rate/s | collections | calls | calls per collection | allocated per call |\n|---:|---:|---:|---:|---:|\n")
+	p("| rate/s | target | collections | calls | calls per collection | allocated per call |\n|---:|---|---:|---:|---:|---:|\n")
 	for _, rate := range res.Settings.Rates {
-		g := aggLatency(res.Latency, "gateway", rate).GC
-		if g == nil || g.Calls == 0 {
-			continue
+		for _, name := range []string{"gateway", gatewayPG} {
+			g := aggLatency(res.Latency, name, rate).GC
+			if g == nil || g.Calls == 0 {
+				continue
+			}
+			per := "—"
+			if g.Collections > 0 {
+				per = fmt.Sprintf("%d", g.Calls/g.Collections)
+			}
+			p("| %d | %s | %d | %d | %s | %.1f KB |\n", rate, name, g.Collections, g.Calls, per, float64(g.Bytes)/float64(g.Calls)/1000)
 		}
-		per := "—"
-		if g.Collections > 0 {
-			per = fmt.Sprintf("%d", g.Calls/g.Collections)
-		}
-		p("| %d | %d | %d | %s | %.1f KB |\n", rate, g.Collections, g.Calls, per, float64(g.Bytes)/float64(g.Calls)/1000)
 	}
 	p("\n")
 }
@@ -727,7 +783,7 @@ func targetRows(res *Results) [][3]string {
 		notMeasured(name)
 	}
 	name = "plugin time ≤ 30 µs per request"
-	if res.Micro != nil {
+	if res.Micro != nil && res.Micro.PluginSamples > 0 {
 		rows = append(rows, [3]string{name, fmt.Sprintf("%.1f µs (plugins BenchmarkRequest, median of %d)", res.Micro.PluginNs/1000, res.Micro.PluginSamples),
 			verdict(res.Micro.PluginNs <= limitPluginNs)})
 	} else {

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Limits of issue 28: the gateway with its ledger in PostgreSQL (on the same
+// machine) against the Badger gateway of the same run.
+const (
+	limitPGAddedP50   = 500 * time.Microsecond // gateway-pg's added p50 at 1,000/s ≤ the Badger gateway's + 0.5 ms
+	limitPGThroughput = 0.6                    // gateway-pg's max throughput ≥ 0.6 × the Badger gateway's
+)
+
+// pgTargetRows evaluates the limits of issue 28 against the medians. The
+// A/A control gives the noise: how far two identical bare proxies measured
+// apart in any round, on each limit's terms.
+func pgTargetRows(res *Results) [][3]string {
+	var rows [][3]string
+	notMeasured := func(name string) { rows = append(rows, [3]string{name, "not measured", "—"}) }
+	d, g, pg := aggLatency(res.Latency, "direct", targetRate), aggLatency(res.Latency, "gateway", targetRate), aggLatency(res.Latency, gatewayPG, targetRate)
+	px, c := aggLatency(res.Latency, "proxy", targetRate), aggLatency(res.Latency, "control", targetRate)
+	d.ok, g.ok, pg.ok = d.ok && !d.Lat.none(), g.ok && !g.Lat.none(), pg.ok && !pg.Lat.none()
+	px.ok, c.ok = px.ok && !px.Lat.none(), c.ok && !c.Lat.none()
+	latKey := func(r LatencyRun) (int, string, Lat, bool) {
+		return r.Round, r.Target, r.Lat, r.Rate == targetRate && !r.Lat.none()
+	}
+	aa := func(pick func(Lat) time.Duration) []float64 {
+		return perRound(res.Latency, latKey, func(m map[string]Lat) (float64, bool) {
+			p, okp := m["proxy"]
+			c, okc := m["control"]
+			return float64(pick(c) - pick(p)), okp && okc
+		})
+	}
+	// A latency compares only calls answered: a gateway that refused calls
+	// at the target's rate did not carry it.
+	answered := func() string {
+		var s []string
+		for _, a := range []struct {
+			name string
+			agg  latAgg
+		}{{"gateway-pg", pg}, {"gateway", g}} {
+			if a.agg.Success < minAnswered {
+				s = append(s, fmt.Sprintf("%s answered only %s of the calls", a.name, pct(a.agg.Success)))
+			}
+		}
+		if len(s) == 0 {
+			return ""
+		}
+		return " (" + strings.Join(s, "; ") + ")"
+	}
+
+	name := "added p50 at 1,000 req/s ≤ the Badger gateway's + 0.5 ms"
+	if d.ok && g.ok && pg.ok {
+		og, opg := g.Lat.P50-d.Lat.P50, pg.Lat.P50-d.Lat.P50
+		diff := opg - og
+		short := answered()
+		m := fmt.Sprintf("gateway-pg %s, gateway %s: %s", signedMs(opg), signedMs(og), signedMs(diff))
+		v := verdict(diff <= limitPGAddedP50 && short == "")
+		if px.ok && c.ok {
+			spreads := aa(func(l Lat) time.Duration { return l.P50 })
+			m += fmt.Sprintf(" (control − proxy %s", signedMs(c.Lat.P50-px.Lat.P50))
+			m += spreadRange(spreads, "", func(f float64) string { return signedMs(time.Duration(f)) }) + ")"
+			v += noise(float64(diff-limitPGAddedP50), widest(spreads, float64(c.Lat.P50-px.Lat.P50)))
+		}
+		v += short + stolenNote(stolenLimit, d.Stolen, g.Stolen, pg.Stolen)
+		rows = append(rows, [3]string{name, m, v})
+	} else {
+		notMeasured(name)
+	}
+
+	name = "added p99 at 1,000 req/s"
+	if d.ok && g.ok && pg.ok {
+		og, opg := g.Lat.P99-d.Lat.P99, pg.Lat.P99-d.Lat.P99
+		m := fmt.Sprintf("gateway-pg %s, gateway %s: %s", signedMs(opg), signedMs(og), signedMs(opg-og))
+		if px.ok && c.ok {
+			m += fmt.Sprintf(" (proxy %s, control %s", signedMs(px.Lat.P99-d.Lat.P99), signedMs(c.Lat.P99-d.Lat.P99))
+			m += spreadRange(aa(func(l Lat) time.Duration { return l.P99 }), "control − proxy ", func(f float64) string { return signedMs(time.Duration(f)) }) + ")"
+		}
+		rows = append(rows, [3]string{name, m, "for information" + answered() + stolenNote(stolenLimitP99, d.Stolen, g.Stolen, pg.Stolen)})
+	} else {
+		notMeasured(name)
+	}
+
+	name = "max throughput ≥ 0.6× the Badger gateway's"
+	if tg, tpg := aggThroughput(res.Throughput, "gateway"), aggThroughput(res.Throughput, gatewayPG); tg.ok && tpg.ok && tg.Throughput > 0 {
+		m := fmt.Sprintf("gateway-pg %.0f/s, gateway %.0f/s: %s", tpg.Throughput, tg.Throughput, ratio(tpg.Throughput, tg.Throughput))
+		v := verdict(tpg.Throughput >= limitPGThroughput*tg.Throughput)
+		if tp, tc := aggThroughput(res.Throughput, "proxy"), aggThroughput(res.Throughput, "control"); tp.ok && tc.ok && tp.Throughput > 0 {
+			spreads := perRound(res.Throughput, func(r ThroughputRun) (int, string, float64, bool) {
+				return r.Round, r.Target, r.Throughput, true
+			}, func(m map[string]float64) (float64, bool) {
+				p, okp := m["proxy"]
+				c, okc := m["control"]
+				return c/p - 1, okp && okc && p > 0
+			})
+			m += fmt.Sprintf(" (control/proxy %s", ratio(tc.Throughput, tp.Throughput))
+			m += spreadRange(spreads, "", func(f float64) string { return fmt.Sprintf("%.2f×", 1+f) }) + ")"
+			v += noise(tpg.Throughput/tg.Throughput-limitPGThroughput, widest(spreads, tc.Throughput/tp.Throughput-1))
+		}
+		if tpg.Success < 1 {
+			m += fmt.Sprintf("; gateway-pg answered %s", pct(tpg.Success))
+		}
+		v += stolenNote(stolenLimit, tg.Stolen, tpg.Stolen)
+		rows = append(rows, [3]string{name, m, v})
+	} else {
+		notMeasured(name)
+	}
+	return rows
+}
+
+// LedgerMicro is one case of the stores' BenchmarkHoldSettle: the median
+// ns/op of its samples (wall time per hold+settle pair, over all callers).
+type LedgerMicro struct {
+	Store   string  `json:"store"`   // badger, postgres
+	Setting string  `json:"setting"` // sync=false, synchronous_commit=on, …
+	Case    string  `json:"case"`    // serial, parallel, parallel-one-account
+	NsOp    float64 `json:"ns_op"`
+	Samples int     `json:"samples"`
+}
+
+// ledgerCases are the shapes both stores' BenchmarkHoldSettle measure.
+var ledgerCases = [][2]string{
+	{"serial", "1 caller, 1 account"},
+	{"parallel", "8 callers per CPU, 16 accounts"},
+	{"parallel-one-account", "8 callers per CPU, 1 account"},
+}
+
+// ledgerMicro picks the stores' BenchmarkHoldSettle cases out of the
+// micro-benchmarks, in the order they ran.
+func ledgerMicro(samples []microSample) []LedgerMicro {
+	var out []LedgerMicro
+	for _, st := range []string{"badger", "postgres"} {
+		var names []string
+		for _, s := range samples {
+			if strings.HasSuffix(s.Pkg, "/store/"+st) && strings.HasPrefix(s.Name, "HoldSettle/") && !slices.Contains(names, s.Name) {
+				names = append(names, s.Name)
+			}
+		}
+		for _, n := range names {
+			parts := strings.Split(n, "/")
+			if len(parts) != 3 {
+				continue
+			}
+			ns, k, _ := microMedian(samples, "/store/"+st, n)
+			out = append(out, LedgerMicro{Store: st, Setting: parts[1], Case: parts[2], NsOp: ns, Samples: k})
+		}
+	}
+	return out
+}
+
+// renderLedgerMicro is the hold+settle pairs per second of both stores,
+// one column per store and durability setting.
+func renderLedgerMicro(p func(string, ...any), res *Results) {
+	if res.Micro == nil || len(res.Micro.Ledger) == 0 {
+		return
+	}
+	type col struct{ store, setting string }
+	var cols []col
+	cell := map[[3]string]LedgerMicro{}
+	for _, l := range res.Micro.Ledger {
+		c := col{l.Store, l.Setting}
+		if !slices.Contains(cols, c) {
+			cols = append(cols, c)
+		}
+		cell[[3]string{l.Store, l.Setting, l.Case}] = l
+	}
+	p("### Hold+settle pairs per second (the stores' BenchmarkHoldSettle)\n\n")
+	p("The ledger work of one relayed call (a hold, then its settlement) from the micro-benchmarks above, run before the load on both CPUs: " +
+		"pairs per second = 10⁹ ÷ the median ns/op. PostgreSQL is the same server as gateway-pg's, a database the benchmark creates, " +
+		"through the unix socket; `synchronous_commit` is set per connection. Badger's `sync=false` is the gateway's default " +
+		"(`sync_writes: false`: a crashed process loses nothing, a power loss the last writes); PostgreSQL's `on` loses nothing, " +
+		"`off` the last few hundred milliseconds of commits if the database server crashes.\n\n")
+	head, rule := "| callers / accounts |", "|---|"
+	for _, c := range cols {
+		head += fmt.Sprintf(" %s %s |", c.store, c.setting)
+		rule += "---:|"
+	}
+	p("%s\n%s\n", head, rule)
+	for _, k := range ledgerCases {
+		line := fmt.Sprintf("| %s |", k[1])
+		measured := false
+		for _, c := range cols {
+			l, ok := cell[[3]string{c.store, c.setting, k[0]}]
+			if !ok || l.NsOp <= 0 {
+				line += " — |"
+				continue
+			}
+			measured = true
+			line += fmt.Sprintf(" %.0f |", 1e9/l.NsOp)
+		}
+		if measured {
+			p("%s\n", line)
+		}
+	}
+	p("\n")
+}
