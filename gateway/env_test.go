@@ -211,13 +211,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.gw = gw
-	// Served as relay serve serves it: its deadlines and bounded listener.
-	e.srv = httptest.NewUnstartedServer(gw.Handler())
-	gw.ConfigureServer(e.srv.Config)
-	e.srv.Listener = gw.Listener(e.srv.Listener)
-	e.srv.Start()
-	e.url = e.srv.URL
+	e.serve(gw)
 	t.Cleanup(func() {
 		e.srv.Close()
 		if e.sh != nil {
@@ -227,6 +221,17 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		st.Close()
 	})
 	return e
+}
+
+// serve serves gw as e's gateway, as relay serve serves it: its deadlines
+// and bounded listener.
+func (e *env) serve(gw *Gateway) {
+	e.gw = gw
+	e.srv = httptest.NewUnstartedServer(gw.Handler())
+	gw.ConfigureServer(e.srv.Config)
+	e.srv.Listener = gw.Listener(e.srv.Listener)
+	e.srv.Start()
+	e.url = e.srv.URL
 }
 
 // openShared opens the Redis client cfg names (nil without redis.url).
@@ -261,12 +266,7 @@ func (e *env) replica(wrap func(Store) Store) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.gw = gw
-	r.srv = httptest.NewUnstartedServer(gw.Handler())
-	gw.ConfigureServer(r.srv.Config)
-	r.srv.Listener = gw.Listener(r.srv.Listener)
-	r.srv.Start()
-	r.url = r.srv.URL
+	r.serve(gw)
 	t.Cleanup(func() {
 		r.srv.Close()
 		if r.sh != nil {

@@ -410,26 +410,29 @@ const (
 // storeRetryMax, for as long as it fails with store.ErrUnavailable, up to
 // storeRetryFor: a call that was answered while the database was down is
 // charged once it is back, not lost. The shutdown drain waits for it like
-// any settle. A replay that finds its first try landed answers
-// ErrAlreadySettled, which the caller treats as done.
+// any settle. A retry that answers ErrAlreadySettled found that an earlier
+// try, reported unavailable, had landed: that is success.
 func (g *Gateway) whileUnavailable(rid, what string, op func() error) error {
 	deadline := time.Now().Add(storeRetryFor)
 	wait := storeRetryMin
 	err := op()
-	for tries := 1; errors.Is(err, store.ErrUnavailable) && time.Now().Before(deadline); tries++ {
-		if tries == 1 {
-			g.log.Warn(what+": the store is unavailable; retrying until it answers", "request_id", rid, "error", err.Error())
-		}
+	if !errors.Is(err, store.ErrUnavailable) {
+		return err
+	}
+	g.log.Warn(what+": the store is unavailable; retrying until it answers", "request_id", rid, "error", err.Error())
+	tries := 1
+	for errors.Is(err, store.ErrUnavailable) && time.Now().Before(deadline) {
 		g.met.storeRetries.WithLabelValues(what).Inc()
 		time.Sleep(wait)
 		wait = min(2*wait, storeRetryMax)
 		err = op()
-		if err == nil || errors.Is(err, store.ErrAlreadySettled) {
-			g.log.Info(what+": the store answered again", "request_id", rid, "tries", tries+1)
-			if what == "settle" && errors.Is(err, store.ErrAlreadySettled) {
-				return nil // a try that reported an error had landed
-			}
-		}
+		tries++
+	}
+	if errors.Is(err, store.ErrAlreadySettled) {
+		err = nil
+	}
+	if err == nil {
+		g.log.Info(what+": the store answered again", "request_id", rid, "tries", tries)
 	}
 	return err
 }
@@ -481,9 +484,6 @@ func (g *Gateway) settleAnswered(ctx context.Context, c *call, u pricing.Usage, 
 	go func() {
 		defer g.inflight.Done()
 		err := g.whileUnavailable(rid, "settle", func() error { return g.writeSettle(ctx, st) })
-		if errors.Is(err, store.ErrAlreadySettled) {
-			err = nil // the first try reported the store unavailable, yet landed
-		}
 		if err == nil {
 			g.met.openHolds.Add(-1)
 			g.met.observeSettle(model, route, st.Usage, st.Charge)
