@@ -92,7 +92,7 @@ func (s *Store) Sweep(ctx context.Context) (released int, err error) {
 	for {
 		type cand struct{ id, owner string }
 		var cands []cand
-		rows, err := conn.Query(ctx, `SELECT request_id, owner FROM holds WHERE lease_until < now() ORDER BY lease_until LIMIT $1`, s.batch)
+		rows, err := conn.Query(ctx, `SELECT request_id, owner FROM holds WHERE lease_until < now() ORDER BY lease_until LIMIT $1`, s.sweepBatch)
 		if err != nil {
 			return released, mapErr("sweep", err)
 		}
@@ -144,7 +144,7 @@ SELECT h.account, h.amount FROM h`, c.id, store.ClipNote(store.RecoveryNote(c.ow
 		// A short batch was the last; a full one that released nothing
 		// (every hold in it ended or was renewed meanwhile) ends the
 		// sweep too, to be taken up by the next.
-		if len(cands) < s.batch || released == before {
+		if len(cands) < s.sweepBatch || released == before {
 			return released, nil
 		}
 	}

@@ -79,8 +79,48 @@ RETURNING `+entryCols, account, int64(amount), store.ClipNote(note))
 	return e, nil
 }
 
+// holdSQL reserves a hold's amount if the account's available credit
+// covers it and its request id has no outcome, and writes the hold row
+// (see Hold).
+const holdSQL = `
+WITH a AS (
+	UPDATE accounts SET held = held + $3::bigint
+	WHERE id = $2 AND balance > 0 AND balance - held >= $3::bigint
+	  AND NOT EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1)
+	RETURNING id)
+INSERT INTO holds (request_id, account, key_id, model, route, endpoint, amount, created, owner, lease_until)
+SELECT $1, id, $4, $5, $6, $7, $3::bigint, $8, $9, now() + $10::bigint * interval '1 millisecond' FROM a`
+
+func (s *Store) holdArgs(h store.Hold) []any {
+	return []any{h.RequestID, h.Account, int64(h.Amount), h.KeyID, h.Model, h.Route, h.Endpoint,
+		stamp(h.Created), s.owner, s.lease.Milliseconds()}
+}
+
+// settleSQL charges a call and ends its hold, returning the charge entry,
+// or no row if the request id has no open hold (see Settle).
+const settleSQL = `
+WITH h AS (
+	DELETE FROM holds WHERE request_id = $1 AND ($2::text = '' OR account = $2::text) RETURNING *),
+a AS (
+	UPDATE accounts acc SET balance = acc.balance - $3::bigint, held = acc.held - h.amount, seq = acc.seq + 1
+	FROM h WHERE acc.id = h.account
+	RETURNING acc.id, acc.balance, acc.seq),
+o AS (
+	INSERT INTO outcomes (request_id, account, state, hold_amount, charge, seq, owner, reason)
+	SELECT h.request_id, h.account, 'settled', h.amount, $3::bigint, a.seq, h.owner, $5::text FROM h, a
+	ON CONFLICT (request_id) DO NOTHING)
+INSERT INTO journal (account, seq, kind, request_id, key_id, model, route, endpoint, usage, hold_amount, amount, balance_after, note)
+SELECT a.id, a.seq, 'charge', h.request_id, h.key_id, h.model, h.route, h.endpoint, $4::jsonb, h.amount, -$3::bigint, a.balance, $5::text
+FROM a, h
+RETURNING ` + entryCols
+
+func settleArgs(st store.Settlement, usage []byte) []any {
+	return []any{st.RequestID, st.Account, int64(st.Charge), usage, store.ClipNote(st.Note)}
+}
+
 // Hold reserves h.Amount of the account's available credit, in one
-// statement: the conditional UPDATE of the account (which row-locks it and,
+// statement (sent with the account's other holds and settles of the moment,
+// see batch.go): the conditional UPDATE of the account (which row-locks it and,
 // at READ COMMITTED, re-checks the condition against the newest committed
 // row) and the hold row commit together. A request id with an open hold, or
 // one that has already ended, returns ErrExists; an unknown account
@@ -114,20 +154,15 @@ func (s *Store) Hold(ctx context.Context, h store.Hold) (err error) {
 			}
 		}()
 	}
-	tag, err := s.pool.Exec(ctx, `
-WITH a AS (
-	UPDATE accounts SET held = held + $3::bigint
-	WHERE id = $2 AND balance > 0 AND balance - held >= $3::bigint
-	  AND NOT EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1)
-	RETURNING id)
-INSERT INTO holds (request_id, account, key_id, model, route, endpoint, amount, created, owner, lease_until)
-SELECT $1, id, $4, $5, $6, $7, $3::bigint, $8, $9, now() + $10::bigint * interval '1 millisecond' FROM a`,
-		h.RequestID, h.Account, int64(h.Amount), h.KeyID, h.Model, h.Route, h.Endpoint,
-		stamp(h.Created), s.owner, s.lease.Milliseconds())
-	if err != nil {
-		return mapErr(fmt.Sprintf("hold %q", h.RequestID), err)
+	op := &ledgerOp{kind: opHold, hold: h}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	if tag.RowsAffected() == 1 {
+	s.do(ctx, h.Account, op)
+	if op.err != nil {
+		return mapErr(fmt.Sprintf("hold %q", h.RequestID), op.err)
+	}
+	if op.landed {
 		return nil
 	}
 	var (
@@ -148,8 +183,9 @@ SELECT $1, id, $4, $5, $6, $7, $3::bigint, $8, $9, now() + $10::bigint * interva
 }
 
 // Settle charges the call and releases its hold, exactly once per request
-// id, in one statement: the hold row is deleted (of two racing settles the
-// second blocks on the row, then finds none), the account charged in full
+// id, in one statement (batched like Hold's): the hold row is deleted (of
+// two racing settles the second blocks on the row, then finds none), the
+// account charged in full
 // (even above the hold), the journal entry and the outcome written. A
 // replay returns ErrAlreadySettled; an unknown request id ErrNoHold. It
 // does not give up when ctx is cancelled: the call has happened. Unless it
@@ -175,29 +211,22 @@ func (s *Store) settle(ctx context.Context, st store.Settlement) (store.Entry, e
 	if err != nil {
 		return store.Entry{}, err
 	}
-	row := s.pool.QueryRow(ctx, `
-WITH h AS (
-	DELETE FROM holds WHERE request_id = $1 AND ($2::text = '' OR account = $2::text) RETURNING *),
-a AS (
-	UPDATE accounts acc SET balance = acc.balance - $3::bigint, held = acc.held - h.amount, seq = acc.seq + 1
-	FROM h WHERE acc.id = h.account
-	RETURNING acc.id, acc.balance, acc.seq),
-o AS (
-	INSERT INTO outcomes (request_id, account, state, hold_amount, charge, seq, owner, reason)
-	SELECT h.request_id, h.account, 'settled', h.amount, $3::bigint, a.seq, h.owner, $5::text FROM h, a
-	ON CONFLICT (request_id) DO NOTHING)
-INSERT INTO journal (account, seq, kind, request_id, key_id, model, route, endpoint, usage, hold_amount, amount, balance_after, note)
-SELECT a.id, a.seq, 'charge', h.request_id, h.key_id, h.model, h.route, h.endpoint, $4::jsonb, h.amount, -$3::bigint, a.balance, $5::text
-FROM a, h
-RETURNING `+entryCols, st.RequestID, st.Account, int64(st.Charge), usage, store.ClipNote(st.Note))
-	e, err := scanEntry(row)
-	if errors.Is(err, pgx.ErrNoRows) {
+	op := &ledgerOp{kind: opSettle, settle: st, usage: usage}
+	account := st.Account
+	if account == "" {
+		// Without the account there is no batch to join: the statement
+		// finds the hold's account itself.
+		s.runOne(ctx, op)
+	} else {
+		s.do(ctx, account, op)
+	}
+	switch {
+	case op.err != nil:
+		return store.Entry{}, mapErr(fmt.Sprintf("settle %q", st.RequestID), op.err)
+	case !op.landed:
 		return s.lateSettle(ctx, st, usage)
 	}
-	if err != nil {
-		return store.Entry{}, mapErr(fmt.Sprintf("settle %q", st.RequestID), err)
-	}
-	return e, nil
+	return op.entry, nil
 }
 
 // lateSettle charges a call whose hold a sweep released because its

@@ -88,12 +88,16 @@ type Options struct {
 
 // Store is the ledger in PostgreSQL.
 type Store struct {
-	dsn   string
-	pool  *pgxpool.Pool
-	owner string
-	lease time.Duration
-	batch int
-	log   *slog.Logger
+	dsn        string
+	pool       *pgxpool.Pool
+	owner      string
+	lease      time.Duration
+	sweepBatch int
+	log        *slog.Logger
+	// opTimeout bounds a batch of holds and settles (see batch.go);
+	// zero means none.
+	opTimeout time.Duration
+	batch     batcher
 
 	// live are the request ids of the holds this replica's calls own, the
 	// only ones RenewLeases renews (see holds.go).
@@ -169,7 +173,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if len(applied) > 0 {
 		opts.Logger.Info("postgres: schema migrated", "versions", applied)
 	}
-	s := &Store{dsn: dsn, pool: pool, owner: opts.Owner, lease: opts.Lease, batch: opts.SweepBatch, log: opts.Logger, live: map[string]struct{}{}, stop: make(chan struct{})}
+	s := &Store{dsn: dsn, pool: pool, owner: opts.Owner, lease: opts.Lease, sweepBatch: opts.SweepBatch, log: opts.Logger, live: map[string]struct{}{}, stop: make(chan struct{})}
+	s.batch.queued = map[string][]*ledgerOp{}
+	if opts.StatementTimeout > 0 {
+		s.opTimeout = 2*opts.StatementTimeout + 5*time.Second
+	}
 	if opts.RenewEvery > 0 {
 		s.done.Add(1)
 		go s.loop(opts.RenewEvery, opts.SweepEvery)

@@ -1,0 +1,206 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// One account, one batch in flight.
+//
+// Every Hold and Settle updates its account's row, and the row stays locked
+// until the commit is flushed, so one account's statements run one at a
+// time whatever the pool's size; callers that queue on the row wake on every
+// commit and re-check it (a convoy slower than one caller alone). So a
+// replica sends at most one batch per account at a time: the Holds and
+// Settles that arrive while it is in flight wait in memory and go together
+// in the next, as one pipeline of the same single statements, which
+// PostgreSQL runs as one implicit transaction (one round trip, one row lock,
+// one commit flush). Inside it each statement sees the ones before it, so
+// each hold is checked, in arrival order, against the balance every earlier
+// hold and settle left: exactly what the same statements one by one would
+// have admitted. Nothing is answered before the batch commits.
+//
+// A batch that fails for any reason other than a lost database rolls back
+// whole, and its operations run again one by one (each then fails or
+// succeeds on its own: a duplicate request id, a deadlock with a sweep). A
+// lost database fails every operation of the batch with ErrUnavailable, as
+// it would fail each statement alone.
+
+// maxBatch bounds the operations of one batch.
+const maxBatch = 128
+
+type opKind uint8
+
+const (
+	opHold opKind = iota
+	opSettle
+)
+
+// ledgerOp is one Hold or Settle waiting for, or carried by, a batch.
+type ledgerOp struct {
+	kind   opKind
+	hold   store.Hold
+	settle store.Settlement
+	usage  []byte // the settlement's usage, as JSON
+
+	// Results, set before done is closed.
+	landed bool        // a hold: reserved; a settle: charged
+	entry  store.Entry // a settle's charge entry
+	err    error
+	done   chan struct{}
+}
+
+// batcher queues each account's operations while a batch of that account
+// is in flight.
+type batcher struct {
+	mu sync.Mutex
+	// queued holds, per account with a batch in flight, the operations that
+	// wait for the next; an account is absent when it has none in flight.
+	queued map[string][]*ledgerOp
+}
+
+// do runs op in a batch of account's and waits for it. While it still
+// waits in the queue, a cancelled ctx takes it out and returns ctx's error:
+// nothing was sent. Once sent it is waited for (each statement is bounded
+// by the statement timeout).
+func (s *Store) do(ctx context.Context, account string, op *ledgerOp) {
+	op.done = make(chan struct{})
+	b := &s.batch
+	b.mu.Lock()
+	if q, busy := b.queued[account]; busy {
+		b.queued[account] = append(q, op)
+		b.mu.Unlock()
+		select {
+		case <-op.done:
+		case <-ctx.Done():
+			b.mu.Lock()
+			q := b.queued[account]
+			if i := slices.Index(q, op); i >= 0 {
+				b.queued[account] = slices.Delete(q, i, i+1)
+				b.mu.Unlock()
+				op.err = ctx.Err()
+				return
+			}
+			b.mu.Unlock()
+			<-op.done
+		}
+		return
+	}
+	b.queued[account] = nil
+	b.mu.Unlock()
+	s.runBatch([]*ledgerOp{op})
+	if next := s.nextBatch(account); next != nil {
+		go s.drain(account, next)
+	}
+}
+
+// nextBatch takes the operations queued for account, at most maxBatch, or
+// marks the account idle and returns nil if there are none.
+func (s *Store) nextBatch(account string) []*ledgerOp {
+	b := &s.batch
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queued[account]
+	if len(q) == 0 {
+		delete(b.queued, account)
+		return nil
+	}
+	n := min(len(q), maxBatch)
+	ops := slices.Clone(q[:n])
+	b.queued[account] = slices.Delete(q, 0, n)
+	return ops
+}
+
+func (s *Store) drain(account string, ops []*ledgerOp) {
+	for ; ops != nil; ops = s.nextBatch(account) {
+		s.runBatch(ops)
+	}
+}
+
+// runBatch sends ops as one pipeline and answers each. A single operation
+// goes alone: a statement outside a transaction block is its own.
+func (s *Store) runBatch(ops []*ledgerOp) {
+	defer func() {
+		for _, op := range ops {
+			close(op.done)
+		}
+	}()
+	ctx := context.Background()
+	if s.opTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.opTimeout)
+		defer cancel()
+	}
+	if len(ops) == 1 {
+		s.runOne(ctx, ops[0])
+		return
+	}
+	b := &pgx.Batch{}
+	for _, op := range ops {
+		s.queueOp(b, op)
+	}
+	err := s.pool.SendBatch(ctx, b).Close()
+	if err == nil {
+		return
+	}
+	for _, op := range ops {
+		op.landed, op.entry, op.err = false, store.Entry{}, nil
+	}
+	if errors.Is(mapErr("", err), ErrUnavailable) {
+		for _, op := range ops {
+			op.err = err
+		}
+		return
+	}
+	for _, op := range ops {
+		s.runOne(ctx, op)
+	}
+}
+
+// runOne runs op's statement on its own.
+func (s *Store) runOne(ctx context.Context, op *ledgerOp) {
+	switch op.kind {
+	case opHold:
+		var tag pgconn.CommandTag
+		tag, op.err = s.pool.Exec(ctx, holdSQL, s.holdArgs(op.hold)...)
+		op.landed = op.err == nil && tag.RowsAffected() == 1
+	case opSettle:
+		op.settled(scanEntry(s.pool.QueryRow(ctx, settleSQL, settleArgs(op.settle, op.usage)...)))
+	}
+}
+
+// queueOp adds op's statement to b, with what reads its result.
+func (s *Store) queueOp(b *pgx.Batch, op *ledgerOp) {
+	switch op.kind {
+	case opHold:
+		b.Queue(holdSQL, s.holdArgs(op.hold)...).Exec(func(tag pgconn.CommandTag) error {
+			op.landed = tag.RowsAffected() == 1
+			return nil
+		})
+	case opSettle:
+		b.Queue(settleSQL, settleArgs(op.settle, op.usage)...).QueryRow(func(row pgx.Row) error {
+			op.settled(scanEntry(row))
+			return op.err
+		})
+	}
+}
+
+// settled records a settle statement's result: no row means no hold to
+// settle, which is not an error of the batch.
+func (op *ledgerOp) settled(e store.Entry, err error) {
+	switch {
+	case err == nil:
+		op.landed, op.entry = true, e
+	case errors.Is(err, pgx.ErrNoRows):
+		op.landed = false
+	default:
+		op.err = err
+	}
+}
