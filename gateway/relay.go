@@ -456,26 +456,37 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 }
 
 // settleAnswered settles a call whose answer the client already has (a JSON
-// answer, a stream to its last event), as settle does, except when the
-// store is unavailable: then the call is detached. Its handler returns at
-// once — the stream's body ends and the connection serves the caller's next
-// request, instead of both waiting for the database — and the settle goes
-// on in the background with whileUnavailable's retries; should it never
-// land, the hold is released there, uncharged. The drain waits for it like
-// any call, and so do the admin reads of the account (settling). It returns
-// the error of a settle that failed for good, nil when detached.
+// answer, a stream to its last event), as settle does, but lets its
+// handler return without waiting for the write whenever it can: the call
+// is detached and the settle goes on in the background, with
+// whileUnavailable's retries; should it never land, the hold is released
+// there, uncharged. The drain waits for it like any call.
+//
+// A JSON answer (c.answered set: the admin reads of the account wait for
+// its settle, see settling) is always detached, so that its connection
+// serves the caller's next request at once instead of after the ledger's
+// write — a database round trip and commit on PostgreSQL, which a
+// keep-alive client's next call would otherwise wait for. A stream's
+// response ends when its handler returns, and a client that has seen the
+// end may read its charge: it is settled first, and detached only when
+// the store is unavailable, so that neither the stream nor the connection
+// waits for the database. It returns the error of a settle that failed for
+// good, nil when detached. The access log records the charge priced.
 func (g *Gateway) settleAnswered(ctx context.Context, c *call, u pricing.Usage, note string) error {
 	st := g.settlement(ctx, c, u, note)
 	ctx = context.WithoutCancel(ctx)
-	err := g.writeSettle(ctx, st)
-	switch {
-	case err == nil:
-		g.recordSettled(c, st)
-		return nil
-	case !errors.Is(err, store.ErrUnavailable):
-		g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
-		return err
+	if c.answered == nil {
+		err := g.writeSettle(ctx, st)
+		switch {
+		case err == nil:
+			g.recordSettled(c, st)
+			return nil
+		case !errors.Is(err, store.ErrUnavailable):
+			g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
+			return err
+		}
 	}
+	c.info.charge = st.Charge.Fixed()
 	// From here the goroutine owns the hold; it reads nothing of c that
 	// the handler may still change.
 	c.detached = true
@@ -1174,9 +1185,9 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 	// sees it, and it reserves at least the charge unless the call overran
 	// its quote; an admin read of the account waits for the settle (see
 	// settling). A settle that fails leaves the call unsettled, so
-	// releaseUnsettled releases its hold: the failure goes the customer's
-	// way. Should the store be unavailable, the settle goes on in the
-	// background (settleAnswered): the client's connection does not wait.
+	// its hold is released: the failure goes the customer's way. The
+	// settle goes on in the background (settleAnswered): the client's
+	// connection does not wait for the ledger.
 	_ = g.settleAnswered(ctx, c, u, note) // a failure is logged; the hold is released
 	return nil
 }

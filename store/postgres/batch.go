@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -12,20 +13,26 @@ import (
 	"github.com/modelrelay/modelrelay/store"
 )
 
-// One account, one batch in flight.
+// One batch of holds and one of settles in flight per account.
 //
 // Every Hold and Settle updates its account's row, and the row stays locked
 // until the commit is flushed, so one account's statements run one at a
 // time whatever the pool's size; callers that queue on the row wake on every
 // commit and re-check it (a convoy slower than one caller alone). So a
-// replica sends at most one batch per account at a time: the Holds and
-// Settles that arrive while it is in flight wait in memory and go together
-// in the next, as one pipeline of the same single statements, which
-// PostgreSQL runs as one implicit transaction (one round trip, one row lock,
-// one commit flush). Inside it each statement sees the ones before it, so
-// each hold is checked, in arrival order, against the balance every earlier
-// hold and settle left: exactly what the same statements one by one would
-// have admitted. Nothing is answered before the batch commits.
+// replica sends at most one batch of an account's holds and one of its
+// settles at a time: the operations that arrive meanwhile wait in memory
+// and go together in the next batch of their kind, as one pipeline of the
+// same single statements, which PostgreSQL runs as one implicit transaction
+// (one round trip, one row lock, one commit flush). Inside it each statement
+// sees the ones before it, so each hold is checked, in arrival order,
+// against the balance every earlier hold and settle left: exactly what the
+// same statements one by one would have admitted. Nothing is answered
+// before its batch commits.
+//
+// Holds and settles have a lane each so that a hold — the one a caller
+// waits for before its call goes upstream — never queues in memory behind
+// settles: it goes to the server at once and waits there, at most, for the
+// one settle batch holding the row.
 //
 // A batch that fails for any reason other than a lost database rolls back
 // whole, and its operations run again one by one (each then fails or
@@ -57,33 +64,41 @@ type ledgerOp struct {
 	done   chan struct{}
 }
 
+// lane is where an operation waits: an account's holds and its settles
+// each have one batch in flight at a time.
+type lane struct {
+	account string
+	settle  bool
+}
+
 // batcher queues each account's operations while a batch of that account
 // is in flight.
 type batcher struct {
 	mu sync.Mutex
 	// queued holds, per account with a batch in flight, the operations that
 	// wait for the next; an account is absent when it has none in flight.
-	queued map[string][]*ledgerOp
+	queued map[lane][]*ledgerOp
 }
 
-// do runs op in a batch of account's and waits for it. While it still
+// do runs op in a batch of its lane and waits for it. While it still
 // waits in the queue, a cancelled ctx takes it out and returns ctx's error:
 // nothing was sent. Once sent it is waited for (each statement is bounded
 // by the statement timeout).
 func (s *Store) do(ctx context.Context, account string, op *ledgerOp) {
 	op.done = make(chan struct{})
+	l := lane{account: account, settle: op.kind == opSettle}
 	b := &s.batch
 	b.mu.Lock()
-	if q, busy := b.queued[account]; busy {
-		b.queued[account] = append(q, op)
+	if q, busy := b.queued[l]; busy {
+		b.queued[l] = append(q, op)
 		b.mu.Unlock()
 		select {
 		case <-op.done:
 		case <-ctx.Done():
 			b.mu.Lock()
-			q := b.queued[account]
+			q := b.queued[l]
 			if i := slices.Index(q, op); i >= 0 {
-				b.queued[account] = slices.Delete(q, i, i+1)
+				b.queued[l] = slices.Delete(q, i, i+1)
 				b.mu.Unlock()
 				op.err = ctx.Err()
 				return
@@ -93,33 +108,42 @@ func (s *Store) do(ctx context.Context, account string, op *ledgerOp) {
 		}
 		return
 	}
-	b.queued[account] = nil
+	if l.settle && s.settleLinger > 0 {
+		// A settle is never waited for by a caller's client: it waits a
+		// moment for others to share its commit.
+		b.queued[l] = []*ledgerOp{op}
+		b.mu.Unlock()
+		time.AfterFunc(s.settleLinger, func() { s.drain(l, s.nextBatch(l)) })
+		<-op.done
+		return
+	}
+	b.queued[l] = nil
 	b.mu.Unlock()
 	s.runBatch([]*ledgerOp{op})
-	if next := s.nextBatch(account); next != nil {
-		go s.drain(account, next)
+	if next := s.nextBatch(l); next != nil {
+		go s.drain(l, next)
 	}
 }
 
-// nextBatch takes the operations queued for account, at most maxBatch, or
-// marks the account idle and returns nil if there are none.
-func (s *Store) nextBatch(account string) []*ledgerOp {
+// nextBatch takes the operations queued in l, at most maxBatch, or marks
+// the lane idle and returns nil if there are none.
+func (s *Store) nextBatch(l lane) []*ledgerOp {
 	b := &s.batch
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	q := b.queued[account]
+	q := b.queued[l]
 	if len(q) == 0 {
-		delete(b.queued, account)
+		delete(b.queued, l)
 		return nil
 	}
 	n := min(len(q), maxBatch)
 	ops := slices.Clone(q[:n])
-	b.queued[account] = slices.Delete(q, 0, n)
+	b.queued[l] = slices.Delete(q, 0, n)
 	return ops
 }
 
-func (s *Store) drain(account string, ops []*ledgerOp) {
-	for ; ops != nil; ops = s.nextBatch(account) {
+func (s *Store) drain(l lane, ops []*ledgerOp) {
+	for ; ops != nil; ops = s.nextBatch(l) {
 		s.runBatch(ops)
 	}
 }

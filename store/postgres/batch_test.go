@@ -1,0 +1,191 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// queueBatch makes lane l look busy (a batch in flight), starts each of
+// ops (all of l) in its own goroutine in order, waiting until each is
+// queued, and returns a function that sends the queue as one batch and
+// waits for every op's result.
+func queueBatch(t *testing.T, s *Store, l lane, ops ...func() error) func() []error {
+	t.Helper()
+	s.batch.mu.Lock()
+	s.batch.queued[l] = nil
+	s.batch.mu.Unlock()
+	errs := make([]chan error, len(ops))
+	for i, op := range ops {
+		errs[i] = make(chan error, 1)
+		go func() { errs[i] <- op() }()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			s.batch.mu.Lock()
+			n := len(s.batch.queued[l])
+			s.batch.mu.Unlock()
+			if n == i+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("op %d never queued", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return func() []error {
+		s.drain(l, s.nextBatch(l))
+		out := make([]error, len(errs))
+		for i, c := range errs {
+			out[i] = <-c
+		}
+		return out
+	}
+}
+
+// TestBatchAdmitsInArrivalOrder: holds sent together are checked in the
+// order they came, each against what the ones before it left, as one by one;
+// settles sent together end each hold once.
+func TestBatchAdmitsInArrivalOrder(t *testing.T) {
+	s := openStore(t, freshDSN(t), Options{RenewEvery: -1})
+	ctx := context.Background()
+	if _, err := s.Credit(ctx, "acme", 3*usd, "c"); err != nil {
+		t.Fatal(err)
+	}
+	send := queueBatch(t, s, lane{account: "acme"},
+		func() error { return s.Hold(ctx, hold("acme", "req_a", 2*usd)) },
+		func() error { return s.Hold(ctx, hold("acme", "req_b", 2*usd)) },
+		func() error { return s.Hold(ctx, hold("acme", "req_c", usd)) },
+	)
+	errs := send()
+	var ie *store.InsufficientError
+	if errs[0] != nil || errs[2] != nil {
+		t.Fatalf("errors %v, want req_a and req_c held", errs)
+	}
+	if !errors.As(errs[1], &ie) || ie.Needed != 2*usd || ie.Available != 0 {
+		t.Fatalf("req_b: %v, want *InsufficientError needing 2 USD with 0 available (req_c took the last)", errs[1])
+	}
+	send = queueBatch(t, s, lane{account: "acme", settle: true},
+		func() error {
+			_, err := s.Settle(ctx, store.Settlement{RequestID: "req_a", Account: "acme", Charge: usd / 2})
+			return err
+		},
+		func() error {
+			_, err := s.Settle(ctx, store.Settlement{RequestID: "req_a", Account: "acme", Charge: usd / 2})
+			return err
+		},
+		func() error {
+			_, err := s.Settle(ctx, store.Settlement{RequestID: "req_never", Account: "acme", Charge: usd})
+			return err
+		},
+	)
+	errs = send()
+	if errs[0] != nil || !errors.Is(errs[1], store.ErrAlreadySettled) || !errors.Is(errs[2], store.ErrNoHold) {
+		t.Fatalf("settles: %v, want nil, ErrAlreadySettled, ErrNoHold", errs)
+	}
+	a, err := s.Balance(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 3*usd - usd/2; a.Balance != want || a.Held != usd {
+		t.Fatalf("balance %d held %d, want %d and %d", a.Balance, a.Held, want, usd)
+	}
+	auditClean(t, s, "acme")
+}
+
+// TestBatchFallsBackOneByOne: a statement that fails rolls the whole batch
+// back, and its operations run again alone: the duplicate request id gets
+// ErrExists, every other operation its own answer, and nothing is lost or
+// counted twice.
+func TestBatchFallsBackOneByOne(t *testing.T) {
+	s := openStore(t, freshDSN(t), Options{RenewEvery: -1})
+	ctx := context.Background()
+	if _, err := s.Credit(ctx, "acme", 10*usd, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Hold(ctx, hold("acme", "req_old", usd)); err != nil {
+		t.Fatal(err)
+	}
+	send := queueBatch(t, s, lane{account: "acme"},
+		func() error { return s.Hold(ctx, hold("acme", "req_a", usd)) },
+		func() error { return s.Hold(ctx, hold("acme", "req_old", usd)) }, // open already: a unique violation
+		func() error { return s.Hold(ctx, hold("acme", "req_a", usd)) },   // the same again
+		func() error { return s.Hold(ctx, hold("acme", "req_b", usd)) },
+	)
+	errs := send()
+	if errs[0] != nil || errs[3] != nil {
+		t.Fatalf("errors %v: want req_a and req_b held", errs)
+	}
+	if !errors.Is(errs[1], store.ErrExists) || !errors.Is(errs[2], store.ErrExists) {
+		t.Fatalf("duplicate holds: %v, %v, want ErrExists", errs[1], errs[2])
+	}
+	if _, err := s.Settle(ctx, store.Settlement{RequestID: "req_old", Account: "acme", Charge: 3 * usd, Usage: pricing.Usage{InputTokens: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Balance(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Balance != 7*usd || a.Held != 2*usd {
+		t.Fatalf("balance %d held %d, want 7 USD and 2 USD", a.Balance, a.Held)
+	}
+	auditClean(t, s, "acme")
+}
+
+// TestBatchCancelWhileQueued: a Hold whose context ends while it waits for
+// the batch in flight is taken out of the queue and never sent.
+func TestBatchCancelWhileQueued(t *testing.T) {
+	s := openStore(t, freshDSN(t), Options{RenewEvery: -1})
+	ctx := context.Background()
+	if _, err := s.Credit(ctx, "acme", 10*usd, "c"); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	send := queueBatch(t, s, lane{account: "acme"},
+		func() error { return s.Hold(cctx, hold("acme", "req_gone", usd)) },
+		func() error { return s.Hold(ctx, hold("acme", "req_kept", usd)) },
+	)
+	cancel()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		s.batch.mu.Lock()
+		n := len(s.batch.queued[lane{account: "acme"}])
+		s.batch.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled hold stayed queued")
+		}
+	}
+	errs := send()
+	if !errors.Is(errs[0], context.Canceled) {
+		t.Fatalf("cancelled hold: %v, want context.Canceled", errs[0])
+	}
+	if errs[1] != nil {
+		t.Fatal(errs[1])
+	}
+	if _, err := s.Outcome(ctx, "req_gone"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("cancelled hold's outcome: %v, want none", err)
+	}
+	if total, err := s.HeldTotal(ctx, "acme"); err != nil || total != usd {
+		t.Fatalf("held %d (%v), want only req_kept's 1 USD", total, err)
+	}
+	if ids := s.liveIDs(); len(ids) != 1 || ids[0] != "req_kept" {
+		t.Fatalf("renewing %v, want [req_kept]", ids)
+	}
+}
+
+func auditClean(t *testing.T, s *Store, account string) {
+	t.Helper()
+	r, err := s.Audit(context.Background(), account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
