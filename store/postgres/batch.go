@@ -32,7 +32,9 @@ import (
 // Holds and settles have a lane each so that a hold — the one a caller
 // waits for before its call goes upstream — never queues in memory behind
 // settles: it goes to the server at once and waits there, at most, for the
-// one settle batch holding the row.
+// one settle batch holding the row. A settle that finds its lane idle
+// while other calls of its account are running on this replica lingers
+// (Options.SettleLinger) for their settles to share its commit.
 //
 // A batch that fails for any reason other than a lost database rolls back
 // whole, and its operations run again one by one (each then fails or
@@ -108,9 +110,10 @@ func (s *Store) do(ctx context.Context, account string, op *ledgerOp) {
 		}
 		return
 	}
-	if l.settle && s.settleLinger > 0 {
-		// A settle is never waited for by a caller's client: it waits a
-		// moment for others to share its commit.
+	if l.settle && s.settleLinger > 0 && s.liveCount(account) > 1 {
+		// Other calls of the account are running here: their settles
+		// will come, and this one waits a moment to share their commit
+		// (the gateway's client does not wait for it).
 		b.queued[l] = []*ledgerOp{op}
 		b.mu.Unlock()
 		time.AfterFunc(s.settleLinger, func() { s.drain(l, s.nextBatch(l)) })

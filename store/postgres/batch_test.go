@@ -189,3 +189,53 @@ func auditClean(t *testing.T, s *Store, account string) {
 		t.Fatal(err)
 	}
 }
+
+// TestSettleLingersOnlyWithCompany: a settle waits for others to share its
+// commit only while other calls of its account run on this replica; alone,
+// it goes at once.
+func TestSettleLingersOnlyWithCompany(t *testing.T) {
+	s := openStore(t, freshDSN(t), Options{RenewEvery: -1, SettleLinger: time.Hour})
+	ctx := context.Background()
+	if _, err := s.Credit(ctx, "acme", 10*usd, "c"); err != nil {
+		t.Fatal(err)
+	}
+	settle := func(id string) chan error {
+		c := make(chan error, 1)
+		go func() {
+			_, err := s.Settle(ctx, store.Settlement{RequestID: id, Account: "acme", Charge: usd / 10})
+			c <- err
+		}()
+		return c
+	}
+	for _, id := range []string{"req_a", "req_b"} {
+		if err := s.Hold(ctx, hold("acme", id, usd)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := settle("req_a") // req_b still runs: req_a lingers
+	l := lane{account: "acme", settle: true}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		s.batch.mu.Lock()
+		n := len(s.batch.queued[l])
+		s.batch.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the settle with company did not wait in its lane")
+		}
+	}
+	s.drain(l, s.nextBatch(l))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	select { // req_b is alone now
+	case err := <-settle("req_b"):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a settle with no company lingered")
+	}
+	auditClean(t, s, "acme")
+}

@@ -33,22 +33,37 @@ func (s *Store) RenewLeases(ctx context.Context) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
-// addLive makes requestID's hold this replica's to renew; false if it
-// already was.
-func (s *Store) addLive(requestID string) bool {
+// addLive makes requestID's hold (of account) this replica's to renew;
+// false if it already was.
+func (s *Store) addLive(requestID, account string) bool {
 	s.liveMu.Lock()
 	defer s.liveMu.Unlock()
 	if _, ok := s.live[requestID]; ok {
 		return false
 	}
-	s.live[requestID] = struct{}{}
+	s.live[requestID] = account
+	s.liveOn[account]++
 	return true
 }
 
 func (s *Store) dropLive(requestID string) {
 	s.liveMu.Lock()
+	defer s.liveMu.Unlock()
+	account, ok := s.live[requestID]
+	if !ok {
+		return
+	}
 	delete(s.live, requestID)
-	s.liveMu.Unlock()
+	if s.liveOn[account]--; s.liveOn[account] <= 0 {
+		delete(s.liveOn, account)
+	}
+}
+
+// liveCount is how many of account's holds this replica's calls own.
+func (s *Store) liveCount(account string) int {
+	s.liveMu.Lock()
+	defer s.liveMu.Unlock()
+	return s.liveOn[account]
 }
 
 func (s *Store) liveIDs() []string {

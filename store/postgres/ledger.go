@@ -147,7 +147,7 @@ func (s *Store) Hold(ctx context.Context, h store.Hold) (err error) {
 	if h.Amount < 0 {
 		return fmt.Errorf("postgres: hold %q: amount %d nano-USD is negative", h.RequestID, h.Amount)
 	}
-	if s.addLive(h.RequestID) {
+	if s.addLive(h.RequestID, h.Account) {
 		defer func() {
 			if err != nil {
 				s.dropLive(h.RequestID)

@@ -85,10 +85,12 @@ type Options struct {
 	// (DefaultSweepBatch).
 	SweepBatch int
 	// SettleLinger is how long a Settle that finds no batch of its
-	// account's settles in flight waits for others to share its commit
+	// account's settles in flight, while other calls of the account are
+	// running here, waits for their settles to share its commit
 	// (DefaultSettleLinger); negative sends it at once. The gateway settles
 	// after the client has its answer, so the wait costs the client
-	// nothing, and fewer commits hold the account's row less often.
+	// nothing, and fewer commits hold the account's row less often. A
+	// settle with no other call of its account running goes at once.
 	SettleLinger time.Duration
 	Logger       *slog.Logger
 }
@@ -110,9 +112,11 @@ type Store struct {
 	settleLinger time.Duration
 
 	// live are the request ids of the holds this replica's calls own, the
-	// only ones RenewLeases renews (see holds.go).
+	// only ones RenewLeases renews (see holds.go), with their accounts;
+	// liveOn counts them per account.
 	liveMu sync.Mutex
-	live   map[string]struct{}
+	live   map[string]string
+	liveOn map[string]int
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -186,7 +190,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if len(applied) > 0 {
 		opts.Logger.Info("postgres: schema migrated", "versions", applied)
 	}
-	s := &Store{dsn: dsn, pool: pool, owner: opts.Owner, lease: opts.Lease, sweepBatch: opts.SweepBatch, log: opts.Logger, live: map[string]struct{}{}, stop: make(chan struct{})}
+	s := &Store{dsn: dsn, pool: pool, owner: opts.Owner, lease: opts.Lease, sweepBatch: opts.SweepBatch, log: opts.Logger, live: map[string]string{}, liveOn: map[string]int{}, stop: make(chan struct{})}
 	s.batch.queued = map[lane][]*ledgerOp{}
 	if opts.SettleLinger > 0 {
 		s.settleLinger = opts.SettleLinger
