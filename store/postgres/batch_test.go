@@ -94,7 +94,7 @@ func TestBatchAdmitsInArrivalOrder(t *testing.T) {
 	if want := 3*usd - usd/2; a.Balance != want || a.Held != usd {
 		t.Fatalf("balance %d held %d, want %d and %d", a.Balance, a.Held, want, usd)
 	}
-	auditClean(t, s, "acme")
+	audit(t, s, "acme")
 }
 
 // TestBatchFallsBackOneByOne: a statement that fails rolls the whole batch
@@ -133,7 +133,7 @@ func TestBatchFallsBackOneByOne(t *testing.T) {
 	if a.Balance != 7*usd || a.Held != 2*usd {
 		t.Fatalf("balance %d held %d, want 7 USD and 2 USD", a.Balance, a.Held)
 	}
-	auditClean(t, s, "acme")
+	audit(t, s, "acme")
 }
 
 // TestBatchCancelWhileQueued: a Hold whose context ends while it waits for
@@ -176,17 +176,6 @@ func TestBatchCancelWhileQueued(t *testing.T) {
 	}
 	if ids := s.liveIDs(); len(ids) != 1 || ids[0] != "req_kept" {
 		t.Fatalf("renewing %v, want [req_kept]", ids)
-	}
-}
-
-func auditClean(t *testing.T, s *Store, account string) {
-	t.Helper()
-	r, err := s.Audit(context.Background(), account)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Err(); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -237,5 +226,5 @@ func TestSettleLingersOnlyWithCompany(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a settle with no company lingered")
 	}
-	auditClean(t, s, "acme")
+	audit(t, s, "acme")
 }
