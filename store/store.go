@@ -21,13 +21,19 @@ var (
 )
 
 // InsufficientError says a hold could not be taken: Needed was asked for and
-// Available (balance minus open holds) could not cover it.
+// Available could not cover it. Limit says which limit refused it:
+// LimitAccount (Available is the balance minus open holds) or LimitKey
+// (Available is what remains of the key's spend limit in its period).
 type InsufficientError struct {
 	Needed    pricing.Nano
 	Available pricing.Nano
+	Limit     string
 }
 
 func (e *InsufficientError) Error() string {
+	if e.Limit == LimitKey {
+		return "key spend limit reached: needed " + e.Needed.String() + " USD, remaining " + e.Available.String() + " USD"
+	}
 	return "insufficient credit: needed " + e.Needed.String() + " USD, available " + e.Available.String() + " USD"
 }
 func (e *InsufficientError) Unwrap() error { return ErrInsufficient }
@@ -38,6 +44,9 @@ type Account struct {
 	Balance pricing.Nano `json:"balance_usd"` // may go below zero only by one call's overrun
 	Held    pricing.Nano `json:"held_usd"`    // sum of open holds
 	Created time.Time    `json:"created"`
+	// AlertBelow is the low-balance threshold: the account counts in
+	// AccountsBelowAlert while its available credit is under it (0: none).
+	AlertBelow pricing.Nano `json:"alert_below_usd,omitempty"`
 }
 
 // Available is the credit a new hold can take.
@@ -53,6 +62,21 @@ type Key struct {
 	Exclude []string  `json:"exclude,omitempty"`
 	Revoked bool      `json:"revoked"`
 	Created time.Time `json:"created"`
+
+	// Settings (UpdateKey changes them).
+	Label   string       `json:"label,omitempty"`
+	Limit   pricing.Nano `json:"limit_usd,omitempty"`   // spend limit per period; 0: none
+	Reset   string       `json:"limit_reset,omitempty"` // ResetDaily, …; ResetNever
+	Expires time.Time    `json:"expires,omitzero"`      // zero: never
+	Allow   []string     `json:"allow,omitempty"`       // client networks; empty: any
+
+	// Kept by the ledger, in the transactions that move the account's
+	// credit: the charges settled in the period that began at PeriodStart
+	// (a Hold in a later period starts a new one at 0), and the key's open
+	// holds. A settle counts in the period current when it lands.
+	Spent       pricing.Nano `json:"spent_usd"`
+	Held        pricing.Nano `json:"held_usd"`
+	PeriodStart time.Time    `json:"period_start,omitzero"`
 }
 
 // Hold reserves credit for one call from admission until settlement.
@@ -115,11 +139,13 @@ type Ledger interface {
 	// Credit adds amount (> 0) to the account's balance, creating the account
 	// if it does not exist.
 	Credit(ctx context.Context, account string, amount pricing.Nano, note string) (Entry, error)
-	// Hold reserves h.Amount of the account's available credit; the error
-	// wraps ErrInsufficient (as *InsufficientError) when it cannot. A zero or
-	// negative balance is always insufficient, even for a zero hold. An
-	// unknown account is ErrNotFound; a request id with an open hold
-	// ErrExists.
+	// Hold reserves h.Amount of the account's available credit and, when
+	// h.KeyID names a key, of that key's spend limit in the period that
+	// contains h.Created (zero: now); the error wraps ErrInsufficient (as
+	// *InsufficientError, whose Limit says which refused) when it cannot.
+	// A zero or negative balance is always insufficient, even for a zero
+	// hold. An unknown account is ErrNotFound; a request id with an open
+	// hold ErrExists. A KeyID that names no key limits nothing.
 	Hold(ctx context.Context, h Hold) error
 	// Settle charges the call and releases the rest of its hold, exactly once
 	// per request id: a second Settle or a Settle after Release returns
@@ -193,6 +219,8 @@ var ErrUnavailable = errors.New("store unavailable")
 type Store interface {
 	Ledger
 	Keys
+	KeyLimits
+	Books
 	Jobs
 	// RecoverHolds releases, uncharged, the open holds whose owner has
 	// ended (Badger: every hold left by an earlier process, at start-up;

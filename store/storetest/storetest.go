@@ -17,6 +17,8 @@ import (
 type Store interface {
 	store.Ledger
 	store.Keys
+	store.KeyLimits
+	store.Books
 	store.Jobs
 	Close() error
 }
@@ -69,6 +71,13 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts Options) {
 		{"ConcurrentCreate", k.concurrentCreate},
 		{"Recovery", k.recovery},
 		{"Export", k.export},
+		{"KeyLimit", k.keyLimit},
+		{"KeySpend", k.keySpend},
+		{"UpdateKey", k.updateKey},
+		{"ConcurrentKeyLimit", k.concurrentKeyLimit},
+		{"Generation", k.generation},
+		{"JournalRange", k.journalRange},
+		{"Alert", k.alert},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
