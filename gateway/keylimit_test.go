@@ -1,0 +1,324 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/sdk/abi"
+	"github.com/modelrelay/modelrelay/sim"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// testClock runs with real time from a moment a test sets (the retry
+// budget and deadlines still see time pass).
+type testClock struct{ off atomic.Int64 }
+
+func (c *testClock) Now() time.Time       { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *testClock) Set(t time.Time)      { c.off.Store(int64(time.Until(t))) }
+func newTestClock(t time.Time) *testClock { c := &testClock{}; c.Set(t); return c }
+
+// restart serves a new Gateway on e's store (wrapped by wrap, when not
+// nil), plugins and providers, with clock now (nil: time.Now), in place of
+// e's: as relay serve restarted with another clock.
+func (e *env) restart(now func() time.Time, wrap func(Store) Store) {
+	e.t.Helper()
+	var st Store = e.store
+	if wrap != nil {
+		st = wrap(st)
+	}
+	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: envLogLevel}))
+	gw, err := New(Options{Config: e.cfg, Store: st, Plugins: e.host, Logger: log, Shared: e.sh, Now: now})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	old := e.srv
+	e.serve(gw)
+	old.Close()
+}
+
+// keyWith creates a key with k's settings on account and route and
+// returns the plaintext and the key's id.
+func (e *env) keyWith(account, route string, k store.Key) (plain, id string) {
+	e.t.Helper()
+	plain, id, hash, err := store.NewKey()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	k.ID, k.Hash, k.Account, k.Route, k.Created = id, hash, account, route, time.Now()
+	if err := e.store.CreateKey(context.Background(), k); err != nil {
+		e.t.Fatal(err)
+	}
+	return plain, id
+}
+
+// storedKey reads the key id back from the store.
+func (e *env) storedKey(id string) store.Key {
+	e.t.Helper()
+	ks, err := e.store.ListKeys(context.Background(), "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, k := range ks {
+		if k.ID == id {
+			return k
+		}
+	}
+	e.t.Fatalf("key %s not found", id)
+	return store.Key{}
+}
+
+// countHolds counts the holds the gateway asks the store for.
+type countHolds struct {
+	Store
+	n *atomic.Int64
+}
+
+func (c countHolds) Hold(ctx context.Context, h store.Hold) error {
+	c.n.Add(1)
+	return c.Store.Hold(ctx, h)
+}
+
+// keyCharges sums the charges the journal holds for key id, and the
+// largest overrun (charge − hold) among them.
+func keyCharges(t *testing.T, e *env, account, id string) (spent, overrun pricing.Nano, n int) {
+	t.Helper()
+	es, err := e.charges(account, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range es {
+		if en.Kind == store.KindCharge && en.KeyID == id {
+			spent -= en.Amount
+			overrun = max(overrun, -en.Amount-en.HoldAmount)
+			n++
+		}
+	}
+	return spent, overrun, n
+}
+
+// TestKeyLimitUnderConcurrency: a key limited to $0.10 a month, 200
+// streamed calls at once on an account with plenty: the key's holds admit
+// only what its limit covers, the rest are 402 key_limit_exceeded; calls
+// one by one then spend it to its end; its spend never passes $0.10 plus
+// one call's overrun. In the next month (a test clock) it spends again.
+func TestKeyLimitUnderConcurrency(t *testing.T) {
+	e := newEnv(t)
+	clock := newTestClock(time.Date(2027, 3, 10, 12, 0, 0, 0, time.UTC))
+	e.restart(clock.Now, nil)
+	for _, s := range e.sims {
+		s.SetOptions(sim.Options{FirstChunk: 1500 * time.Millisecond, Chunks: 4})
+	}
+	body := chatBody("modelf-flash", "concurrency", `"max_tokens":1000`, `"stream":true`)
+	q, err := e.host.Admit(context.Background(), abi.AdmitRequest{
+		Endpoint: pricing.EndpointChat, Model: "modelf-flash", Route: "economy",
+		InputTokens: holdInputTokens(len(body)), MaxOutputTokens: 1000, DefaultOutputTokens: 4096, Stream: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 10 * pricing.NanoPerUSD / 100
+	hold := pricing.Nano(q.Hold)
+	admittable := int64(limit / hold)
+	if admittable < 2 || admittable > 50 {
+		t.Fatalf("a hold of %s USD admits %d calls under the limit: pick another max_tokens", hold, admittable)
+	}
+	e.account("acme", "50")
+	key, id := e.keyWith("acme", "economy", store.Key{Limit: limit, Reset: store.ResetMonthly})
+
+	ok, denied, others := burst(e, key, body, 200)
+	if ok != admittable || denied != 200-admittable || len(others) != 0 {
+		t.Fatalf("admitted %d, refused %d, other %q; want %d admitted", ok, denied, others, admittable)
+	}
+	// One by one to the end of the limit: each charge frees what its hold
+	// did not use.
+	var last []byte
+	for i := 0; ; i++ {
+		st, _, data := e.do("POST", "/v1/chat/completions", key, body)
+		if st == 402 {
+			last = data
+			break
+		}
+		if st != 200 || i == 100 {
+			t.Fatalf("call %d: %d %s", i, st, data)
+		}
+	}
+	_, typ, code := errBody(t, last)
+	if code != "key_limit_exceeded" || typ != "insufficient_quota" {
+		t.Errorf("a refusal by the key's limit: type %v code %v", typ, code)
+	}
+	spent, overrun, n := keyCharges(t, e, "acme", id)
+	if spent > limit+overrun || n < int(admittable) {
+		t.Fatalf("the key spent %s USD in %d calls (largest overrun %s USD): more than its limit %s USD allows", spent, n, overrun, limit)
+	}
+	k := e.storedKey(id)
+	if k.Spent != spent || k.Held != 0 {
+		t.Errorf("the key's record: spent %s held %s; the journal says %s spent", k.Spent, k.Held, spent)
+	}
+	if a := e.balance("acme"); a.Balance != 50*pricing.NanoPerUSD-spent || a.Held != 0 {
+		t.Errorf("account: balance %s held %s after %s spent", a.Balance, a.Held, spent)
+	}
+
+	// April: the limit starts again.
+	clock.Set(time.Date(2027, 4, 1, 0, 0, 1, 0, time.UTC))
+	if st, _, data := e.do("POST", "/v1/chat/completions", key, body); st != 200 {
+		t.Fatalf("the first call of a new month: %d %s", st, data)
+	}
+	spent2, _, _ := keyCharges(t, e, "acme", id)
+	var v KeyView
+	st, _, data := e.do("GET", "/admin/keys/"+id, testAdminToken, nil)
+	if st != 200 || json.Unmarshal(data, &v) != nil {
+		t.Fatalf("GET /admin/keys/%s: %d %s", id, st, data)
+	}
+	if v.SpentUSD != (spent2-spent).Fixed() || v.PeriodStart != "2027-04-01T00:00:00Z" || v.ResetsAt != "2027-05-01T00:00:00Z" ||
+		v.RemainingUSD != (limit-(spent2-spent)).Fixed() {
+		t.Errorf("the key in April after one call of %s USD: %+v", spent2-spent, v)
+	}
+}
+
+// burst sends n copies of a chat body at once with key and counts the
+// answers: 200s, 402s and the others.
+func burst(e *env, key, body string, n int) (ok, denied int64, others []string) {
+	var okN, deniedN atomic.Int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			req, _ := http.NewRequest("POST", e.url+"/v1/chat/completions", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				mu.Lock()
+				others = append(others, err.Error())
+				mu.Unlock()
+				return
+			}
+			defer resp.Body.Close()
+			data, _ := io.ReadAll(resp.Body)
+			switch {
+			case resp.StatusCode == 200:
+				okN.Add(1)
+			case resp.StatusCode == 402 && strings.Contains(string(data), "key_limit_exceeded"):
+				deniedN.Add(1)
+			default:
+				mu.Lock()
+				others = append(others, fmt.Sprintf("%d %s", resp.StatusCode, data))
+				mu.Unlock()
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return okN.Load(), deniedN.Load(), others
+}
+
+// TestKeyLimit402: the key's limit and the account's credit refuse with
+// different codes, each in the spec's error shape with x-should-retry:
+// false, and the key's says what remains and when it resets.
+func TestKeyLimit402(t *testing.T) {
+	e := newEnv(t)
+	e.restart(newTestClock(time.Date(2027, 3, 10, 12, 0, 0, 0, time.UTC)).Now, nil)
+	e.account("acme", "50")
+	e.account("poor", "0.000001")
+	capped, _ := e.keyWith("acme", "auto", store.Key{Limit: pricing.NanoPerUSD / 1000, Reset: store.ResetWeekly})
+	rich, _ := e.keyWith("poor", "auto", store.Key{Limit: 5 * pricing.NanoPerUSD, Reset: store.ResetDaily})
+	body := chatBody("modela-opus-5-5", "hi", `"max_tokens":4000`)
+	for _, tc := range []struct {
+		name, key, code string
+		says            []string
+	}{
+		{"key limit", capped, "key_limit_exceeded", []string{"key's spend limit", "0.001 USD weekly limit", "left", "resets at 2027-03-15T00:00:00Z"}},
+		{"account credit", rich, "insufficient_credit", []string{"needs up to", "available 0.000001 USD"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, h, data := e.do("POST", "/v1/chat/completions", tc.key, body)
+			if st != 402 {
+				t.Fatalf("%d %s", st, data)
+			}
+			msg, typ, code := errBody(t, data)
+			if code != tc.code || typ != "insufficient_quota" || h.Get("X-Should-Retry") != "false" {
+				t.Errorf("code %v type %v x-should-retry %q", code, typ, h.Get("X-Should-Retry"))
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(msg, s) {
+					t.Errorf("%q does not say %q", msg, s)
+				}
+			}
+		})
+	}
+}
+
+// TestExpiredAndAllowListBeforeHold: an expired key is 401 key_expired
+// saying when, a call from outside the key's allow-list is 403
+// address_not_allowed; neither asks for a hold, reaches a provider or
+// writes a journal entry. A listed address is served.
+func TestExpiredAndAllowListBeforeHold(t *testing.T) {
+	e := newEnv(t)
+	var holds atomic.Int64
+	clock := newTestClock(time.Date(2027, 3, 10, 12, 0, 0, 0, time.UTC))
+	e.restart(clock.Now, func(s Store) Store { return countHolds{s, &holds} })
+	e.account("acme", "5")
+	expires := time.Date(2027, 3, 10, 11, 59, 0, 0, time.UTC)
+	expired, _ := e.keyWith("acme", "auto", store.Key{Expires: expires})
+	elsewhere, _ := e.keyWith("acme", "auto", store.Key{Allow: []string{"10.0.0.0/8", "2001:db8::/32"}})
+	local, _ := e.keyWith("acme", "auto", store.Key{Allow: []string{"10.0.0.0/8", "127.0.0.1/32"}, Expires: expires.AddDate(0, 1, 0)})
+	body := chatBody("modelf-flash", "hi", `"max_tokens":8`)
+	upstream := func() (n int64) {
+		for _, s := range e.sims {
+			n += s.Requests()
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name, path, key string
+		status          int
+		typ, code, says string
+	}{
+		{"expired", "/v1/chat/completions", expired, 401, "authentication_error", "key_expired", "expired at 2027-03-10T11:59:00Z"},
+		{"expired, models", "/v1/models", expired, 401, "authentication_error", "key_expired", "expired"},
+		{"outside the allow-list", "/v1/chat/completions", elsewhere, 403, "permission_error", "address_not_allowed", "127.0.0.1"},
+		{"outside the allow-list, models", "/v1/models", elsewhere, 403, "permission_error", "address_not_allowed", "allow-list"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			method, b := "POST", any(body)
+			if tc.path == "/v1/models" {
+				method, b = "GET", nil
+			}
+			st, h, data := e.do(method, tc.path, tc.key, b)
+			if st != tc.status {
+				t.Fatalf("%d %s", st, data)
+			}
+			msg, typ, code := errBody(t, data)
+			if typ != tc.typ || code != tc.code || !strings.Contains(msg, tc.says) || !strings.HasSuffix(msg, h.Get("X-Request-Id")) {
+				t.Errorf("type %v code %v message %q", typ, code, msg)
+			}
+		})
+	}
+	if n, up := holds.Load(), upstream(); n != 0 || up != 0 {
+		t.Fatalf("refused calls took %d holds and sent %d requests upstream", n, up)
+	}
+	if es, err := e.charges("acme", 100); err != nil || len(es) != 1 || es[0].Kind != store.KindCredit {
+		t.Fatalf("journal %+v %v: want the credit alone", es, err)
+	}
+	if st, _, data := e.do("POST", "/v1/chat/completions", local, body); st != 200 {
+		t.Fatalf("a key whose allow-list holds the client: %d %s", st, data)
+	}
+	// The moment of expiry is expired.
+	clock.Set(expires.AddDate(0, 1, 0))
+	if st, _, data := e.do("POST", "/v1/chat/completions", local, body); st != 401 {
+		t.Fatalf("at its expiry: %d %s", st, data)
+	}
+}
