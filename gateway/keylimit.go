@@ -24,7 +24,7 @@ import (
 // the limit, its period and when it next resets.
 func keyLimitError(ie *store.InsufficientError, k *store.Key, now time.Time) *Error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "this API key's spend limit is reached: this call needs up to %s USD and the key has %s USD left",
+	fmt.Fprintf(&b, "this API key's spend limit cannot cover this call: it needs up to %s USD and the key has %s USD left",
 		ie.Needed.String(), max(ie.Available, 0).String())
 	if k != nil && k.Limit > 0 {
 		fmt.Fprintf(&b, " of its %s USD %s", k.Limit.String(), limitPeriod(k.Reset))
@@ -32,7 +32,6 @@ func keyLimitError(ie *store.InsufficientError, k *store.Key, now time.Time) *Er
 			fmt.Fprintf(&b, "; the limit resets at %s", t.Format(time.RFC3339))
 		}
 	}
-	b.WriteString(" (the account's own credit is not what refused it)")
 	return errf(http.StatusPaymentRequired, "insufficient_quota", "key_limit_exceeded", "%s", b.String())
 }
 

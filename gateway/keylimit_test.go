@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -321,4 +322,98 @@ func TestExpiredAndAllowListBeforeHold(t *testing.T) {
 	if st, _, data := e.do("POST", "/v1/chat/completions", local, body); st != 401 {
 		t.Fatalf("at its expiry: %d %s", st, data)
 	}
+}
+
+// TestNextReset: a period ends at the next 00:00 UTC, Monday or first of
+// the month; a limit without a period never resets.
+func TestNextReset(t *testing.T) {
+	now := time.Date(2027, 3, 10, 23, 59, 59, 0, time.FixedZone("x", 3600)) // a Wednesday, 22:59:59 UTC
+	for reset, want := range map[string]string{
+		store.ResetDaily: "2027-03-11T00:00:00Z", store.ResetWeekly: "2027-03-15T00:00:00Z", store.ResetMonthly: "2027-04-01T00:00:00Z",
+	} {
+		if got, ok := nextReset(reset, now); !ok || got.Format(time.RFC3339) != want {
+			t.Errorf("%s: %v %v, want %s", reset, got, ok, want)
+		}
+	}
+	if _, ok := nextReset(store.ResetNever, now); ok {
+		t.Error("a limit without a period resets")
+	}
+}
+
+// TestKeyUsable: the allow-list is checked against the connection's
+// address (IPv4, IPv6, IPv4-mapped), never X-Forwarded-For.
+func TestKeyUsable(t *testing.T) {
+	now := time.Date(2027, 3, 10, 12, 0, 0, 0, time.UTC)
+	k := store.Key{Allow: []string{"10.0.0.0/8", "2001:db8::/32"}}
+	for _, tc := range []struct {
+		remote, xff string
+		want        any // nil, or the code
+	}{
+		{"10.1.2.3:5000", "", nil},
+		{"[2001:db8::1]:443", "", nil},
+		{"[::ffff:10.9.9.9]:443", "", nil},
+		{"127.0.0.1:5000", "10.1.2.3", "address_not_allowed"},
+		{"not an address", "", "address_not_allowed"},
+	} {
+		r, _ := http.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tc.remote
+		if tc.xff != "" {
+			r.Header.Set("X-Forwarded-For", tc.xff)
+		}
+		e := keyUsable(k, r, now)
+		switch {
+		case tc.want == nil && e != nil:
+			t.Errorf("%s: %v", tc.remote, e)
+		case tc.want != nil && (e == nil || e.Status != 403 || e.Code != tc.want):
+			t.Errorf("%s (X-Forwarded-For %q): %+v, want 403 %v", tc.remote, tc.xff, e, tc.want)
+		}
+	}
+	r, _ := http.NewRequest("GET", "/", nil)
+	r.RemoteAddr = "10.1.2.3:5000"
+	k.Expires = now
+	if e := keyUsable(k, r, now); e == nil || e.Status != 401 || e.Code != "key_expired" || !strings.Contains(e.Message, "2027-03-10T12:00:00Z") {
+		t.Errorf("at its expiry: %+v", e)
+	}
+}
+
+// Key settings from the admin API never panic and fail only with a 400
+// naming the field; what they accept is canonical (an allow-list
+// store.CheckAllow leaves as it is, a limit of at least 0, a known reset).
+func FuzzKeySettings(f *testing.F) {
+	for _, s := range []string{
+		`{"label":"ci","limit_usd":"5","limit_reset":"monthly","expires":"2030-01-01T00:00:00Z","allow":["10.0.0.0/8","::1"]}`,
+		`{"limit_usd":0.1}`, `{"limit_usd":1e2}`, `{"limit_usd":"-1"}`, `{"limit_usd":null,"expires":null,"allow":null,"label":null}`,
+		`{"limit_reset":"none","expires":"none","allow":[]}`, `{"allow":["10.0.0.0/33"]}`, `{"label":"a\nb"}`, `{"expires":5}`,
+	} {
+		f.Add([]byte(s))
+	}
+	now := time.Date(2027, 3, 10, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var s keySettings
+		if json.Unmarshal(body, &s) != nil {
+			return
+		}
+		u, err := s.update(now)
+		if err != nil {
+			e, ok := err.(*Error)
+			if !ok || e.Status != 400 || !strings.HasPrefix(fmt.Sprint(e.Code), "invalid_") {
+				t.Fatalf("%s: %v is not a 400 naming a field", body, err)
+			}
+			return
+		}
+		if u.Limit != nil && *u.Limit < 0 {
+			t.Fatalf("%s: limit %d", body, *u.Limit)
+		}
+		if u.Reset != nil && store.CheckReset(*u.Reset) != nil {
+			t.Fatalf("%s: reset %q", body, *u.Reset)
+		}
+		if u.Allow != nil {
+			if again, err := store.CheckAllow(*u.Allow); err != nil || !slices.Equal(again, *u.Allow) {
+				t.Fatalf("%s: allow %q is not canonical", body, *u.Allow)
+			}
+		}
+		if u.Expires != nil && !u.Expires.IsZero() && !u.Expires.After(now) {
+			t.Fatalf("%s: expires %v", body, *u.Expires)
+		}
+	})
 }

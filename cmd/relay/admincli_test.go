@@ -10,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelrelay/modelrelay/gateway"
+	"github.com/modelrelay/modelrelay/sim"
 )
 
 func TestParseInterleaved(t *testing.T) {
@@ -187,5 +189,87 @@ func TestPrintKeys(t *testing.T) {
 	}
 	if f := strings.Fields(lines[2]); !strings.Contains(lines[2], "(expired)") || f[3] != "-" || f[4] != "-" || f[5] != "none" {
 		t.Errorf("row %q", lines[2])
+	}
+}
+
+// TestAdminCLIKeySettings drives relay keys and relay accounts against a
+// running gateway: a key created outside the caller's networks is refused,
+// cleared it is served, a tiny limit refuses with key_limit_exceeded,
+// keys list shows the limit and spend, and an account's alert shows in
+// relay_accounts_below_alert.
+func TestAdminCLIKeySettings(t *testing.T) {
+	s := httptest.NewServer(sim.New(sim.Options{}))
+	defer s.Close()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startGateway(t, writeConfig(t, dir, addr, s.URL), addr)
+	mustCLI := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := cli(t, addr, args...)
+		if code != 0 {
+			t.Fatalf("%q: %d %s %s", args, code, out, errOut)
+		}
+		return out
+	}
+	mustCLI("accounts", "create", "-account", "acme")
+	mustCLI("accounts", "credit", "-account", "acme", "-usd", "2")
+	key := strings.TrimSpace(mustCLI("keys", "create", "-account", "acme", "-route", "economy", "-label", "ci",
+		"-limit-usd", "5", "-limit-reset", "monthly", "-expires", time.Now().AddDate(1, 0, 0).UTC().Format(time.RFC3339),
+		"-allow", "10.0.0.0/8", "-allow", "192.168.0.0/16,203.0.113.7"))
+	call := func() (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions", strings.NewReader(`{"model":"modelf-flash","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if st, body := call(); st != 403 || !strings.Contains(body, "address_not_allowed") {
+		t.Fatalf("from outside the allow-list: %d %s", st, body)
+	}
+	mustCLI("keys", "update", key, "-allow", "none")
+	if st, body := call(); st != 200 {
+		t.Fatalf("with the allow-list cleared: %d %s", st, body)
+	}
+	list := mustCLI("keys", "list", "-account", "acme")
+	for _, want := range []string{"LIMIT_USD", "SPENT_USD", "5.000000000", "monthly", `"ci"`} {
+		if !strings.Contains(list, want) {
+			t.Errorf("keys list lacks %q:\n%s", want, list)
+		}
+	}
+	if rows := strings.Split(strings.TrimSpace(list), "\n"); len(rows) != 2 || len(strings.Fields(rows[1])) < 7 || strings.Fields(rows[1])[6] == "0.000000000" {
+		t.Errorf("keys list shows no spend after a call:\n%s", list)
+	}
+	mustCLI("keys", "update", key, "-limit-usd", "0.000000001", "-limit-reset", "none")
+	if st, body := call(); st != 402 || !strings.Contains(body, "key_limit_exceeded") {
+		t.Fatalf("over the key's limit: %d %s", st, body)
+	}
+	if out := mustCLI("accounts", "update", "-account", "acme", "-alert-below-usd", "5"); !strings.Contains(out, "alert below 5.000000000 USD") {
+		t.Errorf("accounts update: %q", out)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), "\nrelay_accounts_below_alert 1\n") {
+		t.Errorf("relay_accounts_below_alert is not 1")
+	}
+	// Bad settings: one line naming the flag's field, a non-zero exit.
+	for _, args := range [][]string{
+		{"keys", "create", "-account", "acme", "-route", "economy", "-limit-reset", "yearly"},
+		{"keys", "update", key, "-expires", "next week"},
+		{"keys", "update", key, "-allow", "10.0.0.0/33"},
+		{"accounts", "update", "-account", "acme", "-alert-below-usd", "lots"},
+	} {
+		out, errOut, code := cli(t, addr, args...)
+		if code == 0 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%q: code %d stdout %q stderr %q", args, code, out, errOut)
+		}
 	}
 }
