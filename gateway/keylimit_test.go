@@ -417,3 +417,38 @@ func FuzzKeySettings(f *testing.F) {
 		}
 	})
 }
+
+// TestOpenAPIConformanceKeySettings: the refusals of a key's own settings
+// (401 expired, 403 outside its allow-list, 402 over its limit) on each
+// endpoint that can give them conform to the document.
+func TestOpenAPIConformanceKeySettings(t *testing.T) {
+	c := loadConformance(t)
+	e := newEnv(t)
+	e.account("acme", "50")
+	expired, _ := e.keyWith("acme", "standard", store.Key{Expires: time.Now().Add(-time.Minute)})
+	elsewhere, _ := e.keyWith("acme", "standard", store.Key{Allow: []string{"192.0.2.0/24"}})
+	capped, _ := e.keyWith("acme", "standard", store.Key{Limit: 1, Reset: store.ResetMonthly})
+	chat := []byte(chatBody("modelf-flash", "hi", `"max_tokens":8`))
+	bearer := func(k string) map[string]string { return map[string]string{"Authorization": "Bearer " + k} }
+	for _, x := range []exchange{
+		{name: "401 expired", method: "POST", path: "/v1/chat/completions", header: bearer(expired), body: chat, wantStatus: 401},
+		{name: "401 expired, models", method: "GET", path: "/v1/models", header: bearer(expired), wantStatus: 401},
+		{name: "401 expired, video", method: "GET", path: "/v1/videos/vid_123", header: bearer(expired), wantStatus: 401},
+		{name: "403 allow-list", method: "POST", path: "/v1/chat/completions", header: bearer(elsewhere), body: chat, wantStatus: 403},
+		{name: "403 allow-list, models", method: "GET", path: "/v1/models", header: bearer(elsewhere), wantStatus: 403},
+		{name: "403 allow-list, video", method: "GET", path: "/v1/videos/vid_123", header: bearer(elsewhere), wantStatus: 403},
+		{name: "403 allow-list, video content", method: "GET", path: "/v1/videos/vid_123/content", header: bearer(elsewhere), wantStatus: 403},
+		{name: "402 key limit", method: "POST", path: "/v1/chat/completions", header: bearer(capped), body: chat, wantStatus: 402},
+	} {
+		t.Run(x.name, func(t *testing.T) {
+			h, body := c.run(t, e, x)
+			msg, _, _ := errBody(t, body)
+			if rid := h.Get("X-Request-Id"); rid == "" || !strings.HasSuffix(msg, rid) {
+				t.Errorf("the message %q does not end with the request id %q", msg, rid)
+			}
+			if x.wantStatus != 401 && h.Get("X-Should-Retry") != "false" {
+				t.Errorf("%d without x-should-retry: false", x.wantStatus)
+			}
+		})
+	}
+}
