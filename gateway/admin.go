@@ -376,7 +376,11 @@ func (g *Gateway) routeNames() []string {
 }
 
 func (g *Gateway) adminListKeys(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ *reqInfo) error {
-	ks, err := g.store.ListKeys(r.Context(), r.URL.Query().Get("account"))
+	account := r.URL.Query().Get("account")
+	if account != "" {
+		g.waitSettled(r.Context(), account) // the spend of the calls it answered
+	}
+	ks, err := g.store.ListKeys(r.Context(), account)
 	if err != nil {
 		return err
 	}
@@ -388,22 +392,29 @@ func (g *Gateway) adminListKeys(w http.ResponseWriter, r *http.Request, _ httpro
 	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
 }
 
-// adminKey shows one key by its id.
+// adminKey shows one key by its id, once the calls its account was
+// answered have settled (as the account's balance is shown).
 func (g *Gateway) adminKey(w http.ResponseWriter, r *http.Request, ps httprouter.Params, _ *reqInfo) error {
-	k, err := g.keyByID(r, ps.ByName("id"))
+	id := ps.ByName("id")
+	k, err := g.keyByID(r, "", id)
 	if err != nil {
+		return err
+	}
+	g.waitSettled(r.Context(), k.Account)
+	if k, err = g.keyByID(r, k.Account, id); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, keyView(k, g.now()))
 }
 
-// keyByID finds a key by its id (the store looks keys up by hash, so this
-// lists the keys: an admin read, never on a call's path).
-func (g *Gateway) keyByID(r *http.Request, id string) (store.Key, error) {
+// keyByID finds a key by its id among account's keys ("": every key). The
+// store looks keys up by hash, so this lists them: an admin read, never on
+// a call's path.
+func (g *Gateway) keyByID(r *http.Request, account, id string) (store.Key, error) {
 	if store.CheckID("key", id) != nil {
 		return store.Key{}, badRequest("id", "id must be a key id, key_…")
 	}
-	ks, err := g.store.ListKeys(r.Context(), "")
+	ks, err := g.store.ListKeys(r.Context(), account)
 	if err != nil {
 		return store.Key{}, err
 	}

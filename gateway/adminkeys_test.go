@@ -171,6 +171,7 @@ func TestAdminAccountAlert(t *testing.T) {
 		t.Errorf("GET the account: %d %s", st, data)
 	}
 	st, _, data = e.do("POST", "/admin/accounts/acme/update", testAdminToken, map[string]any{"alert_below_usd": 0})
+	a = AccountView{}
 	if st != 200 || json.Unmarshal(data, &a) != nil || a.AlertBelowUSD != "" || a.BelowAlert {
 		t.Errorf("clearing the alert: %d %s", st, data)
 	}

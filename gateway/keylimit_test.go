@@ -107,88 +107,94 @@ func keyCharges(t *testing.T, e *env, account, id string) (spent, overrun pricin
 	return spent, overrun, n
 }
 
-// TestKeyLimitUnderConcurrency: a key limited to $0.10 a month, 200
-// streamed calls at once on an account with plenty: the key's holds admit
-// only what its limit covers, the rest are 402 key_limit_exceeded; calls
-// one by one then spend it to its end; its spend never passes $0.10 plus
-// one call's overrun. In the next month (a test clock) it spends again.
+// TestKeyLimitUnderConcurrency: a key limited to $0.10 a month, 200 calls
+// at once on an account with plenty. Images (a fixed $0.03 fee, held and
+// charged exactly): three are admitted, the rest are 402
+// key_limit_exceeded, the key spends $0.09 and the next call is refused;
+// in the next month (a test clock) it spends again. Streams (a hold far
+// above their charge): exactly the holds the limit covers are admitted.
+// The key's spend never passes $0.10 plus one call's overrun.
 func TestKeyLimitUnderConcurrency(t *testing.T) {
 	e := newEnv(t)
 	clock := newTestClock(time.Date(2027, 3, 10, 12, 0, 0, 0, time.UTC))
 	e.restart(clock.Now, nil)
-	for _, s := range e.sims {
-		s.SetOptions(sim.Options{FirstChunk: 1500 * time.Millisecond, Chunks: 4})
-	}
-	body := chatBody("modelf-flash", "concurrency", `"max_tokens":1000`, `"stream":true`)
-	q, err := e.host.Admit(context.Background(), abi.AdmitRequest{
-		Endpoint: pricing.EndpointChat, Model: "modelf-flash", Route: "economy",
-		InputTokens: holdInputTokens(len(body)), MaxOutputTokens: 1000, DefaultOutputTokens: 4096, Stream: true,
-	})
-	if err != nil {
-		t.Fatal(err)
+	for _, s := range e.sims { // every call in flight together
+		s.SetOptions(sim.Options{Latency: 1500 * time.Millisecond, FirstChunk: 1500 * time.Millisecond, Chunks: 4})
 	}
 	const limit = 10 * pricing.NanoPerUSD / 100
-	hold := pricing.Nano(q.Hold)
-	admittable := int64(limit / hold)
-	if admittable < 2 || admittable > 50 {
-		t.Fatalf("a hold of %s USD admits %d calls under the limit: pick another max_tokens", hold, admittable)
-	}
 	e.account("acme", "50")
-	key, id := e.keyWith("acme", "economy", store.Key{Limit: limit, Reset: store.ResetMonthly})
 
-	ok, denied, others := burst(e, key, body, 200)
-	if ok != admittable || denied != 200-admittable || len(others) != 0 {
-		t.Fatalf("admitted %d, refused %d, other %q; want %d admitted", ok, denied, others, admittable)
-	}
-	// One by one to the end of the limit: each charge frees what its hold
-	// did not use.
-	var last []byte
-	for i := 0; ; i++ {
-		st, _, data := e.do("POST", "/v1/chat/completions", key, body)
-		if st == 402 {
-			last = data
-			break
+	t.Run("images", func(t *testing.T) {
+		key, id := e.keyWith("acme", "auto", store.Key{Limit: limit, Reset: store.ResetMonthly})
+		image := `{"model":"modelb-image-2.5-flare","prompt":"a red kite","size":"1024x1024","n":1}`
+		ok, denied, others := burst(e, key, "/v1/images/generations", image, 200)
+		if ok != 3 || denied != 197 || len(others) != 0 {
+			t.Fatalf("admitted %d, refused %d, other %q; want 3 admitted", ok, denied, others)
 		}
-		if st != 200 || i == 100 {
-			t.Fatalf("call %d: %d %s", i, st, data)
+		fee := 3 * pricing.NanoPerUSD / 100
+		wantKeySpent(t, e, "acme", id, 3*fee, limit)
+		st, _, data := e.do("POST", "/v1/images/generations", key, image)
+		if msg, _, code := errBody(t, data); st != 402 || code != "key_limit_exceeded" || !strings.Contains(msg, "the key has 0.01 USD left of its 0.1 USD monthly limit") {
+			t.Fatalf("with 0.01 USD left: %d %s", st, data)
 		}
-	}
-	_, typ, code := errBody(t, last)
-	if code != "key_limit_exceeded" || typ != "insufficient_quota" {
-		t.Errorf("a refusal by the key's limit: type %v code %v", typ, code)
-	}
-	spent, overrun, n := keyCharges(t, e, "acme", id)
-	if spent > limit+overrun || n < int(admittable) {
-		t.Fatalf("the key spent %s USD in %d calls (largest overrun %s USD): more than its limit %s USD allows", spent, n, overrun, limit)
-	}
-	k := e.storedKey(id)
-	if k.Spent != spent || k.Held != 0 {
-		t.Errorf("the key's record: spent %s held %s; the journal says %s spent", k.Spent, k.Held, spent)
-	}
-	if a := e.balance("acme"); a.Balance != 50*pricing.NanoPerUSD-spent || a.Held != 0 {
-		t.Errorf("account: balance %s held %s after %s spent", a.Balance, a.Held, spent)
-	}
+		clock.Set(time.Date(2027, 4, 1, 0, 0, 1, 0, time.UTC)) // April: the limit starts again
+		if st, _, data := e.do("POST", "/v1/images/generations", key, image); st != 200 {
+			t.Fatalf("the first call of a new month: %d %s", st, data)
+		}
+		v := adminKeyDo(t, e, "GET", "/admin/keys/"+id, nil)
+		if v.SpentUSD != fee.Fixed() || v.RemainingUSD != (limit-fee).Fixed() || v.PeriodStart != "2027-04-01T00:00:00Z" || v.ResetsAt != "2027-05-01T00:00:00Z" {
+			t.Errorf("the key in April after one image: %+v", v)
+		}
+		wantKeySpent(t, e, "acme", id, 4*fee, 2*limit)
+	})
 
-	// April: the limit starts again.
-	clock.Set(time.Date(2027, 4, 1, 0, 0, 1, 0, time.UTC))
-	if st, _, data := e.do("POST", "/v1/chat/completions", key, body); st != 200 {
-		t.Fatalf("the first call of a new month: %d %s", st, data)
+	t.Run("streams", func(t *testing.T) {
+		body := chatBody("modelf-flash", "concurrency", `"max_tokens":8000`, `"stream":true`)
+		q, err := e.host.Admit(context.Background(), abi.AdmitRequest{
+			Endpoint: pricing.EndpointChat, Model: "modelf-flash", Route: "economy",
+			InputTokens: holdInputTokens(len(body)), MaxOutputTokens: 8000, DefaultOutputTokens: 4096, Stream: true,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		admittable := int64(limit / pricing.Nano(q.Hold))
+		if admittable < 2 || admittable > 50 {
+			t.Fatalf("a hold of %s USD admits %d calls under the limit: pick another max_tokens", pricing.Nano(q.Hold), admittable)
+		}
+		key, id := e.keyWith("acme", "economy", store.Key{Limit: limit, Reset: store.ResetMonthly})
+		ok, denied, others := burst(e, key, "/v1/chat/completions", body, 200)
+		if ok != admittable || denied != 200-admittable || len(others) != 0 {
+			t.Fatalf("admitted %d, refused %d, other %q; want %d admitted", ok, denied, others, admittable)
+		}
+		spent, _, _ := keyCharges(t, e, "acme", id)
+		wantKeySpent(t, e, "acme", id, spent, limit)
+	})
+	if a := e.balance("acme"); a.Held != 0 {
+		t.Errorf("account: held %s after every call ended", a.Held)
 	}
-	spent2, _, _ := keyCharges(t, e, "acme", id)
-	var v KeyView
-	st, _, data := e.do("GET", "/admin/keys/"+id, testAdminToken, nil)
-	if st != 200 || json.Unmarshal(data, &v) != nil {
-		t.Fatalf("GET /admin/keys/%s: %d %s", id, st, data)
-	}
-	if v.SpentUSD != (spent2-spent).Fixed() || v.PeriodStart != "2027-04-01T00:00:00Z" || v.ResetsAt != "2027-05-01T00:00:00Z" ||
-		v.RemainingUSD != (limit-(spent2-spent)).Fixed() {
-		t.Errorf("the key in April after one call of %s USD: %+v", spent2-spent, v)
+	sum, _ := journalSum(t, e, "acme")
+	if a := e.balance("acme"); a.Balance != sum {
+		t.Errorf("balance %s, journal %s", a.Balance, sum)
 	}
 }
 
-// burst sends n copies of a chat body at once with key and counts the
-// answers: 200s, 402s and the others.
-func burst(e *env, key, body string, n int) (ok, denied int64, others []string) {
+// wantKeySpent fails t unless the journal's charges of key id sum to
+// spent, no more than bound plus the largest overrun among them, and the
+// key's record holds nothing.
+func wantKeySpent(t *testing.T, e *env, account, id string, spent, bound pricing.Nano) {
+	t.Helper()
+	got, overrun, n := keyCharges(t, e, account, id)
+	if got != spent || got > bound+overrun {
+		t.Errorf("the key spent %s USD in %d calls (largest overrun %s USD), want %s, at most %s", got, n, overrun, spent, bound)
+	}
+	if k := e.storedKey(id); k.Held != 0 {
+		t.Errorf("the key still holds %s USD", k.Held)
+	}
+}
+
+// burst sends n copies of a body to path at once with key and counts the
+// answers: 200s, 402 key_limit_exceeded and the others.
+func burst(e *env, key, path, body string, n int) (ok, denied int64, others []string) {
 	var okN, deniedN atomic.Int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -198,7 +204,7 @@ func burst(e *env, key, body string, n int) (ok, denied int64, others []string) 
 		go func() {
 			defer wg.Done()
 			<-start
-			req, _ := http.NewRequest("POST", e.url+"/v1/chat/completions", strings.NewReader(body))
+			req, _ := http.NewRequest("POST", e.url+path, strings.NewReader(body))
 			req.Header.Set("Authorization", "Bearer "+key)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {

@@ -356,17 +356,7 @@ func runAccounts(args []string) error {
 		}
 		fmt.Println(a.BalanceUSD)
 	case "update":
-		if *alert == "" {
-			return errors.New("accounts update: nothing to change; give -alert-below-usd")
-		}
-		if err := c.do("POST", "/admin/accounts/"+acct+"/update", map[string]string{"alert_below_usd": *alert}, &a); err != nil {
-			return err
-		}
-		if a.AlertBelowUSD == "" {
-			fmt.Printf("account %s: no low-balance alert\n", a.ID)
-		} else {
-			fmt.Printf("account %s: alert below %s USD (available %s USD)\n", a.ID, a.AlertBelowUSD, a.AvailableUSD)
-		}
+		return updateAccount(c, acct, *alert)
 	case "charges":
 		var out struct {
 			Data []gateway.EntryView `json:"data"`
@@ -381,6 +371,24 @@ func runAccounts(args []string) error {
 				e.Model, e.Route, e.Usage.InputTokens, e.Usage.CacheReadTokens, e.Usage.OutputTokens, e.AmountText, e.Note)
 		}
 		return tw.Flush()
+	}
+	return nil
+}
+
+// updateAccount sets the account's low-balance threshold (decimal USD
+// text, as given; 0 removes it).
+func updateAccount(c *adminClient, acct, alert string) error {
+	if alert == "" {
+		return errors.New("accounts update: nothing to change; give -alert-below-usd")
+	}
+	var a gateway.AccountView
+	if err := c.do("POST", "/admin/accounts/"+acct+"/update", map[string]string{"alert_below_usd": alert}, &a); err != nil {
+		return err
+	}
+	if a.AlertBelowUSD == "" {
+		fmt.Printf("account %s: no low-balance alert\n", a.ID)
+	} else {
+		fmt.Printf("account %s: alert below %s USD (available %s USD)\n", a.ID, a.AlertBelowUSD, a.AvailableUSD)
 	}
 	return nil
 }
