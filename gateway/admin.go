@@ -22,11 +22,14 @@ func (g *Gateway) adminRoutes(r *httprouter.Router) {
 	r.POST("/admin/accounts", g.handle("admin", g.admin(g.adminCreateAccount)))
 	r.GET("/admin/accounts", g.handle("admin", g.admin(g.adminListAccounts)))
 	r.GET("/admin/accounts/:account", g.handle("admin", g.admin(g.adminBalance)))
+	r.POST("/admin/accounts/:account/update", g.handle("admin", g.admin(g.adminUpdateAccount)))
 	r.POST("/admin/accounts/:account/credit", g.handle("admin", g.admin(g.adminCredit)))
 	r.GET("/admin/accounts/:account/charges", g.handle("admin", g.admin(g.adminCharges)))
 	r.POST("/admin/keys", g.handle("admin", g.admin(g.adminCreateKey)))
 	r.GET("/admin/keys", g.handle("admin", g.admin(g.adminListKeys)))
+	r.GET("/admin/keys/:id", g.handle("admin", g.admin(g.adminKey)))
 	r.POST("/admin/keys/revoke", g.handle("admin", g.admin(g.adminRevokeKey)))
+	r.POST("/admin/keys/update", g.handle("admin", g.admin(g.adminUpdateKey)))
 	r.GET("/admin/lines", g.handle("admin", g.admin(g.adminLines)))
 }
 
@@ -84,12 +87,20 @@ type AccountView struct {
 	BalanceNano  int64  `json:"balance_nano"`
 	HeldNano     int64  `json:"held_nano"`
 	Created      string `json:"created,omitempty"` // RFC 3339, UTC
+	// AlertBelowUSD is the low-balance threshold (absent: none); BelowAlert
+	// says whether the available credit is under it now.
+	AlertBelowUSD string `json:"alert_below_usd,omitempty"`
+	BelowAlert    bool   `json:"below_alert"`
 }
 
 func accountView(a store.Account) AccountView {
 	v := AccountView{
 		ID: a.ID, BalanceUSD: a.Balance.Fixed(), HeldUSD: a.Held.Fixed(), AvailableUSD: a.Available().Fixed(),
 		BalanceNano: int64(a.Balance), HeldNano: int64(a.Held),
+	}
+	if a.AlertBelow > 0 {
+		v.AlertBelowUSD = a.AlertBelow.Fixed()
+		v.BelowAlert = a.Available() < a.AlertBelow
 	}
 	if !a.Created.IsZero() {
 		v.Created = a.Created.UTC().Format(time.RFC3339)
@@ -243,7 +254,8 @@ func (g *Gateway) adminCharges(w http.ResponseWriter, r *http.Request, ps httpro
 	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
 }
 
-// KeyView is a key record without its hash.
+// KeyView is a key record without its hash: its settings and, for the
+// period that contains now, its spend. Amounts are nine-decimal USD text.
 type KeyView struct {
 	ID      string   `json:"id"`
 	Account string   `json:"account"`
@@ -251,15 +263,50 @@ type KeyView struct {
 	Exclude []string `json:"exclude"`
 	Revoked bool     `json:"revoked"`
 	Created string   `json:"created"`
-	Key     string   `json:"key,omitempty"` // only in the answer that creates it
+	Label   string   `json:"label"`
+	// LimitUSD is the spend limit per period (absent: none); LimitReset its
+	// period: daily, weekly, monthly (from 00:00 UTC) or none.
+	LimitUSD   string   `json:"limit_usd,omitempty"`
+	LimitReset string   `json:"limit_reset"`
+	Expires    string   `json:"expires,omitempty"` // RFC 3339, UTC; absent: never
+	Expired    bool     `json:"expired"`
+	Allow      []string `json:"allow"` // client networks; empty: any
+	// SpentUSD is what the key's calls were charged in the current period,
+	// HeldUSD its open holds, RemainingUSD what it may still hold (absent
+	// without a limit). PeriodStart and ResetsAt bound a periodic limit's
+	// current period.
+	SpentUSD     string `json:"spent_usd"`
+	HeldUSD      string `json:"held_usd"`
+	RemainingUSD string `json:"remaining_usd,omitempty"`
+	PeriodStart  string `json:"period_start,omitempty"`
+	ResetsAt     string `json:"resets_at,omitempty"`
+	Key          string `json:"key,omitempty"` // only in the answer that creates it
 }
 
-func keyView(k store.Key) KeyView {
-	ex := k.Exclude
-	if ex == nil {
-		ex = []string{}
+func keyView(k store.Key, now time.Time) KeyView {
+	v := KeyView{
+		ID: k.ID, Account: k.Account, Route: k.Route, Exclude: k.Exclude, Revoked: k.Revoked,
+		Created: k.Created.UTC().Format(time.RFC3339), Label: k.Label, LimitReset: resetName(k.Reset),
+		Expired: k.ExpiredAt(now), Allow: k.Allow, SpentUSD: k.SpentAt(now).Fixed(), HeldUSD: k.Held.Fixed(),
 	}
-	return KeyView{ID: k.ID, Account: k.Account, Route: k.Route, Exclude: ex, Revoked: k.Revoked, Created: k.Created.UTC().Format("2006-01-02T15:04:05Z")}
+	if v.Exclude == nil {
+		v.Exclude = []string{}
+	}
+	if v.Allow == nil {
+		v.Allow = []string{}
+	}
+	if k.Limit > 0 {
+		v.LimitUSD = k.Limit.Fixed()
+		v.RemainingUSD = k.RemainingAt(now).Fixed()
+	}
+	if !k.Expires.IsZero() {
+		v.Expires = k.Expires.UTC().Format(time.RFC3339)
+	}
+	if next, ok := nextReset(k.Reset, now); ok {
+		v.PeriodStart = store.PeriodStart(k.Reset, now).Format(time.RFC3339)
+		v.ResetsAt = next.Format(time.RFC3339)
+	}
+	return v
 }
 
 func (g *Gateway) adminCreateKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ *reqInfo) error {
@@ -267,6 +314,7 @@ func (g *Gateway) adminCreateKey(w http.ResponseWriter, r *http.Request, _ httpr
 		Account string   `json:"account"`
 		Route   string   `json:"route"`
 		Exclude []string `json:"exclude"`
+		keySettings
 	}
 	if err := readJSON(r, &req); err != nil {
 		return err
@@ -286,6 +334,11 @@ func (g *Gateway) adminCreateKey(w http.ResponseWriter, r *http.Request, _ httpr
 			return badRequest("exclude", "exclude: %s is not a model sold here", quoted(m))
 		}
 	}
+	now := g.now()
+	u, err := req.keySettings.update(now)
+	if err != nil {
+		return err
+	}
 	if _, err := g.store.Balance(r.Context(), req.Account); err != nil {
 		return storeErr(err, "account "+quoted(req.Account))
 	}
@@ -293,12 +346,13 @@ func (g *Gateway) adminCreateKey(w http.ResponseWriter, r *http.Request, _ httpr
 	if err != nil {
 		return err
 	}
-	k := store.Key{ID: id, Hash: hash, Account: req.Account, Route: req.Route, Exclude: req.Exclude, Created: g.now()}
+	k := store.Key{ID: id, Hash: hash, Account: req.Account, Route: req.Route, Exclude: req.Exclude, Created: now}
+	applyUpdate(&k, u)
 	if err := g.store.CreateKey(r.Context(), k); err != nil {
 		return storeErr(err, "key")
 	}
 	g.publishKey(r.Context(), k.ID)
-	v := keyView(k)
+	v := keyView(k, now)
 	v.Key = plain
 	return writeJSON(w, http.StatusCreated, v)
 }
@@ -322,35 +376,64 @@ func (g *Gateway) routeNames() []string {
 }
 
 func (g *Gateway) adminListKeys(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ *reqInfo) error {
-	ks, err := g.store.ListKeys(r.Context(), r.URL.Query().Get("account"))
+	account := r.URL.Query().Get("account")
+	if account != "" {
+		g.waitSettled(r.Context(), account) // the spend of the calls it answered
+	}
+	ks, err := g.store.ListKeys(r.Context(), account)
 	if err != nil {
 		return err
 	}
+	now := g.now()
 	out := make([]KeyView, len(ks))
 	for i, k := range ks {
-		out[i] = keyView(k)
+		out[i] = keyView(k, now)
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
 }
 
-func (g *Gateway) adminRevokeKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ *reqInfo) error {
-	var req struct {
-		ID  string `json:"id"`
-		Key string `json:"key"`
+// adminKey shows one key by its id, once the calls its account was
+// answered have settled (as the account's balance is shown).
+func (g *Gateway) adminKey(w http.ResponseWriter, r *http.Request, ps httprouter.Params, _ *reqInfo) error {
+	id := ps.ByName("id")
+	k, err := g.keyByID(r, "", id)
+	if err != nil {
+		return err
 	}
+	g.waitSettled(r.Context(), k.Account)
+	if k, err = g.keyByID(r, k.Account, id); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, keyView(k, g.now()))
+}
+
+// keyByID finds a key by its id among account's keys ("": every key). The
+// store looks keys up by hash, so this lists them: an admin read, never on
+// a call's path.
+func (g *Gateway) keyByID(r *http.Request, account, id string) (store.Key, error) {
+	if store.CheckID("key", id) != nil {
+		return store.Key{}, badRequest("id", "id must be a key id, key_…")
+	}
+	ks, err := g.store.ListKeys(r.Context(), account)
+	if err != nil {
+		return store.Key{}, err
+	}
+	for _, k := range ks {
+		if k.ID == id {
+			return k, nil
+		}
+	}
+	return store.Key{}, notFound("key %s not found", quoted(id))
+}
+
+func (g *Gateway) adminRevokeKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ *reqInfo) error {
+	var req keyRef
 	if err := readJSON(r, &req); err != nil {
 		return err
 	}
-	id := req.ID
-	if req.Key != "" {
-		k, err := g.store.KeyByHash(r.Context(), hashKey(req.Key))
-		if err != nil {
-			return storeErr(err, "key")
-		}
-		id = k.ID
-	}
-	if id == "" {
-		return badRequest("id", "give the key's id or the key itself")
+	id, err := g.keyRefID(r, req)
+	if err != nil {
+		return err
 	}
 	k, err := g.store.RevokeKey(r.Context(), id)
 	if err != nil {
@@ -358,7 +441,91 @@ func (g *Gateway) adminRevokeKey(w http.ResponseWriter, r *http.Request, _ httpr
 	}
 	g.keys.evictID(k.ID)
 	g.publishKey(r.Context(), k.ID)
-	return writeJSON(w, http.StatusOK, keyView(k))
+	return writeJSON(w, http.StatusOK, keyView(k, g.now()))
+}
+
+// keyRef names a key in an admin request body: its id, or the key itself.
+type keyRef struct {
+	ID  string `json:"id"`
+	Key string `json:"key"`
+}
+
+func (g *Gateway) keyRefID(r *http.Request, ref keyRef) (string, error) {
+	if ref.Key != "" {
+		k, err := g.store.KeyByHash(r.Context(), hashKey(ref.Key))
+		if err != nil {
+			return "", storeErr(err, "key")
+		}
+		return k.ID, nil
+	}
+	if ref.ID == "" {
+		return "", badRequest("id", "give the key's id or the key itself")
+	}
+	return ref.ID, nil
+}
+
+// adminUpdateKey changes a key's settings (the fields given; see
+// keySettings) and keeps its spend. Every replica drops its cached record
+// at once, as for a revocation.
+func (g *Gateway) adminUpdateKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ *reqInfo) error {
+	var req struct {
+		ID  string `json:"id"`
+		Key string `json:"key"`
+		keySettings
+	}
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	id, err := g.keyRefID(r, keyRef{ID: req.ID, Key: req.Key})
+	if err != nil {
+		return err
+	}
+	now := g.now()
+	u, err := req.keySettings.update(now)
+	if err != nil {
+		return err
+	}
+	if u == (store.KeyUpdate{}) {
+		return badRequest("body", "nothing to change: give label, limit_usd, limit_reset, expires or allow")
+	}
+	k, err := g.store.UpdateKey(r.Context(), id, u)
+	if err != nil {
+		return storeErr(err, "key "+quoted(id))
+	}
+	g.keys.evictID(k.ID)
+	g.publishKey(r.Context(), k.ID)
+	return writeJSON(w, http.StatusOK, keyView(k, now))
+}
+
+// adminUpdateAccount changes an account's settings: alert_below_usd, its
+// low-balance threshold (decimal USD; 0 for none).
+func (g *Gateway) adminUpdateAccount(w http.ResponseWriter, r *http.Request, ps httprouter.Params, _ *reqInfo) error {
+	var req struct {
+		AlertBelowUSD json.RawMessage `json:"alert_below_usd"`
+	}
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	id := ps.ByName("account")
+	if !validAccountID(id) {
+		return badRequest("account", "invalid account id")
+	}
+	if req.AlertBelowUSD == nil {
+		return badRequest("body", "nothing to change: give alert_below_usd")
+	}
+	below, err := parseUSDField("alert_below_usd", req.AlertBelowUSD)
+	if err != nil {
+		return err
+	}
+	if _, err := g.store.SetAlert(r.Context(), id, below); err != nil {
+		return storeErr(err, "account "+quoted(id))
+	}
+	g.waitSettled(r.Context(), id)
+	a, err := g.store.Balance(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, accountView(a))
 }
 
 func (g *Gateway) adminLines(w http.ResponseWriter, _ *http.Request, _ httprouter.Params, _ *reqInfo) error {

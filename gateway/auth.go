@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -123,5 +124,44 @@ func (g *Gateway) authenticate(ctx context.Context, r *http.Request, allowXAPIKe
 	}
 	info.keyID = k.ID
 	info.account = k.Account
+	if err := keyUsable(k, r, now); err != nil {
+		return store.Key{}, err
+	}
 	return k, nil
+}
+
+// keyUsable applies the key's own settings before anything is held: an
+// expired key → 401, a client address outside its allow-list → 403.
+func keyUsable(k store.Key, r *http.Request, now time.Time) *Error {
+	if k.ExpiredAt(now) {
+		e := unauthorized("this API key expired at %s", k.Expires.UTC().Format(time.RFC3339))
+		e.Code = "key_expired"
+		return e
+	}
+	if len(k.Allow) == 0 {
+		return nil
+	}
+	addr := requestAddr(r)
+	if !addr.IsValid() || !k.Allows(addr) {
+		shown := "an unknown address"
+		if addr.IsValid() {
+			shown = addr.String()
+		}
+		e := forbidden("this API key may not be used from %s: the address is outside the key's allow-list", shown)
+		e.Code = "address_not_allowed"
+		return e
+	}
+	return nil
+}
+
+// requestAddr is the client address a key's allow-list is checked against:
+// the connection's remote address. X-Forwarded-For is not trusted (any
+// client could set it), so behind a reverse proxy the proxy's address is
+// the one that counts, as for clientAddr.
+func requestAddr(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
 }

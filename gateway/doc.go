@@ -4,10 +4,12 @@
 // SSE answers, settlement, the admin API, and the one function that writes
 // the spec's error body.
 //
-// A relayed call runs, in order: route → authenticate → rate limit → read
-// and decode the body (only the fields the gateway needs) → admit the model
-// → validate and quote with the model's plugin → hold the quote on the
-// ledger → plan lines with the selection plugin → try lines (retries only
+// A relayed call runs, in order: route → authenticate (an expired key 401,
+// a client outside the key's allow-list 403) → rate limit → read and
+// decode the body (only the fields the gateway needs) → admit the model →
+// validate and quote with the model's plugin → hold the quote on the
+// ledger (the account's credit and the key's spend limit; 402 names which
+// refused) → plan lines with the selection plugin → try lines (retries only
 // before the first byte reaches the client) → relay the answer unchanged →
 // settle from the real usage exactly once.
 //

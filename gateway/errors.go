@@ -182,6 +182,9 @@ func toError(err error) *Error {
 	}
 	var ie *store.InsufficientError
 	if errors.As(err, &ie) {
+		if ie.Limit == store.LimitKey {
+			return keyLimitError(ie, nil, time.Time{})
+		}
 		if ie.Available <= 0 {
 			return errf(http.StatusPaymentRequired, "insufficient_quota", "insufficient_credit",
 				"the account's balance is empty (available %s USD); this call needs up to %s USD", ie.Available.String(), ie.Needed.String())

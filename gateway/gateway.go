@@ -25,6 +25,8 @@ import (
 type Store interface {
 	store.Ledger
 	store.Keys
+	store.KeyLimits
+	store.Books
 	store.Jobs
 }
 

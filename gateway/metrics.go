@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -106,7 +108,7 @@ func newMetrics(g *Gateway) *metrics {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "relay_retry_budget_refused_total", Help: "Retries not made because the retry budget was spent (retry.budget_ratio): the call answered with its last failure.",
 	}, func() float64 { return float64(g.budget.refused.Load()) }))
-	m.reg.MustRegister(&lineCollector{g: g}, &pluginCollector{g: g})
+	m.reg.MustRegister(&lineCollector{g: g}, &pluginCollector{g: g}, &alertCollector{g: g})
 	return m
 }
 
@@ -212,5 +214,46 @@ func (c *pluginCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(parkedDesc, prometheus.GaugeValue, parked, s.Plugin)
 		ch <- prometheus.MustNewConstMetric(unparksDesc, prometheus.CounterValue, float64(s.Unparks), s.Plugin)
+	}
+}
+
+// alertCollector reports the accounts under their low-balance threshold
+// (store.AccountsBelowAlert) at scrape time. The count is read at most
+// once per alertCacheTTL and within alertTimeout, one scrape at a time, so
+// a storm of scrapes costs the store one count per TTL on each replica.
+// While the store cannot answer, the series is absent (alert on absent()).
+type alertCollector struct {
+	g  *Gateway
+	mu sync.Mutex
+	at time.Time // when n was read; zero: never
+	n  int
+	ok bool // the last read succeeded
+}
+
+const (
+	alertCacheTTL = 5 * time.Second
+	alertTimeout  = 2 * time.Second
+)
+
+var belowAlertDesc = prometheus.NewDesc("relay_accounts_below_alert",
+	"Accounts whose available credit (balance minus open holds) is under their low-balance threshold (relay accounts update -alert-below-usd), counted by the store at most every 5 s.", nil, nil)
+
+func (c *alertCollector) Describe(ch chan<- *prometheus.Desc) { ch <- belowAlertDesc }
+
+func (c *alertCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	if c.at.IsZero() || time.Since(c.at) >= alertCacheTTL {
+		ctx, cancel := context.WithTimeout(context.Background(), alertTimeout)
+		n, err := c.g.store.AccountsBelowAlert(ctx)
+		cancel()
+		c.at, c.n, c.ok = time.Now(), n, err == nil
+		if err != nil {
+			c.g.log.Warn("count accounts below their alert", "error", bounded(err.Error(), maxMessageText))
+		}
+	}
+	n, ok := c.n, c.ok
+	c.mu.Unlock()
+	if ok {
+		ch <- prometheus.MustNewConstMetric(belowAlertDesc, prometheus.GaugeValue, float64(n))
 	}
 }

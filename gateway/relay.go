@@ -325,6 +325,9 @@ func (g *Gateway) admit(ctx context.Context, c *call) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return errf(http.StatusPaymentRequired, "insufficient_quota", "insufficient_credit", "the account %q has no credit", c.key.Account)
 	}
+	if ie := (*store.InsufficientError)(nil); errors.As(err, &ie) && ie.Limit == store.LimitKey {
+		return keyLimitError(ie, &c.key, now)
+	}
 	if err == nil {
 		g.met.openHolds.Add(1)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -120,8 +121,64 @@ func noArgs(cmd string, pos []string) error {
 	return fmt.Errorf("%s: unexpected argument %q (flags start with -)", cmd, pos[0])
 }
 
+// listFlag is a flag that may be repeated, each value a comma-separated
+// list: -allow 10.0.0.0/8 -allow 192.168.0.0/16,203.0.113.7.
+type listFlag struct {
+	vals []string
+}
+
+func (l *listFlag) String() string { return strings.Join(l.vals, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			l.vals = append(l.vals, s)
+		}
+	}
+	return nil
+}
+
+// keyFlags are a key's settings on the command line: keys create and
+// keys update take the same ones.
+type keyFlags struct {
+	label, limitUSD, limitReset, expires string
+	allow                                listFlag
+}
+
+func (k *keyFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&k.label, "label", "", "a label for the key")
+	fs.StringVar(&k.limitUSD, "limit-usd", "", "spend limit per period in USD, e.g. 5 (0: none)")
+	fs.StringVar(&k.limitReset, "limit-reset", "", "when the limit resets: daily, weekly, monthly (00:00 UTC) or none")
+	fs.StringVar(&k.expires, "expires", "", "expiry, RFC 3339 (e.g. 2026-12-31T00:00:00Z), or none")
+	fs.Var(&k.allow, "allow", "client networks allowed to use the key (CIDR; repeat or comma-separate; none: any)")
+}
+
+// body adds the settings given on the command line to an admin request
+// (only those set: an update leaves the others as they are). Amounts go as
+// decimal text, never through a float.
+func (k *keyFlags) body(fs *flag.FlagSet, in map[string]any) {
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "label":
+			in["label"] = k.label
+		case "limit-usd":
+			in["limit_usd"] = k.limitUSD
+		case "limit-reset":
+			in["limit_reset"] = k.limitReset
+		case "expires":
+			in["expires"] = k.expires
+		case "allow":
+			allow := []string{}
+			if !(len(k.allow.vals) == 1 && k.allow.vals[0] == "none") {
+				allow = k.allow.vals
+			}
+			in["allow"] = allow
+		}
+	})
+}
+
 func runKeys(args []string) error {
-	sub, rest, err := subcommand(args, "keys", "create", "list", "revoke")
+	sub, rest, err := subcommand(args, "keys", "create", "list", "revoke", "update")
 	if err != nil {
 		return err
 	}
@@ -130,11 +187,15 @@ func runKeys(args []string) error {
 	account := fs.String("account", "", "account id")
 	route := fs.String("route", "", "route name, or auto")
 	exclude := fs.String("exclude", "", "comma-separated models the key may not call")
+	var settings keyFlags
+	if sub == "create" || sub == "update" {
+		settings.register(fs)
+	}
 	pos, err := parseInterleaved(fs, rest)
 	if err != nil {
 		return exitCode(2)
 	}
-	if sub != "revoke" {
+	if sub == "create" || sub == "list" {
 		if err := noArgs("keys "+sub, pos); err != nil {
 			return err
 		}
@@ -145,24 +206,7 @@ func runKeys(args []string) error {
 	}
 	switch sub {
 	case "create":
-		if *account == "" || *route == "" {
-			return errors.New("keys create: -account and -route are required")
-		}
-		in := map[string]any{"account": *account, "route": *route}
-		if *exclude != "" {
-			var ex []string
-			for _, m := range strings.Split(*exclude, ",") {
-				if m = strings.TrimSpace(m); m != "" {
-					ex = append(ex, m)
-				}
-			}
-			in["exclude"] = ex
-		}
-		var out gateway.KeyView
-		if err := c.do("POST", "/admin/keys", in, &out); err != nil {
-			return err
-		}
-		fmt.Println(out.Key)
+		return createKey(c, fs, *account, *route, *exclude, &settings)
 	case "list":
 		var out struct {
 			Data []gateway.KeyView `json:"data"`
@@ -170,31 +214,96 @@ func runKeys(args []string) error {
 		if err := c.do("GET", "/admin/keys?account="+url.QueryEscape(*account), nil, &out); err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tACCOUNT\tROUTE\tEXCLUDE\tREVOKED\tCREATED")
-		for _, k := range out.Data {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", k.ID, k.Account, k.Route, strings.Join(k.Exclude, ","), k.Revoked, k.Created)
-		}
-		return tw.Flush()
+		return printKeys(os.Stdout, out.Data)
 	case "revoke":
 		if len(pos) != 1 {
 			return errors.New("usage: relay keys revoke KEY [-server URL] (the key's id, key_…, or the key itself, sk-…)")
 		}
-		in := map[string]string{"id": pos[0]}
-		if strings.HasPrefix(pos[0], "sk-") {
-			in = map[string]string{"key": pos[0]}
-		}
 		var out gateway.KeyView
-		if err := c.do("POST", "/admin/keys/revoke", in, &out); err != nil {
+		if err := c.do("POST", "/admin/keys/revoke", keyRef(pos[0]), &out); err != nil {
 			return err
 		}
 		fmt.Printf("revoked %s\n", out.ID)
+	case "update":
+		return updateKey(c, fs, pos, &settings)
 	}
 	return nil
 }
 
+// keyRef names a key in an admin request: by the key itself (sk-…) or its id.
+func keyRef(arg string) map[string]any {
+	if strings.HasPrefix(arg, "sk-") {
+		return map[string]any{"key": arg}
+	}
+	return map[string]any{"id": arg}
+}
+
+func createKey(c *adminClient, fs *flag.FlagSet, account, route, exclude string, settings *keyFlags) error {
+	if account == "" || route == "" {
+		return errors.New("keys create: -account and -route are required")
+	}
+	in := map[string]any{"account": account, "route": route}
+	if exclude != "" {
+		var ex []string
+		for _, m := range strings.Split(exclude, ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				ex = append(ex, m)
+			}
+		}
+		in["exclude"] = ex
+	}
+	settings.body(fs, in)
+	var out gateway.KeyView
+	if err := c.do("POST", "/admin/keys", in, &out); err != nil {
+		return err
+	}
+	fmt.Println(out.Key)
+	return nil
+}
+
+func updateKey(c *adminClient, fs *flag.FlagSet, pos []string, settings *keyFlags) error {
+	if len(pos) != 1 {
+		return errors.New("usage: relay keys update KEY [-label L] [-limit-usd 5] [-limit-reset monthly] [-expires 2026-12-31T00:00:00Z|none] [-allow CIDR|none] (KEY: the key's id, key_…, or the key itself, sk-…)")
+	}
+	in := keyRef(pos[0])
+	settings.body(fs, in)
+	if len(in) == 1 {
+		return errors.New("keys update: nothing to change; give -label, -limit-usd, -limit-reset, -expires or -allow")
+	}
+	var out gateway.KeyView
+	if err := c.do("POST", "/admin/keys/update", in, &out); err != nil {
+		return err
+	}
+	return printKeys(os.Stdout, []gateway.KeyView{out})
+}
+
+// printKeys prints keys as a table: settings, then the current period's
+// spend. "-" is none.
+func printKeys(w io.Writer, keys []gateway.KeyView) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tACCOUNT\tROUTE\tLABEL\tLIMIT_USD\tRESET\tSPENT_USD\tHELD_USD\tREMAINING_USD\tEXPIRES\tALLOW\tEXCLUDE\tREVOKED\tCREATED")
+	for _, k := range keys {
+		expires := dash(k.Expires)
+		if k.Expired {
+			expires += " (expired)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\n", k.ID, k.Account, k.Route, dash(strconv.Quote(k.Label)),
+			dash(k.LimitUSD), k.LimitReset, k.SpentUSD, k.HeldUSD, dash(k.RemainingUSD), expires,
+			dash(strings.Join(k.Allow, ",")), dash(strings.Join(k.Exclude, ",")), k.Revoked, k.Created)
+	}
+	return tw.Flush()
+}
+
+// dash is s, or "-" when s is empty (or an empty quoted label).
+func dash(s string) string {
+	if s == "" || s == `""` {
+		return "-"
+	}
+	return s
+}
+
 func runAccounts(args []string) error {
-	sub, rest, err := subcommand(args, "accounts", "create", "credit", "balance", "charges", "list")
+	sub, rest, err := subcommand(args, "accounts", "create", "credit", "balance", "charges", "list", "update")
 	if err != nil {
 		return err
 	}
@@ -203,6 +312,7 @@ func runAccounts(args []string) error {
 	account := fs.String("account", "", "account id")
 	usd := fs.String("usd", "", "amount in USD, e.g. 1.50")
 	limit := fs.Int("limit", 50, "charges: how many entries")
+	alert := fs.String("alert-below-usd", "", "update: the low-balance threshold in USD (0: none)")
 	pos, err := parseInterleaved(fs, rest)
 	if err != nil {
 		return exitCode(2)
@@ -245,6 +355,8 @@ func runAccounts(args []string) error {
 			return err
 		}
 		fmt.Println(a.BalanceUSD)
+	case "update":
+		return updateAccount(c, acct, *alert)
 	case "charges":
 		var out struct {
 			Data []gateway.EntryView `json:"data"`
@@ -263,10 +375,28 @@ func runAccounts(args []string) error {
 	return nil
 }
 
+// updateAccount sets the account's low-balance threshold (decimal USD
+// text, as given; 0 removes it).
+func updateAccount(c *adminClient, acct, alert string) error {
+	if alert == "" {
+		return errors.New("accounts update: nothing to change; give -alert-below-usd")
+	}
+	var a gateway.AccountView
+	if err := c.do("POST", "/admin/accounts/"+acct+"/update", map[string]string{"alert_below_usd": alert}, &a); err != nil {
+		return err
+	}
+	if a.AlertBelowUSD == "" {
+		fmt.Printf("account %s: no low-balance alert\n", a.ID)
+	} else {
+		fmt.Printf("account %s: alert below %s USD (available %s USD)\n", a.ID, a.AlertBelowUSD, a.AvailableUSD)
+	}
+	return nil
+}
+
 // listAccounts prints every account, asking for a page at a time.
 func listAccounts(c *adminClient) error {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tBALANCE_USD\tHELD_USD\tAVAILABLE_USD\tCREATED")
+	fmt.Fprintln(tw, "ID\tBALANCE_USD\tHELD_USD\tAVAILABLE_USD\tALERT_BELOW_USD\tCREATED")
 	after := ""
 	for {
 		var page struct {
@@ -277,7 +407,11 @@ func listAccounts(c *adminClient) error {
 			return err
 		}
 		for _, a := range page.Data {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, a.BalanceUSD, a.HeldUSD, a.AvailableUSD, a.Created)
+			alert := dash(a.AlertBelowUSD)
+			if a.BelowAlert {
+				alert += " (below)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.BalanceUSD, a.HeldUSD, a.AvailableUSD, alert, a.Created)
 		}
 		if !page.HasMore || len(page.Data) == 0 {
 			return tw.Flush()

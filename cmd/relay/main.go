@@ -15,8 +15,12 @@ usage:
   relay migrate [-config relay.yaml] [-dsn URL]    bring a PostgreSQL store to this build's schema
   relay store   copy -from badger:./data -to postgres://…   copy a Badger ledger into an empty PostgreSQL store and verify it
   relay demo    [-addr 127.0.0.1:8080] [-data ./data] [-plugins ./build/plugins]
-  relay keys     create -account A -route R [-exclude m1,m2] | list [-account A] | revoke KEY
+  relay keys     create -account A -route R [-exclude m1,m2] [key settings] | list [-account A] | revoke KEY
+                 | update KEY [key settings]
+                 key settings: -label L -limit-usd 5 -limit-reset daily|weekly|monthly|none
+                               -expires 2026-12-31T00:00:00Z|none -allow 10.0.0.0/8 (repeat, or none)
   relay accounts create -account A | credit -account A -usd 1.50 | balance -account A | charges -account A | list
+                 | update -account A -alert-below-usd 5
   relay plugin  test PLUGIN.wasm DIR [-update]
 
 The admin commands talk to a running gateway: -server (default

@@ -306,7 +306,7 @@ func operations(t *testing.T) (map[string]operation, []map[string][]string) {
 func TestEndpointsAndStatuses(t *testing.T) {
 	relay := []string{"200", "400", "401", "402", "403", "404", "429", "503", "default"}
 	typed := []string{"200", "400", "401", "402", "403", "404", "422", "429", "503", "default"}
-	video := []string{"200", "401", "404", "default"}
+	video := []string{"200", "401", "403", "404", "default"} // 403: outside the key's allow-list
 	bearer := []map[string][]string{{"bearerAuth": {}}}
 	messages := []map[string][]string{{"bearerAuth": {}}, {"apiKeyAuth": {}}}
 	none := []map[string][]string{}
@@ -328,7 +328,7 @@ func TestEndpointsAndStatuses(t *testing.T) {
 		{"GET /v1/videos/{request_id}/content", video, bearer},
 		{"POST /v1/systemone", typed, bearer},
 		{"POST /v1/system_one", typed, bearer},
-		{"GET /v1/models", []string{"200", "400", "401", "default"}, bearer},
+		{"GET /v1/models", []string{"200", "400", "401", "403", "default"}, bearer},
 		{"GET /api/pricing", []string{"200", "304", "429", "default"}, none},
 		{"GET /openapi.json", []string{"200", "304", "default"}, none},
 		{"GET /pricing", []string{"200", "304", "default"}, none},
