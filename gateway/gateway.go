@@ -26,6 +26,7 @@ type Store interface {
 	store.Ledger
 	store.Keys
 	store.Jobs
+	store.Books // the key holder's reads (holder.go)
 }
 
 // Options wires a Gateway. Config must already be resolved (LoadConfig does).
@@ -148,6 +149,7 @@ func (g *Gateway) routes() *httprouter.Router {
 	r.GET("/v1/videos/:id", g.handle("video_status", g.handleVideoStatus))
 	r.GET("/v1/videos/:id/content", g.handle("video_content", g.handleVideoContent))
 
+	g.holderRoutes(r)
 	g.adminRoutes(r)
 	g.opsRoutes(r)
 	g.publicRoutes(r)

@@ -46,7 +46,7 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *cal
 			note = fmt.Sprintf("estimated: the stream ended without usage after %d events", events)
 		}
 	}
-	if err := g.settleAnswered(ctx, c, u, note); err != nil {
+	if err := g.settleAnswered(ctx, c, g.settlement(ctx, c, u, note)); err != nil {
 		g.log.Error("stream settled with error", "request_id", c.info.rid, "error", err.Error())
 	}
 	if readErr != nil {
