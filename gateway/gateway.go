@@ -63,6 +63,7 @@ type Gateway struct {
 	sh     *shared.Client // nil: single replica (replicas.go)
 
 	settling *settling // calls answered but not yet settled, per account
+	streams  *streamsEnding
 	inflight sync.WaitGroup
 	closing  atomic.Bool
 	shed     *shedder
@@ -96,6 +97,7 @@ func New(o Options) (*Gateway, error) {
 		sh:    o.Shared,
 
 		settling: newSettling(),
+		streams:  newStreamsEnding(),
 	}
 	g.lines = newLineSet(o.Config, o.Transport, o.Logger)
 	g.limits = newLimiters(o.Config, o.Shared)

@@ -209,6 +209,11 @@ func (g *Gateway) handleGeneration(w http.ResponseWriter, r *http.Request, ps ht
 		return missing
 	}
 	gen, err := g.store.Generation(r.Context(), k.Account, id)
+	if errors.Is(err, store.ErrNotFound) && g.streams.wait(r.Context(), id, k.Account) {
+		// A stream of this process whose last event the client has read
+		// is settled just after it: read again once it is.
+		gen, err = g.store.Generation(r.Context(), k.Account, id)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return missing // unknown or another account's: the same answer
 	}

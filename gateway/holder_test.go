@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -553,4 +554,36 @@ func FuzzParseDate(f *testing.F) {
 			t.Fatalf("parseDate(%q) = %v", s, d)
 		}
 	})
+}
+
+// TestGenerationOfStreamJustEnded: a client that reads a stream's last
+// event and at once asks for its generation gets it, though the settle
+// lands 300 ms after that event; a key of another account asking for it
+// meanwhile gets 404 without waiting.
+func TestGenerationOfStreamJustEnded(t *testing.T) {
+	e0 := newEnv(t)
+	e := e0.replica(func(s Store) Store { return slowSettle{s, 300 * time.Millisecond} })
+	e.account("acme", "5")
+	e.account("beta", "5")
+	key, other := e.key("acme", "economy"), e.key("beta", "economy")
+	req, _ := http.NewRequest("POST", e.url+"/v1/chat/completions", strings.NewReader(chatBody("modelf-flash", "stream", `"stream":true`)))
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rid := resp.Header.Get("X-Request-Id")
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && sc.Text() != "data: [DONE]" {
+	}
+	start := time.Now()
+	if st, _, data := e.do("GET", "/v1/generations/"+rid, other, nil); st != http.StatusNotFound || time.Since(start) > 200*time.Millisecond {
+		t.Errorf("another account: %d after %s: %s", st, time.Since(start), data)
+	}
+	var g GenerationInfo
+	holderGet(t, e, key, "/v1/generations/"+rid, &g)
+	if x := lastCharge(t, e, "acme"); g.Status != store.OutcomeSettled || x.RequestID != rid || g.ChargeUSD != (-x.Amount).Fixed() {
+		t.Errorf("generation %+v, journal %+v", g, x)
+	}
 }
