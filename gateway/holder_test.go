@@ -319,6 +319,46 @@ func checkUsage(t *testing.T, e *env, keyStd, keyEco string, total pricing.Nano)
 	}
 }
 
+// costRequest is a charged call to make.
+type costRequest struct {
+	path string
+	body any
+	hdr  []string
+}
+
+// costRequests is a call of every model of the catalogue on each of its
+// endpoints.
+func costRequests(t *testing.T, e *env) []costRequest {
+	var reqs []costRequest
+	add := func(path string, body any, hdr ...string) { reqs = append(reqs, costRequest{path, body, hdr}) }
+	for _, m := range e.host.Catalog().Models() {
+		for _, ep := range m.Endpoints {
+			switch ep {
+			case pricing.EndpointChat:
+				add("/v1/chat/completions", chatBody(m.ID, "Say hello", `"max_tokens":32`))
+			case pricing.EndpointResponses:
+				add("/v1/responses", fmt.Sprintf(`{"model":%q,"input":"Write one line"}`, m.ID))
+				add("/v1/responses/compact", fmt.Sprintf(`{"model":%q,"input":[{"role":"user","content":"a long talk"}]}`, m.ID))
+			case pricing.EndpointMessages:
+				add("/v1/messages", fmt.Sprintf(`{"model":%q,"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`, m.ID),
+					"anthropic-version", "2023-06-01")
+			case pricing.EndpointImages:
+				add("/v1/images/generations", fmt.Sprintf(`{"model":%q,"prompt":"a kite","size":"2048x1536","n":3}`, m.ID))
+			case pricing.EndpointImageEdit:
+				ct, form := editForm(m.ID)
+				add("/v1/images/edits", form, "Content-Type", ct)
+			case pricing.EndpointVideo:
+				add("/v1/videos/generations", fmt.Sprintf(`{"model":%q,"prompt":"waves","duration":3,"resolution":"1080p"}`, m.ID))
+			case pricing.EndpointSystemOne:
+				add("/v1/systemone", fmt.Sprintf(`{"model":%q,"state":"It rained.","questions":{"q":{"type":"noul"}}}`, m.ID))
+			default:
+				t.Errorf("model %s: endpoint %s is not covered by this test", m.ID, ep)
+			}
+		}
+	}
+	return reqs
+}
+
 // TestCostHeaderEveryModel: the x-relay-cost-usd of every text model on
 // each of its endpoints, and of every media endpoint, is the charge the
 // journal records for that request id; streams carry the request id only.
@@ -326,37 +366,7 @@ func TestCostHeaderEveryModel(t *testing.T) {
 	e := newEnv(t)
 	e.account("acme", "500")
 	key := e.key("acme", store.AutoRoute)
-	type req struct {
-		path string
-		body any
-		hdr  []string
-	}
-	var reqs []req
-	for _, m := range e.host.Catalog().Models() {
-		for _, ep := range m.Endpoints {
-			switch ep {
-			case pricing.EndpointChat:
-				reqs = append(reqs, req{"/v1/chat/completions", chatBody(m.ID, "Say hello", `"max_tokens":32`), nil})
-			case pricing.EndpointResponses:
-				reqs = append(reqs, req{"/v1/responses", fmt.Sprintf(`{"model":%q,"input":"Write one line"}`, m.ID), nil},
-					req{"/v1/responses/compact", fmt.Sprintf(`{"model":%q,"input":[{"role":"user","content":"a long talk"}]}`, m.ID), nil})
-			case pricing.EndpointMessages:
-				reqs = append(reqs, req{"/v1/messages", fmt.Sprintf(`{"model":%q,"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`, m.ID),
-					[]string{"anthropic-version", "2023-06-01"}})
-			case pricing.EndpointImages:
-				reqs = append(reqs, req{"/v1/images/generations", fmt.Sprintf(`{"model":%q,"prompt":"a kite","size":"2048x1536","n":3}`, m.ID), nil})
-			case pricing.EndpointImageEdit:
-				ct, form := editForm(m.ID)
-				reqs = append(reqs, req{"/v1/images/edits", form, []string{"Content-Type", ct}})
-			case pricing.EndpointVideo:
-				reqs = append(reqs, req{"/v1/videos/generations", fmt.Sprintf(`{"model":%q,"prompt":"waves","duration":3,"resolution":"1080p"}`, m.ID), nil})
-			case pricing.EndpointSystemOne:
-				reqs = append(reqs, req{"/v1/systemone", fmt.Sprintf(`{"model":%q,"state":"It rained.","questions":{"q":{"type":"noul"}}}`, m.ID), nil})
-			default:
-				t.Errorf("model %s: endpoint %s is not covered by this test", m.ID, ep)
-			}
-		}
-	}
+	reqs := costRequests(t, e)
 	costs := map[string]string{}
 	seen := map[string]bool{}
 	for _, r := range reqs {
