@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strings"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -23,6 +24,7 @@ const (
 	prefixDone    = "done/"
 	prefixJournal = "jrnl/"
 	prefixJob     = "job/"
+	prefixSpend   = "spend/"
 )
 
 func accountKey(id string) []byte   { return prefixed(prefixAccount, id, 0) }
@@ -31,6 +33,7 @@ func keyIDKey(id string) []byte     { return prefixed(prefixKeyID, id, 0) }
 func holdKey(reqID string) []byte   { return prefixed(prefixHold, reqID, 0) }
 func doneKey(reqID string) []byte   { return prefixed(prefixDone, reqID, 0) }
 func jobKey(reqID string) []byte    { return prefixed(prefixJob, reqID, 0) }
+func spendKey(keyID string) []byte  { return prefixed(prefixSpend, keyID, 0) }
 func journalPrefix(a string) []byte { return append(prefixed(prefixJournal, a, 1), '/') }
 
 // prefixed is prefix+id as a new slice with room for extra more bytes: one
@@ -93,6 +96,10 @@ const (
 	tagJobV1     byte = 0x05
 	tagOutcomeV1 byte = 0x06
 	tagSettledV2 byte = 0x07 // the outcome of a settled call (see outcomeRec)
+	tagAccountV2 byte = 0x08 // v1 and the low-balance threshold
+	tagKeyV2     byte = 0x09 // v1 and the key's settings and spend
+	tagOutcomeV3 byte = 0x0a // v1 and the call's key, model, route, endpoint
+	tagSpendV1   byte = 0x0b // a key's spend in its period
 	tagJSON      byte = '{'  // a record written by a build before the binary format
 )
 
@@ -113,6 +120,14 @@ func tagName(tag byte) string {
 		return "outcome v1"
 	case tagSettledV2:
 		return "settled outcome v2"
+	case tagAccountV2:
+		return "account v2"
+	case tagKeyV2:
+		return "key v2"
+	case tagOutcomeV3:
+		return "outcome v3"
+	case tagSpendV1:
+		return "key spend v1"
 	case tagJSON:
 		return "JSON"
 	}
@@ -177,6 +192,14 @@ func (e *enc) str(s string) {
 	e.b = append(e.b, s...)
 }
 
+// strs writes a list of strings: its length, then each.
+func (e *enc) strs(list []string) {
+	e.uvarint(uint64(len(list)))
+	for _, s := range list {
+		e.str(s)
+	}
+}
+
 func (e *enc) boolean(v bool) {
 	if e.b == nil {
 		e.n++
@@ -232,6 +255,25 @@ func openRecord(key, val []byte, tag byte) (d dec, json bool, err error) {
 		return dec{}, false, fmt.Errorf("store: decode %q: record is %s, want %s", key, tagName(val[0]), tagName(tag))
 	}
 	return dec{s: string(val[1:])}, false, nil
+}
+
+// openRecordOf is openRecord for a record type with several layouts: it
+// accepts any of tags, the newest first, and returns the one val has.
+func openRecordOf(key, val []byte, tags ...byte) (d dec, tag byte, json bool, err error) {
+	if len(val) > 0 && val[0] != tagJSON {
+		for _, t := range tags {
+			if val[0] == t {
+				return dec{s: string(val[1:])}, t, false, nil
+			}
+		}
+		names := make([]string, len(tags))
+		for i, t := range tags {
+			names[i] = tagName(t)
+		}
+		return dec{}, 0, false, fmt.Errorf("store: decode %q: record is %s, want %s", key, tagName(val[0]), strings.Join(names, " or "))
+	}
+	d, json, err = openRecord(key, val, 0)
+	return d, 0, json, err
 }
 
 // close returns the reading error, if any, naming key; bytes left after the
@@ -310,6 +352,19 @@ func (d *dec) count(field string) int {
 		return 0
 	}
 	return int(n)
+}
+
+// strs reads a list that strs wrote; nil when it is empty.
+func (d *dec) strs(field string) []string {
+	n := d.count(field)
+	if n == 0 {
+		return nil
+	}
+	list := make([]string, n)
+	for i := range list {
+		list[i] = d.str(field)
+	}
+	return list
 }
 
 func (d *dec) boolean(field string) bool {

@@ -3,6 +3,7 @@ package badger
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"github.com/modelrelay/modelrelay/store"
 	"log/slog"
@@ -32,7 +33,7 @@ func newRecord(r record) record {
 
 // allRecords returns one empty record of every type, for decoding into.
 func allRecords() []record {
-	return []record{&accountRec{}, &keyRec{}, &holdRec{}, &entryRec{}, &jobRec{}, &outcomeRec{}}
+	return []record{&accountRec{}, &keyRec{}, &holdRec{}, &entryRec{}, &jobRec{}, &outcomeRec{}, &spendRec{}}
 }
 
 var (
@@ -43,10 +44,14 @@ var (
 		key  string
 		rec  record
 	}{
-		{"account", "acct/acme", &accountRec{ID: "acme", Balance: 9_350_000_000, Held: 2 * int64(usd), Seq: 3, Created: t0}},
+		{"account", "acct/acme", &accountRec{ID: "acme", Balance: 9_350_000_000, Held: 2 * int64(usd), Seq: 3, Created: t0, AlertBelow: 5 * int64(usd)}},
 		{"account overdrawn", "acct/x", &accountRec{ID: "x", Balance: math.MinInt64, Held: math.MaxInt64, Seq: math.MaxUint64, Created: maxRecordTime.UTC()}},
 		{"account empty", "acct/", &accountRec{}},
 		{"key", "key/h", &keyRec{ID: "key_1", Hash: store.HashKey("sk-x"), Account: "acme", Route: store.AutoRoute, Exclude: []string{"gpt-x", "", "é"}, Revoked: true, Created: t0}},
+		{"key with settings", "key/h", &keyRec{ID: "key_2", Hash: store.HashKey("sk-y"), Account: "acme", Route: "cheap", Created: t0,
+			Label: "ci ✓", Limit: 5 * int64(usd), Reset: store.ResetMonthly, Expires: t0.AddDate(1, 0, 0), Allow: []string{"10.0.0.0/8", "::1/128"}}},
+		{"key spend", "spend/key_2", &spendRec{Spent: math.MaxInt64, PeriodStart: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}},
+		{"key spend empty", "spend/", &spendRec{}},
 		{"key empty", "key/", &keyRec{}},
 		{"hold", "hold/req_1", &holdRec{RequestID: "req_1", Account: "acme", KeyID: "key_1", Model: "gpt-demo", Route: "auto", Endpoint: pricing.EndpointChat, Amount: 2_000_000, Created: t0, Owner: "boot-1"}},
 		{"hold empty", "hold/", &holdRec{}},
@@ -55,7 +60,8 @@ var (
 		{"entry empty", "jrnl/", &entryRec{}},
 		{"job", "job/vid_1", &jobRec{RequestID: "vid_1", Account: "acme", KeyID: "key_1", Model: "video", Route: "r", Line: "480p", Amount: 300_000_000, Refunded: true, Created: t0}},
 		{"job empty", "job/", &jobRec{}},
-		{"outcome", "done/req_1", &outcomeRec{RequestID: "req_1", Account: "acme", State: store.OutcomeReleased, HoldAmount: 2_000_000, Seq: 7, Owner: "boot-1", Reason: "note", Time: t0}},
+		{"outcome", "done/req_1", &outcomeRec{RequestID: "req_1", Account: "acme", State: store.OutcomeReleased, HoldAmount: 2_000_000, Seq: 7, Owner: "boot-1", Reason: "note", Time: t0,
+			KeyID: "key_1", Model: "gpt-demo", Route: "auto", Endpoint: pricing.EndpointChat}},
 		{"outcome settled", "done/req_1", &outcomeRec{RequestID: "req_1", Account: "acme", State: store.OutcomeSettled, Charge: 1_234_567, Seq: 7, Time: t0, compact: true}},
 		{"outcome settled empty", "done/", &outcomeRec{State: store.OutcomeSettled, compact: true}},
 		{"outcome empty", "done/", &outcomeRec{}},
@@ -112,14 +118,54 @@ func TestRecordAllocations(t *testing.T) {
 	}
 }
 
+// Records as the build before key limits wrote them (account v1, key v1,
+// and outcome v1, in which that build wrote every released call), byte for
+// byte: each reads as it was, with the fields that came later zero, and is
+// written back in its newest layout, which reads back the same.
+var beforeKeyLimits = []struct {
+	name, key, hex string
+	want           record
+	tag            byte // the layout it is written back in
+}{
+	{"account v1", "acct/acme", "010461636d6580b6edd445000318ea232629de0a22",
+		&accountRec{ID: "acme", Balance: 9_350_000_000, Seq: 3, Created: t0}, tagAccountV2},
+	{"key v1", "key/ab", "02056b65795f310261620461636d65046175746f01056770742d780118ea232629de0a22",
+		&keyRec{ID: "key_1", Hash: "ab", Account: "acme", Route: "auto", Exclude: []string{"gpt-x"}, Revoked: true, Created: t0}, tagKeyV2},
+	{"released outcome v1", "done/req_1", "06057265715f310461636d650872656c65617365648092f401000006626f6f742d310c757073747265616d2035303018ea232629de0a22",
+		&outcomeRec{RequestID: "req_1", Account: "acme", State: store.OutcomeReleased, HoldAmount: 2_000_000, Owner: "boot-1", Reason: "upstream 500", Time: t0}, tagOutcomeV3},
+}
+
+func TestRecordsBeforeKeyLimits(t *testing.T) {
+	for _, tc := range beforeKeyLimits {
+		t.Run(tc.name, func(t *testing.T) {
+			key := []byte(tc.key)
+			val, err := hex.DecodeString(tc.hex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := newRecord(tc.want)
+			if err := got.decode(key, val); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("read:\n got %+v\nwant %+v", got, tc.want)
+			}
+			again, err := got.encode(key)
+			if err != nil || again[0] != tc.tag {
+				t.Fatalf("written back as %x, %v; want tag 0x%02x", again, err, tc.tag)
+			}
+			back := newRecord(tc.want)
+			if err := back.decode(key, again); err != nil || !reflect.DeepEqual(back, tc.want) {
+				t.Errorf("written back, read as %+v, %v", back, err)
+			}
+		})
+	}
+}
+
 // Damaged records are refused with an error that names the key and, for a
 // binary record, the field at fault.
 func TestRecordDecodeErrors(t *testing.T) {
 	good, err := (&accountRec{ID: "acme", Balance: 5, Created: t0}).encode(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyRecord, err := (&keyRec{ID: "k", Revoked: true}).encode(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,16 +182,20 @@ func TestRecordDecodeErrors(t *testing.T) {
 		want string
 	}{
 		{"empty", &accountRec{}, nil, "empty record"},
-		{"another record", &accountRec{}, hold, "record is hold v1, want account v1"},
-		{"unknown tag", &accountRec{}, []byte{0x7f, 0}, "record is unknown tag 0x7f, want account v1"},
-		{"truncated", &accountRec{}, good[:len(good)-1], "created: truncated time"},
+		{"another record", &accountRec{}, hold, "record is hold v1, want account v2 or account v1"},
+		{"unknown tag", &accountRec{}, []byte{0x7f, 0}, "record is unknown tag 0x7f, want account v2 or account v1"},
+		{"truncated", &accountRec{}, good[:len(good)-1], "alert_below: truncated varint"},
+		{"truncated v1", &accountRec{}, cat([]byte{tagAccountV1}, acme, []byte{0, 0, 0}, make([]byte, 7)), "created: truncated time"},
+		{"v1 with a v2 field", &accountRec{}, cat([]byte{tagAccountV1}, acme, []byte{0, 0, 0}, make([]byte, 8), []byte{0}), "1 bytes after the last field"},
 		{"trailing bytes", &accountRec{}, cat(good, []byte{0}), "1 bytes after the last field"},
 		{"string past the end", &accountRec{}, []byte{tagAccountV1, 16, 'a', 'b'}, "id: string of 16 bytes, 2 left"},
 		{"varint not shortest", &accountRec{}, cat([]byte{tagAccountV1}, acme, []byte{0x80, 0x00}), "balance: varint not in its shortest form"},
 		{"varint overflow", &accountRec{}, cat([]byte{tagAccountV1}, acme, bytes.Repeat([]byte{0xff}, 10), []byte{1}), "balance: varint overflows 64 bits"},
 		{"varint truncated", &accountRec{}, cat([]byte{tagAccountV1}, acme, []byte{0x80}), "balance: truncated varint"},
-		{"bool not 0 or 1", &keyRec{}, cat(keyRecord[:len(keyRecord)-9], []byte{2}, keyRecord[len(keyRecord)-8:]), "revoked: bool byte 0x02"},
+		{"bool not 0 or 1", &keyRec{}, cat([]byte{tagKeyV1, 1, 'k', 0, 0, 0, 0, 2}, make([]byte, 8)), "revoked: bool byte 0x02"},
 		{"exclude longer than the record", &keyRec{}, []byte{tagKeyV1, 0, 0, 0, 0, 100, 0}, "exclude: list of 100, 1 bytes left"},
+		{"allow longer than the record", &keyRec{}, cat([]byte{tagKeyV2, 0, 0, 0, 0, 0, 0}, make([]byte, 8), []byte{0, 0, 0}, make([]byte, 8), []byte{50, 0}),
+			"allow: list of 50, 1 bytes left"},
 		{"broken JSON", &accountRec{}, []byte(`{"id":`), "unexpected end of JSON input"},
 		{"JSON of the wrong shape", &accountRec{}, []byte(`{"balance":"lots"}`), "cannot unmarshal string"},
 	}

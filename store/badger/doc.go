@@ -10,9 +10,10 @@
 //
 // # Key layout
 //
-//	acct/<account>             account record: balance, held, journal counter, created
-//	key/<sha256 hex>           key record (id, account, route, exclusions, revoked)
-//	keyid/<key id>             the hash of that key, for RevokeKey
+//	acct/<account>             account record: balance, held, journal counter, created, alert threshold
+//	key/<sha256 hex>           key record (id, account, route, exclusions, revoked; label, limit, reset, expiry, allow-list)
+//	keyid/<key id>             the hash of that key, for RevokeKey, UpdateKey and Hold
+//	spend/<key id>             the key's spend in its period and the period's start (none: nothing spent yet)
 //	hold/<request id>          an open hold, as older builds kept them (this one keeps them in memory)
 //	done/<request id>          how a hold ended (Outcome): settled, released or recovered
 //	jrnl/<account>/<seq>       journal entry; seq is 8 bytes big-endian, so byte order is journal order
@@ -35,10 +36,15 @@
 // 0x06 outcome; all version 1; and 0x07, version 2 of a settled call's
 // outcome, which keeps only account, charge, sequence number and time: the
 // request id is its key's, and its hold amount and note are its journal
-// entry's, where Outcome reads them; a settled outcome v1 is still read,
-// but a build before tag 0x07 cannot read a ledger that has one),
-// then its fields in a fixed order with no
-// names and nothing after the last. Strings are a uvarint length and the
+// entry's, where Outcome reads them), then its fields in a fixed order with
+// no names and nothing after the last. Key limits added 0x08 account v2
+// (v1 and the alert threshold), 0x09 key v2 (v1 and label, limit, reset,
+// expiry, allow-list), 0x0a outcome v3 (v1 and the call's key id, model,
+// route and endpoint, for a released call, which has no journal entry) and
+// 0x0b key spend v1 (spent, period start). Each newer layout is v1's fields
+// and then its own; the older is still read (its new fields zero), and a
+// record is written in the newest when it next changes. A build before a
+// tag cannot read a ledger that has one. Strings are a uvarint length and the
 // bytes (as given: ids are valid UTF-8, notes are not checked); amounts and
 // usage counts are zigzag varints of int64 nano-USD or units; sequence
 // numbers and list lengths uvarints; a bool one byte, 0 or 1; a time 8 bytes
@@ -62,10 +68,11 @@
 // the hold it ends commit in one badger transaction, or not at all. Badger
 // transactions are optimistic (serialisable snapshot isolation): a commit
 // whose reads were changed by another commit fails with ErrConflict. To
-// keep that from failing calls under load, the writers of an account
-// (CreateAccount, Credit, Settle, Release, RefundJob, recovery) are
-// serialised inside the process by one of 256 striped mutexes (FNV-1a of
-// the account id), and a
+// keep that from failing calls under load, the writers of an account and
+// of its keys (CreateAccount, Credit, SetAlert, Settle, Release,
+// RefundJob, recovery; CreateKey, UpdateKey, RevokeKey, and the Hold that
+// starts a key's period) are serialised inside the process by one of 256
+// striped mutexes (FNV-1a of the account id), and a
 // transaction that still conflicts — on a key shared by two accounts, such
 // as a request id reused across them — is retried, at most 64 times. Two
 // hundred concurrent settles on one account therefore run one after another
@@ -74,7 +81,8 @@
 // its books must close. They wait for their commit (and its fsync when
 // SyncWrites is on). Settle reads the account and the request id's outcome
 // key and writes three keys: the journal entry, the account and the
-// outcome; Release writes the outcome alone.
+// outcome, and a fourth, the key's spend record, for a call of a key;
+// Release writes the outcome alone.
 //
 // # Holds
 //
@@ -118,6 +126,25 @@
 // ended call's records are untouched. The gateway's request ids are unique
 // by construction, so no call of the gateway takes that path. A second Hold
 // of an id that is open is refused with ErrExists at once.
+//
+// # Key limits
+//
+// A hold with a key id of its account reserves against the key's limit as
+// against the account's credit, in the same step under the same lock: Hold
+// keeps each key it meets in memory with its account (keyMem: its records
+// as last committed and the sum of its open holds), and admits the hold
+// only if both cover it; else neither is touched. Settle adds the charge to
+// the key's spend record in the transaction that takes it from the
+// account. So concurrency cannot take a key past its limit any more than
+// an account past its credit; an overrun can, by the same bound. A hold
+// dated in a later period than the key's (a reset: daily, weekly, monthly
+// in UTC) first starts that period in the ledger, spend 0, in a
+// transaction of its own under the account's stripe: one per key per
+// period. The first Hold of a key in a process reads it, as for an account;
+// a key id that names no key of the account limits nothing (and is
+// remembered as such until CreateKey). A key's open holds are never
+// written: like an account's, they end with their process, and recovery
+// releases them, so a new process starts with the key's Held at 0.
 //
 // # Memory
 //
@@ -182,7 +209,10 @@
 //
 // Export streams the whole ledger to a store.Sink from one read
 // transaction (relay store copy feeds it to PostgreSQL's Import): accounts
-// with their journal counters, keys with their hashes, each account's
-// journal in sequence order, jobs, and outcomes, settled ones completed from
-// their journal entries. Open holds are not exported; Held shows them.
+// with their journal counters and alert thresholds, keys with their hashes,
+// settings and spend, each account's journal in sequence order, jobs, and
+// outcomes, settled ones completed from their journal entries. Open holds
+// are not exported; Held (of an account, of a key) shows them. A released
+// call's key, model, route and endpoint are not in store.Outcome, so they
+// are not exported.
 package badger

@@ -18,7 +18,8 @@ var _ store.Exporter = (*Store)(nil)
 // in one badger snapshot and streamed: one record in memory at a time.
 // Accounts carry their journal counter as LastSeq, and in Held the sum of the
 // holds open in this process and of those an older build left in the ledger
-// (a copy runs after RecoverHolds, with none). Journal entries are read
+// (a copy runs after RecoverHolds, with none); keys their settings, their
+// spend in their period, and in Held their holds open in this process. Journal entries are read
 // account by account (jrnl/<account>/ in account id order); a journal entry
 // of an account that does not exist is an error, not skipped. A settled
 // outcome is completed from its journal entry, as Outcome does. No error
@@ -46,7 +47,11 @@ func (b *Store) Export(ctx context.Context, to store.Sink) error {
 			if r.Hash != hash {
 				return fmt.Errorf("store: export: key %q is filed under another hash than its own", r.ID)
 			}
-			return to.Key(r.api())
+			var err error
+			if r.spend, err = getSpend(txn, r.ID); err != nil {
+				return err
+			}
+			return to.Key(b.mem.keyView(r))
 		}); err != nil {
 			return err
 		}

@@ -2,9 +2,12 @@ package badger
 
 import (
 	"bytes"
-	"github.com/modelrelay/modelrelay/store"
+	"encoding/hex"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/modelrelay/modelrelay/store"
 )
 
 // Account and request ids arrive from the admin API and from providers. An
@@ -57,7 +60,8 @@ func FuzzCheckHash(f *testing.F) {
 // Record values are read back from disk, where damage or a build's bug can
 // put any bytes. Decoding must never panic; whatever decodes as a binary
 // record is encoded back to exactly the same bytes (one encoding per
-// record); whatever decodes from JSON (older builds) re-encodes to a binary
+// record), or, from an older layout, to the newest, which reads back as the
+// same record; whatever decodes from JSON (older builds) re-encodes to a binary
 // record that decodes to the same record again.
 func FuzzDecodeRecord(f *testing.F) {
 	for _, s := range samples {
@@ -73,6 +77,13 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte(`{"created":"9999-12-31T23:59:59Z"}`))
 	f.Add([]byte{})
 	f.Add([]byte{tagKeyV1, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	for _, r := range beforeKeyLimits {
+		val, err := hex.DecodeString(r.hex)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(val)
+	}
 	key := []byte("done/fuzz") // a settled outcome takes its request id from the key
 	f.Fuzz(func(t *testing.T, val []byte) {
 		for _, rec := range allRecords() {
@@ -90,6 +101,15 @@ func FuzzDecodeRecord(f *testing.F) {
 				if err != nil || again[0] != tagSettledV2 || back.decode(key, again) != nil ||
 					back != (outcomeRec{RequestID: "fuzz", Account: o.Account, State: o.State, Charge: o.Charge, Seq: o.Seq, Time: o.Time, compact: true}) {
 					t.Fatalf("settled outcome v1 %+v written back as %x (%v): %+v", o, again, err, back)
+				}
+				continue
+			}
+			if upgraded(val[0]) {
+				// An older layout is written back in the newest, which
+				// reads back as the same record.
+				back := newRecord(rec)
+				if err != nil || again[0] == val[0] || back.decode(key, again) != nil || !reflect.DeepEqual(back, rec) {
+					t.Fatalf("%T: %x written back as %x (%v): %+v", rec, val, again, err, back)
 				}
 				continue
 			}
@@ -116,6 +136,12 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 		}
 	})
+}
+
+// upgraded reports whether a record of this tag is written back in a newer
+// layout.
+func upgraded(tag byte) bool {
+	return tag == tagAccountV1 || tag == tagKeyV1 || tag == tagOutcomeV1
 }
 
 // A hold log segment is read back after a crash, possibly torn or damaged:

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"github.com/modelrelay/modelrelay/store"
 	"sort"
+	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
 )
 
-// CreateKey stores k, whose Hash is already set (HashKey of the plaintext).
-// Its account must exist (ErrNotFound); its Route must be set; a duplicate
-// hash or id returns ErrExists. A zero k.Created is set to now.
+// CreateKey stores k, whose Hash is already set (HashKey of the plaintext),
+// with its settings (label, limit, reset, expiry, allow-list: checkSettings)
+// and no spend. Its account must exist (ErrNotFound); its Route must be
+// set; a duplicate hash or id returns ErrExists. A zero k.Created is set to
+// now.
 func (b *Store) CreateKey(ctx context.Context, k store.Key) error {
 	if err := store.CheckKey(k); err != nil {
 		return err
@@ -22,7 +25,13 @@ func (b *Store) CreateKey(ctx context.Context, k store.Key) error {
 	}
 	k.Created = k.Created.UTC()
 	rec := keyRecOf(k)
-	return b.update(ctx, func(txn *badger.Txn) error {
+	if err := checkSettings(&rec); err != nil {
+		return err
+	}
+	// Under the account's stripe, like every writer of a key record, so
+	// that Hold's copy of the key (publishKey) is the committed one.
+	defer b.lock(k.Account)()
+	err := b.update(ctx, func(txn *badger.Txn) error {
 		if _, err := loadAccount(txn, k.Account); err != nil {
 			return err
 		}
@@ -43,10 +52,43 @@ func (b *Store) CreateKey(ctx context.Context, k store.Key) error {
 		}
 		return txn.Set(keyIDKey(k.ID), []byte(k.Hash))
 	})
+	if err != nil {
+		return err
+	}
+	b.publishKey(&rec)
+	return nil
+}
+
+// checkSettings checks a key's settings and puts them in the form the
+// ledger keeps: a limit of at least 0, a known reset period, a label of at
+// most store.MaxNoteLen bytes of UTF-8, an expiry and networks that
+// store.CheckAllow accepts (as it writes them).
+func checkSettings(r *keyRec) error {
+	if r.Limit < 0 {
+		return fmt.Errorf("store: key %q: limit %d nano-USD is negative", r.ID, r.Limit)
+	}
+	if err := store.CheckReset(r.Reset); err != nil {
+		return fmt.Errorf("store: key %q: %w", r.ID, err)
+	}
+	if len(r.Label) > store.MaxNoteLen || !utf8.ValidString(r.Label) {
+		return fmt.Errorf("store: key %q: label: want at most %d bytes of UTF-8", r.ID, store.MaxNoteLen)
+	}
+	r.Expires = r.Expires.UTC()
+	if len(r.Allow) == 0 {
+		r.Allow = nil
+		return nil
+	}
+	allow, err := store.CheckAllow(r.Allow)
+	if err != nil {
+		return fmt.Errorf("store: key %q: %w", r.ID, err)
+	}
+	r.Allow = allow
+	return nil
 }
 
 // KeyByHash returns the key with this hash, revoked or not (the caller
-// refuses revoked keys); ErrNotFound if there is none.
+// refuses revoked keys); ErrNotFound if there is none. Its spend is the
+// ledger's; Held counts its holds open in this process.
 func (b *Store) KeyByHash(ctx context.Context, hash string) (store.Key, error) {
 	if store.CheckKeyHash(hash) != nil {
 		return store.Key{}, fmt.Errorf("store: key by hash: %w", store.ErrNotFound)
@@ -54,7 +96,7 @@ func (b *Store) KeyByHash(ctx context.Context, hash string) (store.Key, error) {
 	var rec keyRec
 	err := b.view(ctx, func(txn *badger.Txn) error {
 		var err error
-		rec, err = getKey(txn, keyKey(hash))
+		rec, err = getKeySpent(txn, keyKey(hash))
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return fmt.Errorf("store: key by hash: %w", store.ErrNotFound)
 		}
@@ -63,14 +105,14 @@ func (b *Store) KeyByHash(ctx context.Context, hash string) (store.Key, error) {
 	if err != nil {
 		return store.Key{}, err
 	}
-	return rec.api(), nil
+	return b.mem.keyView(rec), nil
 }
 
 // ListKeys lists the keys of account, or of every account when account is
 // "", oldest first, revoked ones included. An unknown account returns
 // ErrNotFound.
 func (b *Store) ListKeys(ctx context.Context, account string) ([]store.Key, error) {
-	var out []store.Key
+	var recs []keyRec
 	err := b.view(ctx, func(txn *badger.Txn) error {
 		if account != "" {
 			if _, err := loadAccount(txn, account); err != nil {
@@ -87,14 +129,23 @@ func (b *Store) ListKeys(ctx context.Context, account string) ([]store.Key, erro
 			if err := it.Item().Value(func(v []byte) error { return rec.decode(it.Item().Key(), v) }); err != nil {
 				return err
 			}
-			if account == "" || rec.Account == account {
-				out = append(out, rec.api())
+			if account != "" && rec.Account != account {
+				continue
 			}
+			var err error
+			if rec.spend, err = getSpend(txn, rec.ID); err != nil {
+				return err
+			}
+			recs = append(recs, rec)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	out := make([]store.Key, len(recs))
+	for i, r := range recs {
+		out[i] = b.mem.keyView(r)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Created.Equal(out[j].Created) {
@@ -108,34 +159,74 @@ func (b *Store) ListKeys(ctx context.Context, account string) ([]store.Key, erro
 // RevokeKey marks the key with this id revoked and returns it; revoking a
 // revoked key changes nothing. ErrNotFound if no key has the id.
 func (b *Store) RevokeKey(ctx context.Context, id string) (store.Key, error) {
+	return b.changeKey(ctx, id, func(r *keyRec) (bool, error) {
+		if r.Revoked {
+			return false, nil
+		}
+		r.Revoked = true
+		return true, nil
+	})
+}
+
+// UpdateKey changes the settings u sets of the key with this id and returns
+// the key; ErrNotFound if no key has the id. Its spend, its period and its
+// open holds are kept: a lower limit refuses the next hold that does not
+// fit, and a new reset period starts with the next hold in a later period.
+func (b *Store) UpdateKey(ctx context.Context, id string, u store.KeyUpdate) (store.Key, error) {
+	return b.changeKey(ctx, id, func(r *keyRec) (bool, error) {
+		if u.Label != nil {
+			r.Label = *u.Label
+		}
+		if u.Limit != nil {
+			r.Limit = int64(*u.Limit)
+		}
+		if u.Reset != nil {
+			r.Reset = *u.Reset
+		}
+		if u.Expires != nil {
+			r.Expires = *u.Expires
+		}
+		if u.Allow != nil {
+			r.Allow = *u.Allow
+		}
+		return true, checkSettings(r)
+	})
+}
+
+// changeKey applies change to the key with this id, in a transaction under
+// its account's stripe (every writer of a key record takes it: see
+// keyMem), and writes it back when change reports a change.
+func (b *Store) changeKey(ctx context.Context, id string, change func(*keyRec) (bool, error)) (store.Key, error) {
+	if err := store.CheckID("key", id); err != nil {
+		return store.Key{}, fmt.Errorf("store: key %q: %w", id, store.ErrNotFound)
+	}
 	var rec keyRec
-	err := b.update(ctx, func(txn *badger.Txn) error {
-		rec = keyRec{}
-		item, err := txn.Get(keyIDKey(id))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("store: key %q: %w", id, store.ErrNotFound)
-		}
-		if err != nil {
+	err := b.view(ctx, func(txn *badger.Txn) error {
+		var err error
+		rec, err = keyByID(txn, id)
+		return err
+	})
+	if err != nil {
+		return store.Key{}, err
+	}
+	account := rec.Account // a key never changes account
+	defer b.lock(account)()
+	changed := false
+	err = b.update(ctx, func(txn *badger.Txn) error {
+		var err error
+		if rec, err = keyByID(txn, id); err != nil {
 			return err
 		}
-		hash, err := item.ValueCopy(nil)
-		if err != nil {
+		if changed, err = change(&rec); err != nil || !changed {
 			return err
 		}
-		if rec, err = getKey(txn, keyKey(string(hash))); err != nil {
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				return fmt.Errorf("store: key %q: id points at a missing hash: %w", id, store.ErrNotFound)
-			}
-			return err
-		}
-		if rec.Revoked {
-			return nil
-		}
-		rec.Revoked = true
 		return putKey(txn, &rec)
 	})
 	if err != nil {
 		return store.Key{}, err
 	}
-	return rec.api(), nil
+	if changed {
+		b.publishKey(&rec)
+	}
+	return b.mem.keyView(rec), nil
 }

@@ -74,18 +74,26 @@ func (b *Store) Credit(ctx context.Context, account string, amount pricing.Nano,
 }
 
 // Hold reserves h.Amount (≥ 0) of the account's available credit under
-// h.RequestID. The account must exist (ErrNotFound); a request id with an
+// h.RequestID and, when h.KeyID names a key of the account, of that key's
+// spend limit. The account must exist (ErrNotFound); a request id with an
 // open hold returns ErrExists. A balance at or below zero is always
 // insufficient, even for a zero hold; otherwise Available() below h.Amount
-// is. Both return *InsufficientError with the numbers. h.Owner is always
-// set to this process's owner; a zero h.Created to now.
+// is; and so is a key whose limit, less its spend in the period of
+// h.Created and its open holds, is below h.Amount. Each returns
+// *InsufficientError with the numbers and the limit that refused; a refused
+// hold reserves nothing anywhere. A key without a limit (0) limits nothing
+// but still counts its spend; a key id that names no key of the account is
+// ignored. h.Owner is always set to this process's owner; a zero h.Created
+// to now.
 //
 // Hold works in memory and does not touch badger (see doc.go, "Holds"): it
-// decides on the account's last committed balance, appends the hold to the
-// hold log, so that it survives a crash, and counts it in the account's
-// Held. It does not read the ledger, so it cannot see that a request id
-// has already ended; the hold's Settle or Release does, and refuses it with
-// ErrExists.
+// decides on the account's last committed balance and the key's last
+// committed spend, appends the hold to the hold log, so that it survives a
+// crash, and counts it in the account's and the key's Held. Only the first
+// Hold of an account or a key in this process reads it, and the first in a
+// key's new period writes the period (admit). It does not read the ledger,
+// so it cannot see that a request id has already ended; the hold's Settle
+// or Release does, and refuses it with ErrExists.
 func (b *Store) Hold(ctx context.Context, h store.Hold) error {
 	if err := store.CheckID("request", h.RequestID); err != nil {
 		return err
@@ -112,7 +120,7 @@ func (b *Store) Hold(ctx context.Context, h store.Hold) error {
 	if b.closed.Load() {
 		return errClosed
 	}
-	a, err := b.loaded(ctx, rec.Account)
+	a, k, err := b.admit(ctx, &rec)
 	if err != nil {
 		return err
 	}
@@ -126,22 +134,32 @@ func (b *Store) Hold(ctx context.Context, h store.Hold) error {
 	balance := pricing.Nano(a.rec.Balance)
 	available := balance - pricing.Nano(a.rec.Held+a.held)
 	if balance <= 0 || available < h.Amount {
-		return &store.InsufficientError{Needed: h.Amount, Available: available}
+		return &store.InsufficientError{Needed: h.Amount, Available: available, Limit: store.LimitAccount}
+	}
+	if k != nil && k.rec.Limit > 0 {
+		if left := k.left(); left < rec.Amount {
+			return &store.InsufficientError{Needed: h.Amount, Available: pricing.Nano(max(0, left)), Limit: store.LimitKey}
+		}
 	}
 	seg, err := b.holdLog.append(val)
 	if err != nil {
 		return fmt.Errorf("store: hold %q: %w", rec.RequestID, err)
 	}
-	s.holds[rec.RequestID] = &openHold{rec: rec, seg: seg}
+	s.holds[rec.RequestID] = &openHold{rec: rec, seg: seg, key: k}
 	a.held += rec.Amount // cannot overflow: held ≤ balance
+	if k != nil {
+		k.held += rec.Amount // cannot overflow: held ≤ the account's
+	}
 	return nil
 }
 
 // Settle charges the call and releases its hold, exactly once per request
-// id. The charge is taken in full even when it is above the hold: this is
-// the only way a balance goes below zero, and each call takes at most its
-// own overrun (Charge − hold) beyond what admission allowed, because a new
-// hold is refused while the balance is at or below zero (see doc.go). A
+// id; a hold that reserved against a key adds the charge to the key's
+// spend in its period, in the same transaction. The charge is taken in
+// full even when it is above the hold: this is the only way a balance (or
+// a key's spend) goes past what admission allowed, and each call takes at
+// most its own overrun (Charge − hold) beyond it, because a new hold is
+// refused while the balance is at or below zero (see doc.go). A
 // second Settle, or a Settle after Release, returns ErrAlreadySettled; an
 // unknown request id ErrNoHold; a negative charge an error; a hold taken
 // on a request id that had already ended ErrExists, and that hold is
@@ -166,13 +184,18 @@ func (b *Store) Settle(ctx context.Context, s store.Settlement) (store.Entry, er
 	var (
 		out  entryRec
 		acct accountRec
+		key  *spendRec // the key's spend with the charge: nil for no key
 	)
+	last, lastLoaded := b.keyOf(h)
 	err = b.update(ctx, func(txn *badger.Txn) error {
 		if err := notEnded(txn, hr.RequestID); err != nil {
 			return err
 		}
 		var err error
 		if acct, err = loadAccount(txn, hr.Account); err != nil {
+			return err
+		}
+		if key, err = spend(txn, hr, h.key, last, lastLoaded, s.Charge); err != nil {
 			return err
 		}
 		bal, err := addBalance(acct.ID, pricing.Nano(acct.Balance), -s.Charge)
@@ -193,7 +216,7 @@ func (b *Store) Settle(ctx context.Context, s store.Settlement) (store.Entry, er
 	if err != nil {
 		return store.Entry{}, b.failedEnd(h, err)
 	}
-	b.endHold(h, &acct)
+	b.endHold(h, &acct, key)
 	return out.api(), nil
 }
 
@@ -221,7 +244,7 @@ func (b *Store) Release(ctx context.Context, requestID, reason string) error {
 	if err != nil {
 		return b.failedEnd(h, err)
 	}
-	b.endHold(h, nil)
+	b.endHold(h, nil, nil)
 	return nil
 }
 
@@ -272,7 +295,7 @@ func notEnded(txn *badger.Txn, requestID string) error {
 // afresh from the ledger by the next Hold.
 func (b *Store) failedEnd(h *openHold, err error) error {
 	if errors.Is(err, errEndedBefore) {
-		b.endHold(h, nil)
+		b.endHold(h, nil, nil)
 		return fmt.Errorf("store: hold %q: the request id already has an outcome; this hold is dropped: %w", h.rec.RequestID, store.ErrExists)
 	}
 	b.forget(h.rec.Account)
@@ -283,6 +306,7 @@ func (b *Store) failedEnd(h *openHold, err error) error {
 // fields of o set by the caller).
 func putEnded(txn *badger.Txn, hr *holdRec, o outcomeRec) error {
 	o.RequestID, o.Account, o.HoldAmount, o.Owner, o.Time = hr.RequestID, hr.Account, hr.Amount, hr.Owner, now()
+	o.KeyID, o.Model, o.Route, o.Endpoint = hr.KeyID, hr.Model, hr.Route, hr.Endpoint
 	return putOutcome(txn, &o)
 }
 

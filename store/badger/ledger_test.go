@@ -256,7 +256,7 @@ func TestHoldRefused(t *testing.T) {
 				}
 			},
 			hold: store.Hold{RequestID: "r", Account: "acme", Amount: 0}, wantErr: store.ErrInsufficient,
-			want: &store.InsufficientError{Needed: 0, Available: 0}, wantMsg: "needed 0 USD, available 0 USD"},
+			want: &store.InsufficientError{Needed: 0, Available: 0, Limit: store.LimitAccount}, wantMsg: "needed 0 USD, available 0 USD"},
 		{name: "zero balance",
 			setup: func(t *testing.T, b *Store) {
 				if _, err := b.CreateAccount(ctx, "acme"); err != nil {
@@ -264,18 +264,18 @@ func TestHoldRefused(t *testing.T) {
 				}
 			},
 			hold: store.Hold{RequestID: "r", Account: "acme", Amount: 5}, wantErr: store.ErrInsufficient,
-			want: &store.InsufficientError{Needed: 5, Available: 0}},
+			want: &store.InsufficientError{Needed: 5, Available: 0, Limit: store.LimitAccount}},
 		{name: "open holds take the credit",
 			setup: func(t *testing.T, b *Store) {
 				credit(t, b, "acme", usd)
 				hold(t, b, "acme", "first", 600_000_000)
 			},
 			hold: store.Hold{RequestID: "r", Account: "acme", Amount: 500_000_000}, wantErr: store.ErrInsufficient,
-			want: &store.InsufficientError{Needed: 500_000_000, Available: 400_000_000}, wantMsg: "needed 0.5 USD, available 0.4 USD"},
+			want: &store.InsufficientError{Needed: 500_000_000, Available: 400_000_000, Limit: store.LimitAccount}, wantMsg: "needed 0.5 USD, available 0.4 USD"},
 		{name: "one nano short",
 			setup: func(t *testing.T, b *Store) { credit(t, b, "acme", usd) },
 			hold:  store.Hold{RequestID: "r", Account: "acme", Amount: usd + 1}, wantErr: store.ErrInsufficient,
-			want: &store.InsufficientError{Needed: usd + 1, Available: usd}},
+			want: &store.InsufficientError{Needed: usd + 1, Available: usd, Limit: store.LimitAccount}},
 		{name: "negative balance after an overrun",
 			setup: func(t *testing.T, b *Store) {
 				credit(t, b, "acme", usd)
@@ -285,7 +285,7 @@ func TestHoldRefused(t *testing.T) {
 				}
 			},
 			hold: store.Hold{RequestID: "r", Account: "acme", Amount: 0}, wantErr: store.ErrInsufficient,
-			want: &store.InsufficientError{Needed: 0, Available: -250_000_000}},
+			want: &store.InsufficientError{Needed: 0, Available: -250_000_000, Limit: store.LimitAccount}},
 		{name: "unknown account",
 			hold: store.Hold{RequestID: "r", Account: "nobody", Amount: 1}, wantErr: store.ErrNotFound},
 		{name: "negative amount",

@@ -23,12 +23,32 @@ type acctMem struct {
 	loaded bool
 	rec    accountRec
 	held   int64 // Σ the open holds in holdStripes of this account (not rec.Held)
+	// keys are the key ids Hold has met on this account's holds, by id;
+	// nil until the first.
+	keys map[string]*keyMem
+}
+
+// keyMem is what Hold needs of a key, kept with its account's acctMem and
+// under its mu: the key and spend records as last committed, and the sum
+// of the open holds this process has reserved against it. As for the
+// account, every writer of a key or spend record holds the account's
+// stripe from its transaction until it has published the record here, so
+// rec is the committed one whenever loaded is true; and the period is
+// rolled by a transaction (see Store.admit), so Hold never decides on a
+// period the ledger does not have.
+// A keyMem is never replaced or removed: open holds point at it.
+type keyMem struct {
+	loaded bool   // rec and exists are the ledger's
+	exists bool   // the key id names a key of this account
+	rec    keyRec // the key and its spend as last committed (when exists)
+	held   int64  // Σ the open holds in holdStripes reserved against it
 }
 
 // openHold is a hold this process has taken and not yet ended.
 type openHold struct {
 	rec holdRec
-	seg uint64 // the hold log segment it is written in
+	seg uint64  // the hold log segment it is written in
+	key *keyMem // the key it reserved against; nil for none
 }
 
 // holdStripe is one of the stripes of the open holds by request id. A hold
@@ -149,18 +169,23 @@ func (b *Store) afterWrite(account string, rec *accountRec, err error) error {
 	return nil
 }
 
-// forget makes the next Hold read the account from the ledger: after a
-// failed transaction a writer cannot be sure what was committed.
+// forget makes the next Hold read the account and its keys from the
+// ledger: after a failed transaction a writer cannot be sure what was
+// committed. The keys' open holds stay counted.
 func (b *Store) forget(id string) {
 	a := b.mem.account(id)
 	a.mu.Lock()
 	a.loaded = false
+	for _, k := range a.keys {
+		k.loaded = false
+	}
 	a.mu.Unlock()
 }
 
-// endHold removes h, ended by a transaction that committed acct (nil when
-// it wrote no account), from memory and from its hold log segment.
-func (b *Store) endHold(h *openHold, acct *accountRec) {
+// endHold removes h, ended by a transaction that committed acct and the
+// spend of h's key (each nil when it wrote none), from memory and from its
+// hold log segment.
+func (b *Store) endHold(h *openHold, acct *accountRec, spent *spendRec) {
 	a := b.mem.account(h.rec.Account)
 	a.mu.Lock()
 	s := b.mem.stripe(h.rec.RequestID)
@@ -171,8 +196,49 @@ func (b *Store) endHold(h *openHold, acct *accountRec) {
 	if acct != nil {
 		a.rec, a.loaded = *acct, true
 	}
+	if k := h.key; k != nil {
+		k.held -= h.rec.Amount
+		if spent != nil && k.loaded {
+			k.rec.spend = *spent
+		}
+	}
 	a.mu.Unlock()
 	b.holdLog.end(h.seg)
+}
+
+// publishKey makes rec, a key record just committed under its account's
+// stripe, the one Hold sees, if Hold has met the key.
+func (b *Store) publishKey(rec *keyRec) {
+	a := b.mem.account(rec.Account)
+	a.mu.Lock()
+	if k := a.keys[rec.ID]; k != nil {
+		k.rec, k.loaded, k.exists = *rec, true, true
+	}
+	a.mu.Unlock()
+}
+
+// keyView is the key of rec, read from the ledger, as the API shows it:
+// the record this process has in memory when it has it loaded (the last
+// committed), with its open holds in this process as Held.
+func (m *memory) keyView(rec keyRec) store.Key {
+	m.mu.RLock()
+	a := m.accounts[rec.Account]
+	m.mu.RUnlock()
+	if a == nil {
+		return rec.api()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k := a.keys[rec.ID]
+	if k == nil || !k.exists {
+		return rec.api()
+	}
+	if k.loaded {
+		rec = k.rec
+	}
+	key := rec.api()
+	key.Held = pricing.Nano(k.held)
+	return key
 }
 
 // heldOf is the sum of the holds open in this process on account id.

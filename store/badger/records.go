@@ -2,6 +2,7 @@ package badger
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"github.com/modelrelay/modelrelay/store"
 	"time"
@@ -19,15 +20,17 @@ import (
 // builds before the binary format wrote, so that those are still read.
 
 type accountRec struct {
-	ID      string    `json:"id"`
-	Balance int64     `json:"balance"`
-	Held    int64     `json:"held"`
-	Seq     uint64    `json:"seq"` // the last journal entry's sequence number
-	Created time.Time `json:"created"`
+	ID         string    `json:"id"`
+	Balance    int64     `json:"balance"`
+	Held       int64     `json:"held"`
+	Seq        uint64    `json:"seq"` // the last journal entry's sequence number
+	Created    time.Time `json:"created"`
+	AlertBelow int64     `json:"alert_below,omitempty"` // v2
 }
 
 func (r accountRec) api() store.Account {
-	return store.Account{ID: r.ID, Balance: pricing.Nano(r.Balance), Held: pricing.Nano(r.Held), Created: r.Created}
+	return store.Account{ID: r.ID, Balance: pricing.Nano(r.Balance), Held: pricing.Nano(r.Held), Created: r.Created,
+		AlertBelow: pricing.Nano(r.AlertBelow)}
 }
 
 type keyRec struct {
@@ -38,16 +41,41 @@ type keyRec struct {
 	Exclude []string  `json:"exclude,omitempty"`
 	Revoked bool      `json:"revoked,omitempty"`
 	Created time.Time `json:"created"`
+
+	// v2: the key's settings.
+	Label   string    `json:"label,omitempty"`
+	Limit   int64     `json:"limit,omitempty"`
+	Reset   string    `json:"reset,omitempty"`
+	Expires time.Time `json:"expires,omitzero"`
+	Allow   []string  `json:"allow,omitempty"`
+
+	// spend is not part of the key record: it is the key's spend record
+	// (spend/<key id>), which readers put here.
+	spend spendRec
 }
 
+// spendRec is what a key has spent in its period, spend/<key id>: kept
+// apart from the key record because every settle of the key's calls writes
+// it. A key without one has spent nothing, and its period has not begun.
+type spendRec struct {
+	Spent       int64
+	PeriodStart time.Time
+}
+
+// api is the key as its records have it; Held is the caller's (keyMem).
 func (r keyRec) api() store.Key {
 	return store.Key{ID: r.ID, Hash: r.Hash, Account: r.Account, Route: r.Route,
-		Exclude: r.Exclude, Revoked: r.Revoked, Created: r.Created}
+		Exclude: r.Exclude, Revoked: r.Revoked, Created: r.Created,
+		Label: r.Label, Limit: pricing.Nano(r.Limit), Reset: r.Reset, Expires: r.Expires, Allow: r.Allow,
+		Spent: pricing.Nano(r.spend.Spent), PeriodStart: r.spend.PeriodStart}
 }
 
+// keyRecOf is the record of a key being created: its settings as given, and
+// no spend (the ledger keeps that).
 func keyRecOf(k store.Key) keyRec {
 	return keyRec{ID: k.ID, Hash: k.Hash, Account: k.Account, Route: k.Route,
-		Exclude: k.Exclude, Revoked: k.Revoked, Created: k.Created}
+		Exclude: k.Exclude, Revoked: k.Revoked, Created: k.Created,
+		Label: k.Label, Limit: int64(k.Limit), Reset: k.Reset, Expires: k.Expires, Allow: k.Allow}
 }
 
 type holdRec struct {
@@ -161,6 +189,12 @@ type outcomeRec struct {
 	Reason     string    `json:"reason,omitempty"`
 	Time       time.Time `json:"time"`
 
+	// v3: the call, for Generation: a released call has no journal entry.
+	KeyID    string `json:"key_id,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Route    string `json:"route,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+
 	compact bool // read from a settled outcome v2: the rest is in the journal
 }
 
@@ -171,6 +205,7 @@ func (r outcomeRec) api() store.Outcome {
 }
 
 // Account v1: id, balance, held, seq, created.
+// Account v2 (written since): v1's fields, then alert below.
 
 func (r *accountRec) fields(e *enc) {
 	e.str(r.ID)
@@ -178,19 +213,20 @@ func (r *accountRec) fields(e *enc) {
 	e.varint(r.Held)
 	e.uvarint(r.Seq)
 	e.time("created", r.Created)
+	e.varint(r.AlertBelow)
 }
 
 func (r *accountRec) encode(key []byte) ([]byte, error) {
 	var e enc
 	r.fields(&e)
-	if e.start(tagAccountV1) {
+	if e.start(tagAccountV2) {
 		r.fields(&e)
 	}
 	return e.finish(key)
 }
 
 func (r *accountRec) decode(key, val []byte) error {
-	d, isJSON, err := openRecord(key, val, tagAccountV1)
+	d, tag, isJSON, err := openRecordOf(key, val, tagAccountV2, tagAccountV1)
 	if err != nil || isJSON {
 		if isJSON {
 			*r, err = decodeJSON[accountRec](key, val)
@@ -202,55 +238,94 @@ func (r *accountRec) decode(key, val []byte) error {
 	r.Held = d.varint("held")
 	r.Seq = d.uvarint("seq")
 	r.Created = d.time("created")
+	r.AlertBelow = 0
+	if tag == tagAccountV2 {
+		r.AlertBelow = d.varint("alert_below")
+	}
 	return d.close(key)
 }
 
 // Key v1: id, hash, account, route, exclude (count, then each), revoked,
 // created.
+// Key v2 (written since): v1's fields, then label, limit, reset, expires,
+// allow (count, then each).
 
 func (r *keyRec) fields(e *enc) {
 	e.str(r.ID)
 	e.str(r.Hash)
 	e.str(r.Account)
 	e.str(r.Route)
-	e.uvarint(uint64(len(r.Exclude)))
-	for _, x := range r.Exclude {
-		e.str(x)
-	}
+	e.strs(r.Exclude)
 	e.boolean(r.Revoked)
 	e.time("created", r.Created)
+	e.str(r.Label)
+	e.varint(r.Limit)
+	e.str(r.Reset)
+	e.time("expires", r.Expires)
+	e.strs(r.Allow)
 }
 
 func (r *keyRec) encode(key []byte) ([]byte, error) {
 	var e enc
 	r.fields(&e)
-	if e.start(tagKeyV1) {
+	if e.start(tagKeyV2) {
 		r.fields(&e)
 	}
 	return e.finish(key)
 }
 
 func (r *keyRec) decode(key, val []byte) error {
-	d, isJSON, err := openRecord(key, val, tagKeyV1)
+	d, tag, isJSON, err := openRecordOf(key, val, tagKeyV2, tagKeyV1)
 	if err != nil || isJSON {
 		if isJSON {
 			*r, err = decodeJSON[keyRec](key, val)
 		}
 		return err
 	}
+	*r = keyRec{}
 	r.ID = d.str("id")
 	r.Hash = d.str("hash")
 	r.Account = d.str("account")
 	r.Route = d.str("route")
-	r.Exclude = nil
-	if n := d.count("exclude"); n > 0 {
-		r.Exclude = make([]string, n)
-		for i := range r.Exclude {
-			r.Exclude[i] = d.str("exclude")
-		}
-	}
+	r.Exclude = d.strs("exclude")
 	r.Revoked = d.boolean("revoked")
 	r.Created = d.time("created")
+	if tag == tagKeyV2 {
+		r.Label = d.str("label")
+		r.Limit = d.varint("limit")
+		r.Reset = d.str("reset")
+		r.Expires = d.time("expires")
+		r.Allow = d.strs("allow")
+	}
+	return d.close(key)
+}
+
+// Key spend v1: spent, period start.
+
+func (r *spendRec) fields(e *enc) {
+	e.varint(r.Spent)
+	e.time("period_start", r.PeriodStart)
+}
+
+func (r *spendRec) encode(key []byte) ([]byte, error) {
+	var e enc
+	r.fields(&e)
+	if e.start(tagSpendV1) {
+		r.fields(&e)
+	}
+	return e.finish(key)
+}
+
+func (r *spendRec) decode(key, val []byte) error {
+	d, isJSON, err := openRecord(key, val, tagSpendV1)
+	if err == nil && isJSON { // no build wrote one in JSON
+		err = fmt.Errorf("store: decode %q: record is JSON, want %s", key, tagName(tagSpendV1))
+	}
+	if err != nil {
+		return err
+	}
+	r.Spent = d.varint("spent")
+	r.PeriodStart = d.time("period_start")
 	return d.close(key)
 }
 
@@ -426,7 +501,11 @@ func (r *jobRec) decode(key, val []byte) error {
 }
 
 // Outcome v1: request id, account, state, hold, charge, seq, owner, reason,
-// time. Released and recovered holds are written so.
+// time.
+//
+// Outcome v3 (released and recovered holds are written so since): v1's
+// fields, then key id, model, route, endpoint, which Generation shows of a
+// released call (it has no journal entry).
 //
 // Settled outcome v2: account, charge, seq, time. A settled call's journal
 // entry (account, seq) has the rest: its hold amount and note, which
@@ -451,6 +530,10 @@ func (r *outcomeRec) fields(e *enc) {
 	e.str(r.Owner)
 	e.str(r.Reason)
 	e.time("time", r.Time)
+	e.str(r.KeyID)
+	e.str(r.Model)
+	e.str(r.Route)
+	e.str(r.Endpoint)
 }
 
 func (r *outcomeRec) encode(key []byte) ([]byte, error) {
@@ -463,7 +546,7 @@ func (r *outcomeRec) encode(key []byte) ([]byte, error) {
 		return e.finish(key)
 	}
 	r.fields(&e)
-	if e.start(tagOutcomeV1) {
+	if e.start(tagOutcomeV3) {
 		r.fields(&e)
 	}
 	return e.finish(key)
@@ -482,13 +565,14 @@ func (r *outcomeRec) decode(key, val []byte) error {
 		r.Time = d.time("time")
 		return d.close(key)
 	}
-	d, isJSON, err := openRecord(key, val, tagOutcomeV1)
+	d, tag, isJSON, err := openRecordOf(key, val, tagOutcomeV3, tagOutcomeV1)
 	if err != nil || isJSON {
 		if isJSON {
 			*r, err = decodeJSON[outcomeRec](key, val)
 		}
 		return err
 	}
+	*r = outcomeRec{}
 	r.RequestID = d.str("request_id")
 	r.Account = d.str("account")
 	r.State = d.str("state")
@@ -498,6 +582,12 @@ func (r *outcomeRec) decode(key, val []byte) error {
 	r.Owner = d.str("owner")
 	r.Reason = d.str("reason")
 	r.Time = d.time("time")
+	if tag == tagOutcomeV3 {
+		r.KeyID = d.str("key_id")
+		r.Model = d.str("model")
+		r.Route = d.str("route")
+		r.Endpoint = d.str("endpoint")
+	}
 	return d.close(key)
 }
 
@@ -541,6 +631,34 @@ func putAccount(txn *badger.Txn, r *accountRec) error {
 
 func putKey(txn *badger.Txn, r *keyRec) error {
 	key := keyKey(r.Hash)
+	val, err := r.encode(key)
+	if err != nil {
+		return err
+	}
+	return txn.Set(key, val)
+}
+
+// getSpend reads the spend record of key id: zero when it has none.
+func getSpend(txn *badger.Txn, id string) (r spendRec, err error) {
+	key := spendKey(id)
+	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return spendRec{}, nil
+	}
+	return r, err
+}
+
+// getKeySpent reads the key record under key and its spend record.
+func getKeySpent(txn *badger.Txn, key []byte) (keyRec, error) {
+	r, err := getKey(txn, key)
+	if err == nil {
+		r.spend, err = getSpend(txn, r.ID)
+	}
+	return r, err
+}
+
+func putSpend(txn *badger.Txn, id string, r *spendRec) error {
+	key := spendKey(id)
 	val, err := r.encode(key)
 	if err != nil {
 		return err

@@ -179,7 +179,8 @@ func eachHold(txn *badger.Txn, fn func(holdRec)) error {
 // BalanceAfter equals the running sum; sequence numbers run 1, 2, 3 … up to
 // the account's counter; Held equals the sum of the open holds, in the
 // ledger (an older build's) and in memory; the account Hold sees in memory
-// is the ledger's. Problems are
+// is the ledger's; and so are the account's keys Hold has met, each held
+// the sum of the open holds reserved against it. Problems are
 // reported in the result, not as the error, which is for failing to read.
 func (b *Store) Audit(ctx context.Context, account string) (store.AuditReport, error) {
 	// The stripe keeps writers out, and the account's mu Hold, so that the
@@ -253,12 +254,8 @@ func (b *Store) Audit(ctx context.Context, account string) (store.AuditReport, e
 		if ledgerHeld != pricing.Nano(acct.Held) {
 			r.Problems = append(r.Problems, fmt.Sprintf("held in the ledger %d, its holds sum %d", acct.Held, ledgerHeld))
 		}
-		b.mem.holdsOf(account, func(h *openHold) {
-			r.OpenHolds++
-			memHeld += pricing.Nano(h.rec.Amount)
-		})
-		if memHeld != pricing.Nano(a.held) {
-			r.Problems = append(r.Problems, fmt.Sprintf("held in memory %d, open holds sum %d", a.held, memHeld))
+		if memHeld, err = b.auditMemory(txn, a, &r); err != nil {
+			return err
 		}
 		if a.loaded && (a.rec.Balance != acct.Balance || a.rec.Held != acct.Held || a.rec.Seq != acct.Seq) {
 			r.Problems = append(r.Problems, fmt.Sprintf("Hold sees balance %d, held %d, seq %d; the ledger has %d, %d, %d",
@@ -269,4 +266,47 @@ func (b *Store) Audit(ctx context.Context, account string) (store.AuditReport, e
 		return nil
 	})
 	return r, err
+}
+
+// auditMemory checks the holds open in this process on the account a (its
+// mu held) against a's held and its keys' (auditKeys), and returns their
+// sum.
+func (b *Store) auditMemory(txn *badger.Txn, a *acctMem, r *store.AuditReport) (pricing.Nano, error) {
+	var sum pricing.Nano
+	keyHeld := make(map[*keyMem]int64)
+	b.mem.holdsOf(r.Account.ID, func(h *openHold) {
+		r.OpenHolds++
+		sum += pricing.Nano(h.rec.Amount)
+		if h.key != nil {
+			keyHeld[h.key] += h.rec.Amount
+		}
+	})
+	if sum != pricing.Nano(a.held) {
+		r.Problems = append(r.Problems, fmt.Sprintf("held in memory %d, open holds sum %d", a.held, sum))
+	}
+	return sum, auditKeys(txn, a, keyHeld, r)
+}
+
+// auditKeys checks the keys Hold has met on the account a (its mu held):
+// each one's held is the sum of the open holds against it (held, by key),
+// and its records, when loaded, are the ledger's.
+func auditKeys(txn *badger.Txn, a *acctMem, held map[*keyMem]int64, r *store.AuditReport) error {
+	for id, k := range a.keys {
+		if k.held != held[k] {
+			r.Problems = append(r.Problems, fmt.Sprintf("key %q: held in memory %d, its open holds sum %d", id, k.held, held[k]))
+		}
+		if !k.loaded || !k.exists {
+			continue
+		}
+		rec, err := keyByID(txn, id)
+		if err != nil {
+			return err
+		}
+		m, l := &k.rec, &rec
+		if l.spend.Spent != m.spend.Spent || !l.spend.PeriodStart.Equal(m.spend.PeriodStart) || l.Limit != m.Limit || l.Reset != m.Reset {
+			r.Problems = append(r.Problems, fmt.Sprintf("key %q: Hold sees spent %d since %v, limit %d %q; the ledger has %d since %v, limit %d %q",
+				id, m.spend.Spent, m.spend.PeriodStart, m.Limit, m.Reset, l.spend.Spent, l.spend.PeriodStart, l.Limit, l.Reset))
+		}
+	}
+	return nil
 }

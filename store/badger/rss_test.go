@@ -61,7 +61,7 @@ func BenchmarkLedgerRSS(b *testing.B) {
 		for c := range callers {
 			wg.Go(func() {
 				for i := c; i < pairs; i += callers {
-					if err := holdSettle(ctx, s, "acct_"+strconv.Itoa(i%accounts), "req_"+strconv.Itoa(i)); err != nil {
+					if err := holdSettle(ctx, s, "acct_"+strconv.Itoa(i%accounts), "", "req_"+strconv.Itoa(i)); err != nil {
 						b.Error(err)
 						return
 					}
