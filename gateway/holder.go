@@ -111,7 +111,7 @@ func (g *Gateway) handleKey(w http.ResponseWriter, r *http.Request, _ httprouter
 func keyInfo(k store.Key, a store.Account, now time.Time) KeyInfo {
 	v := KeyInfo{
 		Object: "key", ID: k.ID, Label: k.Label, Route: k.Route, Created: timeText(k.Created),
-		Expires: optTime(k.Expires), LimitReset: resetName(k.Reset), PeriodStart: timeText(k.Created),
+		Expires: optTime(k.Expires), LimitReset: periodName(k.Reset), PeriodStart: timeText(k.Created),
 		SpentUSD: k.SpentAt(now).Fixed(), HeldUSD: k.Held.Fixed(),
 		Account: AccountInfo{
 			ID: a.ID, BalanceUSD: a.Balance.Fixed(), HeldUSD: a.Held.Fixed(), AvailableUSD: a.Available().Fixed(),
@@ -133,8 +133,9 @@ func keyInfo(k store.Key, a store.Account, now time.Time) KeyInfo {
 	return v
 }
 
-// resetName names a reset period as the API shows it: "none" for ResetNever.
-func resetName(reset string) string {
+// periodName names a reset period as GET /v1/key shows it: "none" for
+// ResetNever.
+func periodName(reset string) string {
 	if reset == store.ResetNever {
 		return "none"
 	}
