@@ -232,13 +232,13 @@ func (g *Gateway) handleGeneration(w http.ResponseWriter, r *http.Request, ps ht
 	return writePrivate(w, v)
 }
 
-// Subscription is GET /v1/dashboard/billing/subscription in the shape
+// BillingSubscription is GET /v1/dashboard/billing/subscription in the shape
 // OpenAI answered it and one-api and new-api still do, for chat front-ends
 // that poll it for a balance display. The three limits are the same
 // amount: what the key can still spend — the account's available credit
 // (never below 0), or what remains of the key's spend limit when that is
 // less. access_until is the key's expiry (Unix seconds; 0: none).
-type Subscription struct {
+type BillingSubscription struct {
 	Object             string      `json:"object"` // "billing_subscription"
 	HasPaymentMethod   bool        `json:"has_payment_method"`
 	SoftLimitUSD       json.Number `json:"soft_limit_usd"`
@@ -257,7 +257,7 @@ func (g *Gateway) handleSubscription(w http.ResponseWriter, r *http.Request, _ h
 		return err
 	}
 	n := usdNumber(spendable(k, a, g.now()))
-	v := Subscription{
+	v := BillingSubscription{
 		Object: "billing_subscription", HasPaymentMethod: true,
 		SoftLimitUSD: n, HardLimitUSD: n, SystemHardLimitUSD: n,
 	}
@@ -303,10 +303,10 @@ func centsNumber(n pricing.Nano) json.Number {
 	return json.Number(b)
 }
 
-// Usage is GET /v1/dashboard/billing/usage in the shape one-api and
+// BillingUsage is GET /v1/dashboard/billing/usage in the shape one-api and
 // new-api answer it: total_usage in US cents — here the account's charges
 // minus its refunds in [start_date, end_date), UTC.
-type Usage struct {
+type BillingUsage struct {
 	Object     string      `json:"object"` // "list"
 	TotalUsage json.Number `json:"total_usage"`
 }
@@ -319,7 +319,8 @@ func (g *Gateway) handleUsage(w http.ResponseWriter, r *http.Request, _ httprout
 	if err != nil {
 		return err
 	}
-	from, to, err := usageRange(r.URL.Query().Get("start_date"), r.URL.Query().Get("end_date"))
+	q := r.URL.Query()
+	from, to, err := usageRange(q.Get("start_date"), q.Get("end_date"))
 	if err != nil {
 		return err
 	}
@@ -327,7 +328,7 @@ func (g *Gateway) handleUsage(w http.ResponseWriter, r *http.Request, _ httprout
 	if err != nil {
 		return err
 	}
-	return writePrivate(w, Usage{Object: "list", TotalUsage: centsNumber(total)})
+	return writePrivate(w, BillingUsage{Object: "list", TotalUsage: centsNumber(total)})
 }
 
 // usageRange reads the dates of a usage read: [start, end), at most
