@@ -44,9 +44,10 @@ func (c *CORSConfig) resolve() error {
 }
 
 // corsExposed are the answer's headers a page may read besides the
-// provider's request ids (headerFilter.renamed): the gateway's request id
-// and the retry hints the SDKs use (errors.go retryHints).
-var corsExposed = []string{"X-Request-Id", "Retry-After", "Retry-After-Ms", "X-Should-Retry"}
+// provider's request ids (headerFilter.renamed): the gateway's request id,
+// a call's charge (relayJSON) and the retry hints the SDKs use (errors.go
+// retryHints).
+var corsExposed = []string{"X-Request-Id", costHeader, "Retry-After", "Retry-After-Ms", "X-Should-Retry"}
 
 // withCORS answers browser preflights (OPTIONS with
 // Access-Control-Request-Method) on /v1/* with 204, before any key is

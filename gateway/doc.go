@@ -1,8 +1,9 @@
 // Package gateway is ModelRelay's HTTP front: routing (httprouter), key
 // authentication, rate limits, request decoding, admission (403/400/402),
 // line selection with retries and circuit breakers, the relay of JSON and
-// SSE answers, settlement, the admin API, and the one function that writes
-// the spec's error body.
+// SSE answers, settlement, what a key holder can read of its key and account
+// (holder.go), the admin API, and the one function that writes the spec's
+// error body.
 //
 // A relayed call runs, in order: route → authenticate (an expired key 401,
 // a client outside the key's allow-list 403) → rate limit → read and
@@ -11,7 +12,8 @@
 // ledger (the account's credit and the key's spend limit; 402 names which
 // refused) → plan lines with the selection plugin → try lines (retries only
 // before the first byte reaches the client) → relay the answer unchanged →
-// settle from the real usage exactly once.
+// settle from the real usage exactly once. A JSON answer is priced before
+// it goes out, so that its x-relay-cost-usd header is the charge settled.
 //
 // Before any of it, the listener bounds open connections in total and per
 // client address, and the server gives each phase of a request a deadline

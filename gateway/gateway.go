@@ -28,6 +28,7 @@ type Store interface {
 	store.KeyLimits
 	store.Books
 	store.Jobs
+	store.Books // the key holder's reads (holder.go)
 }
 
 // Options wires a Gateway. Config must already be resolved (LoadConfig does).
@@ -64,6 +65,7 @@ type Gateway struct {
 	sh     *shared.Client // nil: single replica (replicas.go)
 
 	settling *settling // calls answered but not yet settled, per account
+	streams  *streamsEnding
 	inflight sync.WaitGroup
 	closing  atomic.Bool
 	shed     *shedder
@@ -97,6 +99,7 @@ func New(o Options) (*Gateway, error) {
 		sh:    o.Shared,
 
 		settling: newSettling(),
+		streams:  newStreamsEnding(),
 	}
 	g.lines = newLineSet(o.Config, o.Transport, o.Logger)
 	g.limits = newLimiters(o.Config, o.Shared)
@@ -150,6 +153,7 @@ func (g *Gateway) routes() *httprouter.Router {
 	r.GET("/v1/videos/:id", g.handle("video_status", g.handleVideoStatus))
 	r.GET("/v1/videos/:id/content", g.handle("video_content", g.handleVideoContent))
 
+	g.holderRoutes(r)
 	g.adminRoutes(r)
 	g.opsRoutes(r)
 	g.publicRoutes(r)

@@ -16,8 +16,8 @@ type HeadersConfig struct {
 	// case-insensitive; a name ending in "*" drops every header it
 	// prefixes. Default DefaultDropHeaders; [] forwards them all. Hop-by-hop
 	// headers, the headers the gateway sets itself (Content-Length, Date,
-	// Server, X-Request-Id and the Access-Control-* of CORS) are dropped
-	// whatever the list says.
+	// Server, X-Request-Id, X-Relay-Cost-Usd and the Access-Control-* of
+	// CORS) are dropped whatever the list says.
 	Drop []string `yaml:"drop"`
 	// RequestIDs lists the headers in which a provider names its request
 	// id; each is kept under UpstreamPrefix + its name, so that support can
@@ -85,7 +85,7 @@ func validHeaderName(s string) bool {
 var alwaysDropped = map[string]bool{
 	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Authorization": true,
 	"Proxy-Connection": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	"Content-Length": true, "Date": true, "Server": true, "X-Request-Id": true,
+	"Content-Length": true, "Date": true, "Server": true, "X-Request-Id": true, "X-Relay-Cost-Usd": true,
 	"Retry-After-Ms": true, "X-Should-Retry": true, // the gateway's retry hints (errors.go)
 }
 

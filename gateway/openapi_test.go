@@ -454,3 +454,94 @@ func TestOpenAPIConformanceMediaEndpoints(t *testing.T) {
 			header: map[string]string{"Authorization": "Bearer " + key, "Content-Type": mw.FormDataContentType()}})
 	})
 }
+
+// TestOpenAPIConformanceHolder covers the key holder's reads: each answer
+// conforms to the document, and carries no field the document does not
+// describe.
+func TestOpenAPIConformanceHolder(t *testing.T) {
+	c := loadConformance(t)
+	e := newEnv(t)
+	e.account("acme", "50")
+	key := e.key("acme", "standard")
+	bearer := map[string]string{"Authorization": "Bearer " + key}
+	h, _ := c.run(t, e, exchange{method: "POST", path: "/v1/chat/completions", header: bearer,
+		body: []byte(chatBody("modelf-flash", "hi")), wantStatus: 200})
+	rid := h.Get("X-Request-Id")
+	usage := "/v1/dashboard/billing/usage?start_date=" + time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly) +
+		"&end_date=" + time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)
+	for _, x := range []struct {
+		exchange
+		schema string // the 200 answer's schema, whose properties bound its fields
+	}{
+		{exchange{name: "key", method: "GET", path: "/v1/key", header: bearer, wantStatus: 200}, "KeyInfo"},
+		{exchange{name: "generation", method: "GET", path: "/v1/generations/" + rid, header: bearer, wantStatus: 200}, "Generation"},
+		{exchange{name: "subscription", method: "GET", path: "/v1/dashboard/billing/subscription", header: bearer, wantStatus: 200}, "BillingSubscription"},
+		{exchange{name: "usage", method: "GET", path: usage, header: bearer, wantStatus: 200}, "BillingUsage"},
+		{exchange: exchange{name: "404 generation", method: "GET", path: "/v1/generations/req_0000", header: bearer, wantStatus: 404}},
+		{exchange: exchange{name: "401 key without a key", method: "GET", path: "/v1/key", wantStatus: 401, wantInvalid: true}},
+		{exchange: exchange{name: "400 usage without dates", method: "GET", path: "/v1/dashboard/billing/usage", header: bearer, wantStatus: 400, wantInvalid: true}},
+		{exchange: exchange{name: "400 usage, a date not YYYY-MM-DD", method: "GET", path: "/v1/dashboard/billing/usage?start_date=2026-9-1&end_date=2026-10-01",
+			header: bearer, wantStatus: 400, wantInvalid: true}},
+		{exchange: exchange{name: "400 usage, February 30", method: "GET", path: "/v1/dashboard/billing/usage?start_date=2026-02-01&end_date=2026-02-30",
+			header: bearer, wantStatus: 400}},
+		{exchange: exchange{name: "400 usage over 100 days", method: "GET", path: "/v1/dashboard/billing/usage?start_date=2026-01-01&end_date=2026-06-01",
+			header: bearer, wantStatus: 400}},
+	} {
+		t.Run(x.name, func(t *testing.T) {
+			_, body := c.run(t, e, x.exchange)
+			if x.schema != "" {
+				c.onlyDocumented(t, x.schema, body)
+			}
+		})
+	}
+}
+
+// onlyDocumented fails t if an object of body has a field its schema's
+// properties do not name (the document does not forbid extra fields, so
+// that clients accept later additions; the gateway must not send
+// undocumented ones).
+func (c *conformance) onlyDocumented(t *testing.T, schema string, body []byte) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(path string, s *openapi3.Schema, v any)
+	walk = func(path string, s *openapi3.Schema, v any) {
+		obj, ok := v.(map[string]any)
+		if !ok || len(s.Properties) == 0 {
+			return
+		}
+		for k, x := range obj {
+			p, ok := s.Properties[k]
+			if !ok {
+				t.Errorf("%s.%s is not in the document", path, k)
+				continue
+			}
+			walk(path+"."+k, p.Value, x)
+		}
+	}
+	walk(schema, c.doc.Components.Schemas[schema].Value, v)
+}
+
+// TestOpenAPICostHeaderDocumented: the 200 answer of every charged
+// endpoint documents x-relay-cost-usd; the uncharged ones do not.
+func TestOpenAPICostHeaderDocumented(t *testing.T) {
+	c := loadConformance(t)
+	for _, ep := range endpoints {
+		for _, p := range append([]string{ep.path}, ep.aliases...) {
+			item := c.doc.Paths.Find(p)
+			if item == nil || item.Post == nil {
+				t.Fatalf("POST %s is not documented", p)
+			}
+			ok := item.Post.Responses.Status(200)
+			if ok == nil || ok.Value == nil {
+				t.Fatalf("POST %s has no 200", p)
+			}
+			_, has := ok.Value.Headers[costHeader]
+			if has == ep.uncharged {
+				t.Errorf("POST %s: x-relay-cost-usd documented %v, charged %v", p, has, !ep.uncharged)
+			}
+		}
+	}
+}

@@ -474,9 +474,10 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 // end may read its charge: it is settled first, and detached only when
 // the store is unavailable, so that neither the stream nor the connection
 // waits for the database. It returns the error of a settle that failed for
-// good, nil when detached. The access log records the charge priced.
-func (g *Gateway) settleAnswered(ctx context.Context, c *call, u pricing.Usage, note string) error {
-	st := g.settlement(ctx, c, u, note)
+// good, nil when detached. st is the call's settlement, already priced
+// (settlement): a JSON answer's x-relay-cost-usd header says its charge.
+// The access log records the charge priced.
+func (g *Gateway) settleAnswered(ctx context.Context, c *call, st store.Settlement) error {
 	ctx = context.WithoutCancel(ctx)
 	if c.answered == nil {
 		err := g.writeSettle(ctx, st)
@@ -1150,7 +1151,8 @@ var answerBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // rather than kept for small ones.
 const maxPooledAnswer = 64 << 10
 
-// relayJSON returns a JSON answer unchanged, then settles from its usage.
+// relayJSON returns a JSON answer unchanged, with its charge in
+// x-relay-cost-usd, then settles from its usage.
 func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
 	buf := answerBufs.Get().(*bytes.Buffer)
 	defer func() {
@@ -1169,10 +1171,6 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 		up.line.recordFailure(g.now(), err)
 		return unavailable("upstream_error", "the provider's answer was cut before it was complete; you were not charged; retry")
 	}
-	c.answered = g.settling.begin(c.key.Account)
-	c.sharedSettle = g.settleBegin(ctx, c.key.Account, c.info.rid)
-	g.writeAnswer(w, up, data)
-	_ = http.NewResponseController(w).Flush()
 	u, ok, uerr := c.ep.usage(data)
 	note := ""
 	if uerr != nil || !ok {
@@ -1183,17 +1181,30 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 		}
 		note = "estimated: the provider's answer carried no usage"
 	}
+	// Priced before the answer goes out, so that its headers can say what
+	// the call costs (x-relay-cost-usd): the charge settled below, exactly.
+	st := g.settlement(ctx, c, u, note)
+	w.Header().Set(costHeader, st.Charge.Fixed())
+	c.answered = g.settling.begin(c.key.Account)
+	c.sharedSettle = g.settleBegin(ctx, c.key.Account, c.info.rid)
+	g.writeAnswer(w, up, data)
+	_ = http.NewResponseController(w).Flush()
 	// The answer is out; the call is settled after it, as a stream is after
 	// its last event. Its hold covers it until then: a new hold in between
 	// sees it, and it reserves at least the charge unless the call overran
-	// its quote; an admin read of the account waits for the settle (see
-	// settling). A settle that fails leaves the call unsettled, so
-	// its hold is released: the failure goes the customer's way. The
-	// settle goes on in the background (settleAnswered): the client's
-	// connection does not wait for the ledger.
-	_ = g.settleAnswered(ctx, c, u, note) // a failure is logged; the hold is released
+	// its quote; an admin read of the account, and the key holder's reads
+	// (holder.go), wait for the settle (see settling). A settle that fails
+	// leaves the call unsettled, so its hold is released: the failure goes
+	// the customer's way. The settle goes on in the background
+	// (settleAnswered): the client's connection does not wait for the
+	// ledger.
+	_ = g.settleAnswered(ctx, c, st) // a failure is logged; the hold is released
 	return nil
 }
+
+// costHeader is the header of a JSON answer of a charged call that says
+// its charge: exact USD with nine decimals, as the journal records it.
+const costHeader = "X-Relay-Cost-Usd"
 
 // relayUncharged relays a call that costs nothing (count_tokens) and
 // returns the provider's answer unchanged. It holds nothing, so an account

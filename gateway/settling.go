@@ -117,3 +117,65 @@ func (s *settling) wait(ctx context.Context, account string) {
 		}
 	}
 }
+
+// streamsEnding follows, by request id, this process's streams whose
+// settle has not been written. A stream is settled after its last event,
+// and a client may read that event and ask GET /v1/generations/{id} before
+// the settle lands: the read waits for it (see handleGeneration) instead of
+// answering 404. Streams are not in settling: an admin read must not wait
+// for a stream still running.
+type streamsEnding struct {
+	mu sync.Mutex
+	m  map[string]*streamEnding
+}
+
+type streamEnding struct {
+	account string
+	done    chan struct{} // nil until a read waits
+}
+
+func newStreamsEnding() *streamsEnding { return &streamsEnding{m: make(map[string]*streamEnding)} }
+
+// begin registers the stream of request rid, a call of account.
+func (s *streamsEnding) begin(rid, account string) {
+	s.mu.Lock()
+	s.m[rid] = &streamEnding{account: account}
+	s.mu.Unlock()
+}
+
+// end records that the stream of request rid is settled (or released).
+func (s *streamsEnding) end(rid string) {
+	s.mu.Lock()
+	e := s.m[rid]
+	delete(s.m, rid)
+	s.mu.Unlock()
+	if e != nil && e.done != nil {
+		close(e.done)
+	}
+}
+
+// wait waits until the stream of request rid, a call of account, has
+// ended, or until ctx ends or settleWaitMax has passed; it reports whether
+// rid was such a stream of this process, not yet ended. Another account's
+// stream is not waited for: its reader learns nothing of it.
+func (s *streamsEnding) wait(ctx context.Context, rid, account string) bool {
+	s.mu.Lock()
+	e := s.m[rid]
+	if e == nil || e.account != account {
+		s.mu.Unlock()
+		return false
+	}
+	if e.done == nil {
+		e.done = make(chan struct{})
+	}
+	done := e.done
+	s.mu.Unlock()
+	t := time.NewTimer(settleWaitMax)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return true
+}

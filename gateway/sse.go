@@ -26,6 +26,9 @@ var errStreamCut = errors.New("stream cut")
 func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
 	stripUsage := c.ep.name == pricing.EndpointChat && !c.sum.includeUsage
 	meter := c.ep.meter()
+	// A read of this call's generation waits for its settle (or release).
+	g.streams.begin(c.info.rid, c.key.Account)
+	defer g.streams.end(c.info.rid)
 	h := w.Header()
 	g.copyResponseHeaders(h, up.resp.Header)
 	h.Set("Cache-Control", "no-cache")
@@ -46,7 +49,7 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *cal
 			note = fmt.Sprintf("estimated: the stream ended without usage after %d events", events)
 		}
 	}
-	if err := g.settleAnswered(ctx, c, u, note); err != nil {
+	if err := g.settleAnswered(ctx, c, g.settlement(ctx, c, u, note)); err != nil {
 		g.log.Error("stream settled with error", "request_id", c.info.rid, "error", err.Error())
 	}
 	if readErr != nil {

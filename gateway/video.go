@@ -45,6 +45,7 @@ func acceptVideo(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call
 	if err := g.store.PutJob(context.WithoutCancel(ctx), job); err != nil {
 		g.log.Error("record video job", "request_id", c.info.rid, "job", acc.RequestID, "error", err.Error())
 	}
+	w.Header().Set(costHeader, amount.Fixed())
 	g.writeAnswer(w, up, data)
 	return nil
 }

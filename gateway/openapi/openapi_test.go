@@ -329,6 +329,11 @@ func TestEndpointsAndStatuses(t *testing.T) {
 		{"POST /v1/systemone", typed, bearer},
 		{"POST /v1/system_one", typed, bearer},
 		{"GET /v1/models", []string{"200", "400", "401", "403", "default"}, bearer},
+		// The key holder's reads; 403: outside the key's allow-list.
+		{"GET /v1/key", []string{"200", "401", "403", "429", "503", "default"}, bearer},
+		{"GET /v1/generations/{request_id}", []string{"200", "401", "403", "404", "429", "503", "default"}, bearer},
+		{"GET /v1/dashboard/billing/subscription", []string{"200", "401", "403", "429", "503", "default"}, bearer},
+		{"GET /v1/dashboard/billing/usage", []string{"200", "400", "401", "403", "429", "503", "default"}, bearer},
 		{"GET /api/pricing", []string{"200", "304", "429", "default"}, none},
 		{"GET /openapi.json", []string{"200", "304", "default"}, none},
 		{"GET /pricing", []string{"200", "304", "default"}, none},
