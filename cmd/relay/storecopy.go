@@ -356,7 +356,8 @@ func (r *copyReport) diff(a, b record) {
 			field{"balance", x.Balance, y.Balance},
 			field{"held", x.Held, y.Held},
 			field{"journal counter", x.LastSeq, y.LastSeq},
-			field{"created", x.Created, y.Created})
+			field{"created", x.Created, y.Created},
+			field{"alert threshold", x.AlertBelow, y.AlertBelow})
 	case secKey:
 		x, y := a.key, b.key
 		r.fields(a.name(),
@@ -365,7 +366,15 @@ func (r *copyReport) diff(a, b record) {
 			field{"route", x.Route, y.Route},
 			field{"exclusions", fmt.Sprintf("%q", x.Exclude), fmt.Sprintf("%q", y.Exclude)},
 			field{"revoked", x.Revoked, y.Revoked},
-			field{"created", x.Created, y.Created})
+			field{"created", x.Created, y.Created},
+			field{"label", x.Label, y.Label},
+			field{"limit", x.Limit, y.Limit},
+			field{"limit reset", x.Reset, y.Reset},
+			field{"expiry", x.Expires, y.Expires},
+			field{"allow-list", fmt.Sprintf("%q", x.Allow), fmt.Sprintf("%q", y.Allow)},
+			field{"spend", x.Spent, y.Spent},
+			field{"held", x.Held, y.Held},
+			field{"period start", x.PeriodStart, y.PeriodStart})
 	case secEntry:
 		x, y := a.entry, b.entry
 		r.fields(a.name(),

@@ -64,17 +64,20 @@ func buildSource(t *testing.T) source {
 	}
 	_, err = b.CreateAccount(ctx, "zeta") // no journal at all
 	must(err)
-	key := func(account, route string, exclude []string) store.Key {
+	key := func(account, route string, exclude []string, settings store.Key) store.Key {
 		_, id, hash, err := store.NewKey()
 		must(err)
-		k := store.Key{ID: id, Hash: hash, Account: account, Route: route, Exclude: exclude}
+		k := settings
+		k.ID, k.Hash, k.Account, k.Route, k.Exclude = id, hash, account, route, exclude
 		must(b.CreateKey(ctx, k))
 		src.hashes = append(src.hashes, hash)
 		return k
 	}
-	k1 := key("acme", store.AutoRoute, nil)
-	key("acme", "fast", []string{"m1", "m2"})
-	revoked := key("beta", "fast", nil)
+	// k1 has every setting, and spends (in the month of the test's clock).
+	k1 := key("acme", store.AutoRoute, nil, store.Key{Label: "agent", Limit: 100 * usd, Reset: store.ResetMonthly,
+		Expires: time.Now().AddDate(1, 0, 0), Allow: []string{"10.0.0.0/8"}})
+	key("acme", "fast", []string{"m1", "m2"}, store.Key{})
+	revoked := key("beta", "fast", nil, store.Key{})
 	_, err = b.RevokeKey(ctx, revoked.ID)
 	must(err)
 	hold := func(b *badger.Store, account, id string, amount pricing.Nano, endpoint string) {
@@ -340,7 +343,9 @@ func checkCopy(t *testing.T, src source, b *badger.Store, pg *postgres.Store) {
 
 func sameKey(a, b store.Key) bool {
 	return a.ID == b.ID && a.Hash == b.Hash && a.Account == b.Account && a.Route == b.Route &&
-		slices.Equal(a.Exclude, b.Exclude) && a.Revoked == b.Revoked && a.Created.Equal(b.Created)
+		slices.Equal(a.Exclude, b.Exclude) && a.Revoked == b.Revoked && a.Created.Equal(b.Created) &&
+		a.Label == b.Label && a.Limit == b.Limit && a.Reset == b.Reset && at(a.Expires).Equal(at(b.Expires)) &&
+		slices.Equal(a.Allow, b.Allow) && a.Spent == b.Spent && a.Held == b.Held && a.PeriodStart.Equal(b.PeriodStart)
 }
 
 // A copy into books is refused before either side changes: the source's
@@ -556,6 +561,8 @@ func TestVerifyCopy(t *testing.T) {
 
 	dst := src.clone()
 	dst.keys[0].Revoked = true
+	dst.keys[0].Spent = usd / 2
+	dst.accounts[0].AlertBelow = usd
 	dst.entries[1].Note = "m"
 	dst.entries[1].Time = t0.Add(time.Microsecond)
 	dst.jobs = nil
@@ -567,10 +574,12 @@ func TestVerifyCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
+		`account "acme": alert threshold is 0 USD in the source, 1 USD in the destination`,
 		`account "beta": balance is 2 USD in the source, 1 USD in the destination`,
 		`account "beta": the destination's audit: balance 1, journal sum 2`,
 		`account "beta": audit: balance is 2 USD in the source, 1 USD in the destination`,
 		`key "key_1" of account "acme": revoked is false in the source, true in the destination`,
+		`key "key_1" of account "acme": spend is 0 USD in the source, 0.5 USD in the destination`,
 		`journal entry 2 of account "acme": time is 2025-01-02T03:04:05.006007Z in the source, 2025-01-02T03:04:05.006008Z in the destination`,
 		`journal entry 2 of account "acme": note is "n" in the source, "m" in the destination`,
 		`job "vid_1" is in the source only`,
@@ -581,7 +590,7 @@ func TestVerifyCopy(t *testing.T) {
 	}
 	var printed bytes.Buffer
 	rep.print(&printed)
-	if !strings.Contains(printed.String(), "verification FAILED: 8 problems") || strings.Contains(printed.String(), hash) {
+	if !strings.Contains(printed.String(), "verification FAILED: 10 problems") || strings.Contains(printed.String(), hash) {
 		t.Errorf("printed:\n%s", printed.String())
 	}
 	// A key whose hash differs is two keys, one on each side, named by id.

@@ -15,7 +15,8 @@ import (
 // snapshot and checks the invariants: the balance equals the journal's sum;
 // every entry's balance_after is the running sum; sequence numbers run 1,
 // 2, 3 … up to the account's counter; held equals the sum of its open
-// holds; recovery entries move nothing. Problems are in the report.
+// holds, and each key's held the sum of the holds counted on it; recovery
+// entries move nothing. Problems are in the report.
 func (s *Store) Audit(ctx context.Context, account string) (store.AuditReport, error) {
 	var r store.AuditReport
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
@@ -85,7 +86,7 @@ func (s *Store) Audit(ctx context.Context, account string) (store.AuditReport, e
 		if r.HeldByHolds != r.Account.Held {
 			r.Problems = append(r.Problems, fmt.Sprintf("held %d, its holds sum %d", r.Account.Held, r.HeldByHolds))
 		}
-		return nil
+		return auditKeys(ctx, tx, &r)
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -94,4 +95,27 @@ func (s *Store) Audit(ctx context.Context, account string) (store.AuditReport, e
 		return store.AuditReport{}, mapErr("audit", err)
 	}
 	return r, nil
+}
+
+// auditKeys checks that each key of the account holds what its open holds
+// counted on it sum to.
+func auditKeys(ctx context.Context, tx pgx.Tx, r *store.AuditReport) error {
+	rows, err := tx.Query(ctx, `SELECT k.id, k.held, coalesce(sum(h.amount), 0)::bigint FROM keys k
+LEFT JOIN holds h ON h.key_id = k.id AND h.keyed AND h.account = k.account
+WHERE k.account = $1 GROUP BY k.id, k.held HAVING k.held <> coalesce(sum(h.amount), 0) ORDER BY k.id`, r.Account.ID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id        string
+			held, sum int64
+		)
+		if err := rows.Scan(&id, &held, &sum); err != nil {
+			return err
+		}
+		r.Problems = append(r.Problems, fmt.Sprintf("key %s: held %d, its holds sum %d", id, held, sum))
+	}
+	return rows.Err()
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -60,7 +59,8 @@ type ledgerOp struct {
 	usage  []byte // the settlement's usage, as JSON
 
 	// Results, set before done is closed.
-	landed bool        // a hold: reserved; a settle: charged
+	landed bool        // a settle: charged
+	answer string      // a hold: relay_hold's answer ("": taken)
 	entry  store.Entry // a settle's charge entry
 	err    error
 	done   chan struct{}
@@ -178,7 +178,7 @@ func (s *Store) runBatch(ops []*ledgerOp) {
 		return
 	}
 	for _, op := range ops {
-		op.landed, op.entry, op.err = false, store.Entry{}, nil
+		op.landed, op.answer, op.entry, op.err = false, "", store.Entry{}, nil
 	}
 	if errors.Is(mapErr("", err), ErrUnavailable) {
 		for _, op := range ops {
@@ -195,9 +195,7 @@ func (s *Store) runBatch(ops []*ledgerOp) {
 func (s *Store) runOne(ctx context.Context, op *ledgerOp) {
 	switch op.kind {
 	case opHold:
-		var tag pgconn.CommandTag
-		tag, op.err = s.pool.Exec(ctx, holdSQL, s.holdArgs(op.hold)...)
-		op.landed = op.err == nil && tag.RowsAffected() == 1
+		op.held(s.pool.QueryRow(ctx, holdSQL, s.holdArgs(op.hold)...))
 	case opSettle:
 		op.settled(scanEntry(s.pool.QueryRow(ctx, settleSQL, settleArgs(op.settle, op.usage)...)))
 	}
@@ -207,15 +205,27 @@ func (s *Store) runOne(ctx context.Context, op *ledgerOp) {
 func (s *Store) queueOp(b *pgx.Batch, op *ledgerOp) {
 	switch op.kind {
 	case opHold:
-		b.Queue(holdSQL, s.holdArgs(op.hold)...).Exec(func(tag pgconn.CommandTag) error {
-			op.landed = tag.RowsAffected() == 1
-			return nil
+		b.Queue(holdSQL, s.holdArgs(op.hold)...).QueryRow(func(row pgx.Row) error {
+			op.held(row)
+			return op.err
 		})
 	case opSettle:
 		b.Queue(settleSQL, settleArgs(op.settle, op.usage)...).QueryRow(func(row pgx.Row) error {
 			op.settled(scanEntry(row))
 			return op.err
 		})
+	}
+}
+
+// held records relay_hold's answer (NULL: taken).
+func (op *ledgerOp) held(row pgx.Row) {
+	var answer *string
+	if op.err = row.Scan(&answer); op.err != nil {
+		return
+	}
+	op.answer = ""
+	if answer != nil {
+		op.answer = *answer
 	}
 }
 

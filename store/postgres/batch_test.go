@@ -66,8 +66,8 @@ func TestBatchAdmitsInArrivalOrder(t *testing.T) {
 	if errs[0] != nil || errs[2] != nil {
 		t.Fatalf("errors %v, want req_a and req_c held", errs)
 	}
-	if !errors.As(errs[1], &ie) || ie.Needed != 2*usd || ie.Available != 0 {
-		t.Fatalf("req_b: %v, want *InsufficientError needing 2 USD with 0 available (req_c took the last)", errs[1])
+	if !errors.As(errs[1], &ie) || ie.Needed != 2*usd || ie.Available != usd || ie.Limit != store.LimitAccount {
+		t.Fatalf("req_b: %v, want the account's refusal needing 2 USD with the 1 USD req_a left", errs[1])
 	}
 	send = queueBatch(t, s, lane{account: "acme", settle: true},
 		func() error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -31,25 +32,55 @@ func BenchmarkHoldSettle(b *testing.B) {
 			parallel bool
 		}{{"serial", 1, false}, {"parallel", 16, true}, {"parallel-one-account", 1, true}} {
 			b.Run(fmt.Sprintf("synchronous_commit=%s/%s", sync, c.name), func(b *testing.B) {
-				benchHoldSettle(b, sync, c.accounts, c.parallel)
+				benchHoldSettle(b, sync, c.accounts, c.parallel, false)
 			})
 		}
 	}
 }
 
-func benchHoldSettle(b *testing.B, sync string, accounts int, parallel bool) {
+// BenchmarkHoldSettleKeyed is BenchmarkHoldSettle's shapes with
+// synchronous_commit on, each call naming a key of its account with a
+// monthly spend limit it never reaches (BenchmarkHoldSettle's calls name a
+// key that does not exist): what the key's row adds to each hold and
+// settle.
+func BenchmarkHoldSettleKeyed(b *testing.B) {
+	for _, c := range []struct {
+		name     string
+		accounts int
+		parallel bool
+	}{{"serial", 1, false}, {"parallel", 16, true}, {"parallel-one-account", 1, true}} {
+		b.Run(c.name, func(b *testing.B) { benchHoldSettle(b, "on", c.accounts, c.parallel, true) })
+	}
+}
+
+func benchHoldSettle(b *testing.B, sync string, accounts int, parallel, keyed bool) {
 	u, err := url.Parse(freshDSN(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	q := u.Query()
 	q.Set("synchronous_commit", sync)
+	if m := os.Getenv("PCM"); m != "" {
+		q.Set("plan_cache_mode", m)
+	}
 	u.RawQuery = q.Encode()
 	s := openStore(b, u.String(), Options{RenewEvery: -1})
 	ctx := context.Background()
+	keyOf := func(int) string { return "key_b" }
+	if keyed {
+		keyOf = func(a int) string { return "key_acct_" + strconv.Itoa(a) }
+	}
 	for a := range accounts {
-		if _, err := s.Credit(ctx, "acct_"+strconv.Itoa(a), 1_000_000*usd, "bench"); err != nil {
+		account := "acct_" + strconv.Itoa(a)
+		if _, err := s.Credit(ctx, account, 1_000_000*usd, "bench"); err != nil {
 			b.Fatal(err)
+		}
+		if keyed {
+			k := store.Key{ID: "key_" + account, Hash: store.HashKey("bench-" + account), Account: account, Route: store.AutoRoute,
+				Limit: 1_000_000 * usd, Reset: store.ResetMonthly}
+			if err := s.CreateKey(ctx, k); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 	var got string
@@ -62,9 +93,10 @@ func benchHoldSettle(b *testing.B, sync string, accounts int, parallel bool) {
 	var n, inHold, inSettle atomic.Int64
 	pair := func() error {
 		i := n.Add(1)
-		account, id := "acct_"+strconv.Itoa(int(i%int64(accounts))), "req_"+strconv.FormatInt(i, 10)
+		a := int(i % int64(accounts))
+		account, id := "acct_"+strconv.Itoa(a), "req_"+strconv.FormatInt(i, 10)
 		t0 := time.Now()
-		if err := s.Hold(ctx, store.Hold{RequestID: id, Account: account, KeyID: "key_b", Model: "m", Route: "r",
+		if err := s.Hold(ctx, store.Hold{RequestID: id, Account: account, KeyID: keyOf(a), Model: "m", Route: "r",
 			Endpoint: pricing.EndpointChat, Amount: 2_000_000}); err != nil {
 			return err
 		}

@@ -25,15 +25,16 @@ func (s *Store) Export(ctx context.Context, to store.Sink) error {
 			sql  string
 			scan func(pgx.Rows) error
 		}{
-			{`SELECT id, balance, held, created, seq FROM accounts ORDER BY id COLLATE "C"`, func(r pgx.Rows) error {
+			{`SELECT id, balance, held, created, alert_below, seq FROM accounts ORDER BY id COLLATE "C"`, func(r pgx.Rows) error {
 				var (
-					a                  store.ExportedAccount
-					balance, held, seq int64
+					a                         store.ExportedAccount
+					balance, held, alert, seq int64
 				)
-				if err := r.Scan(&a.ID, &balance, &held, &a.Created, &seq); err != nil {
+				if err := r.Scan(&a.ID, &balance, &held, &a.Created, &alert, &seq); err != nil {
 					return err
 				}
 				a.Balance, a.Held, a.Created, a.LastSeq = pricing.Nano(balance), pricing.Nano(held), a.Created.UTC(), uint64(seq)
+				a.AlertBelow = pricing.Nano(alert)
 				return to.Account(a)
 			}},
 			{`SELECT ` + keyCols + ` FROM keys ORDER BY hash COLLATE "C"`, func(r pgx.Rows) error {

@@ -138,6 +138,8 @@ a AS (
 	UPDATE accounts acc SET held = acc.held - h.amount, seq = acc.seq + 1
 	FROM h WHERE acc.id = h.account
 	RETURNING acc.id, acc.balance, acc.seq),
+k AS (
+	UPDATE keys SET held = keys.held - h.amount FROM h, a WHERE h.keyed AND keys.id = h.key_id),
 j AS (
 	INSERT INTO journal (account, seq, kind, request_id, key_id, model, route, endpoint, hold_amount, amount, balance_after, note)
 	SELECT a.id, a.seq, 'recovery', h.request_id, h.key_id, h.model, h.route, h.endpoint, h.amount, 0, a.balance, $2::text FROM a, h),

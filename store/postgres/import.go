@@ -92,8 +92,12 @@ func checkEmpty(ctx context.Context, q querier) error {
 // (times at the microsecond PostgreSQL keeps), and each account's counter
 // is its LastSeq, so its next entry continues the numbering.
 //
+// Keys keep their settings and their spend (Spent in the period from
+// PeriodStart), accounts their low-balance threshold.
+//
 // It refuses, before anything is committed, books that do not hold: an
-// account with open holds (Held ≠ 0: end or recover them first), a journal
+// account or key with open holds (Held ≠ 0: end or recover them first),
+// key settings CreateKey would refuse, a journal
 // whose sequence numbers do not run 1, 2, 3 … up to the account's LastSeq,
 // an entry whose balance_after is not the running sum or of an unknown
 // kind, a recovery entry that moves money, a balance that is not its
@@ -153,8 +157,9 @@ var sections = [...]struct {
 	table string
 	cols  []string
 }{
-	secAccounts: {"accounts", []string{"id", "balance", "held", "seq", "created"}},
-	secKeys:     {"keys", []string{"id", "hash", "account", "route", "exclude", "revoked", "created"}},
+	secAccounts: {"accounts", []string{"id", "balance", "held", "seq", "created", "alert_below"}},
+	secKeys: {"keys", []string{"id", "hash", "account", "route", "exclude", "revoked", "created",
+		"label", "limit_nano", "reset", "expires", "allow", "spent", "held", "period_start"}},
 	secJournal: {"journal", []string{"account", "seq", "kind", "request_id", "key_id", "model", "route", "endpoint",
 		"usage", "hold_amount", "amount", "balance_after", "time", "note"}},
 	secJobs:     {"jobs", []string{"request_id", "account", "key_id", "model", "route", "line", "amount", "refunded", "created"}},
@@ -239,9 +244,12 @@ func (im *importer) Account(a store.ExportedAccount) error {
 	if a.LastSeq > math.MaxInt64 {
 		return fmt.Errorf("account %q: journal counter %d does not fit a bigint", a.ID, a.LastSeq)
 	}
+	if a.AlertBelow < 0 {
+		return fmt.Errorf("account %q: alert threshold %s USD is negative", a.ID, a.AlertBelow)
+	}
 	im.accounts[a.ID] = &tally{lastSeq: a.LastSeq, balance: int64(a.Balance)}
 	im.n.Accounts++
-	return im.add(secAccounts, []any{a.ID, int64(a.Balance), int64(0), int64(a.LastSeq), exactTime(a.Created)})
+	return im.add(secAccounts, []any{a.ID, int64(a.Balance), int64(0), int64(a.LastSeq), exactTime(a.Created), int64(a.AlertBelow)})
 }
 
 func (im *importer) Key(k store.Key) error {
@@ -257,12 +265,18 @@ func (im *importer) Key(k store.Key) error {
 	if k.Route == "" {
 		return fmt.Errorf("key %q: route is empty", k.ID)
 	}
-	exclude := k.Exclude
-	if exclude == nil {
-		exclude = []string{}
+	if err := checkSettings(&k); err != nil {
+		return err
+	}
+	if k.Held != 0 {
+		return fmt.Errorf("key %q has open holds (%s USD held): end or recover them before the copy", k.ID, k.Held)
+	}
+	if k.Spent < 0 {
+		return fmt.Errorf("key %q: spend %s USD is negative", k.ID, k.Spent)
 	}
 	im.n.Keys++
-	return im.add(secKeys, []any{k.ID, k.Hash, k.Account, k.Route, exclude, k.Revoked, exactTime(k.Created)})
+	return im.add(secKeys, []any{k.ID, k.Hash, k.Account, k.Route, nonNil(k.Exclude), k.Revoked, exactTime(k.Created),
+		k.Label, int64(k.Limit), k.Reset, orNull(k.Expires), nonNil(k.Allow), int64(k.Spent), int64(0), orNull(k.PeriodStart)})
 }
 
 func (im *importer) Entry(e store.Entry) error {

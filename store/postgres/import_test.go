@@ -96,7 +96,7 @@ func (bk *books) journal(i int, base time.Time, kinds []string, amounts []pricin
 func sampleBooks() *books {
 	base := time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.UTC) // nanoseconds PostgreSQL cuts to microseconds
 	bk := &books{accounts: []store.ExportedAccount{
-		{Account: store.Account{ID: "acme", Created: base}},
+		{Account: store.Account{ID: "acme", Created: base, AlertBelow: 5 * usd}},
 		{Account: store.Account{ID: "acme-eu", Created: base.Add(time.Second)}},
 		{Account: store.Account{ID: "zeta", Created: base.Add(2 * time.Second)}},
 	}}
@@ -109,7 +109,9 @@ func sampleBooks() *books {
 	bk.journal(0, base, []string{store.KindRefund}, []pricing.Nano{usd / 2})
 	bk.journal(1, base, []string{store.KindCredit, store.KindCharge}, []pricing.Nano{5 * usd, -7 * usd}) // an overrun: negative balance
 	_, id, hash, _ := store.NewKey()
-	bk.keys = append(bk.keys, store.Key{ID: id, Hash: hash, Account: "acme", Route: store.AutoRoute, Created: base.Add(3 * time.Second)})
+	bk.keys = append(bk.keys, store.Key{ID: id, Hash: hash, Account: "acme", Route: store.AutoRoute, Created: base.Add(3 * time.Second),
+		Label: "ci runner", Limit: 2 * usd, Reset: store.ResetMonthly, Expires: base.AddDate(1, 0, 0), Allow: []string{"10.0.0.0/8", "2001:db8::/32"},
+		Spent: usd / 3, PeriodStart: store.PeriodStart(store.ResetMonthly, base)})
 	_, id, hash, _ = store.NewKey()
 	bk.keys = append(bk.keys, store.Key{ID: id, Hash: hash, Account: "acme-eu", Route: "fast", Exclude: []string{"m1", "m2"}, Revoked: true, Created: base.Add(4 * time.Second)})
 	slices.SortFunc(bk.keys, func(x, y store.Key) int { return strings.Compare(x.Hash, y.Hash) })
@@ -132,6 +134,7 @@ func truncated(bk *books) *books {
 	}
 	for i := range c.keys {
 		c.keys[i].Created = exactTime(c.keys[i].Created)
+		c.keys[i].Expires = exactTime(c.keys[i].Expires)
 	}
 	for i := range c.entries {
 		c.entries[i].Time = exactTime(c.entries[i].Time)
@@ -185,7 +188,9 @@ func equalBooks(t *testing.T, got, want *books) {
 	}
 	if !slices.EqualFunc(got.keys, want.keys, func(a, b store.Key) bool {
 		return a.ID == b.ID && a.Hash == b.Hash && a.Account == b.Account && a.Route == b.Route &&
-			slices.Equal(a.Exclude, b.Exclude) && a.Revoked == b.Revoked && a.Created.Equal(b.Created)
+			slices.Equal(a.Exclude, b.Exclude) && a.Revoked == b.Revoked && a.Created.Equal(b.Created) &&
+			a.Label == b.Label && a.Limit == b.Limit && a.Reset == b.Reset && a.Expires.Equal(b.Expires) &&
+			slices.Equal(a.Allow, b.Allow) && a.Spent == b.Spent && a.Held == b.Held && a.PeriodStart.Equal(b.PeriodStart)
 	}) {
 		t.Errorf("keys differ:\n got %+v\nwant %+v", got.keys, want.keys)
 	}
@@ -279,6 +284,9 @@ func TestImportRefused(t *testing.T) {
 		{"unknown kind", func(b *books) { b.entries[0].Kind = "gift" }, `unknown kind "gift"`},
 		{"unknown account", func(b *books) { b.jobs[0].Account = "nobody" }, `job "vid_1": account "nobody" is not in the export`},
 		{"bad hash", func(b *books) { b.keys[0].Hash = strings.ToUpper(b.keys[0].Hash) }, "not lowercase hex"},
+		{"key holds", func(b *books) { b.keys[1].Held = 1 }, "has open holds (0.000000001 USD held)"},
+		{"key reset", func(b *books) { b.keys[0].Reset = "hourly" }, `limit reset "hourly"`},
+		{"negative threshold", func(b *books) { b.accounts[0].AlertBelow = -1 }, "alert threshold -0.000000001 USD is negative"},
 		{"duplicate account", func(b *books) { b.accounts = append(b.accounts, b.accounts[2]) }, `account "zeta" is exported twice`},
 		{"export fails after a batch", func(b *books) { b.failAt = len(b.accounts) + len(b.keys) + importBatch + 10 }, errExportFailed.Error()},
 	}

@@ -4,43 +4,155 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
 )
 
-const keyCols = `id, hash, account, route, exclude, revoked, created`
+const keyCols = `id, hash, account, route, exclude, revoked, created, label, limit_nano, reset, expires, allow, spent, held, period_start`
 
 func scanKey(row pgx.Row) (store.Key, error) {
-	var k store.Key
-	if err := row.Scan(&k.ID, &k.Hash, &k.Account, &k.Route, &k.Exclude, &k.Revoked, &k.Created); err != nil {
+	var (
+		k                   store.Key
+		limit, spent, held  int64
+		expires, periodFrom *time.Time
+	)
+	if err := row.Scan(&k.ID, &k.Hash, &k.Account, &k.Route, &k.Exclude, &k.Revoked, &k.Created,
+		&k.Label, &limit, &k.Reset, &expires, &k.Allow, &spent, &held, &periodFrom); err != nil {
 		return store.Key{}, err
 	}
 	if len(k.Exclude) == 0 {
 		k.Exclude = nil
 	}
+	if len(k.Allow) == 0 {
+		k.Allow = nil
+	}
+	if expires != nil {
+		k.Expires = expires.UTC()
+	}
+	if periodFrom != nil {
+		k.PeriodStart = periodFrom.UTC()
+	}
 	k.Created = k.Created.UTC()
+	k.Limit, k.Spent, k.Held = pricing.Nano(limit), pricing.Nano(spent), pricing.Nano(held)
 	return k, nil
 }
 
-// CreateKey stores k (whose Hash is set). Its account must exist
+// orNull is t, or NULL for the zero time.
+func orNull(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = exactTime(t)
+	return &t
+}
+
+// nonNil is a list PostgreSQL keeps as an array, never NULL.
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+// checkSettings checks a key's settings and puts them in the form the
+// ledger keeps: a limit of at least 0, a known reset period, a label of at
+// most store.MaxNoteLen bytes of UTF-8, networks as store.CheckAllow
+// writes them.
+func checkSettings(k *store.Key) error {
+	if k.Limit < 0 {
+		return fmt.Errorf("postgres: key %q: limit %d nano-USD is negative", k.ID, k.Limit)
+	}
+	if err := store.CheckReset(k.Reset); err != nil {
+		return fmt.Errorf("postgres: key %q: %w", k.ID, err)
+	}
+	if len(k.Label) > store.MaxNoteLen || !utf8.ValidString(k.Label) {
+		return fmt.Errorf("postgres: key %q: label: want at most %d bytes of UTF-8", k.ID, store.MaxNoteLen)
+	}
+	if len(k.Allow) == 0 {
+		k.Allow = nil
+		return nil
+	}
+	allow, err := store.CheckAllow(k.Allow)
+	if err != nil {
+		return fmt.Errorf("postgres: key %q: %w", k.ID, err)
+	}
+	k.Allow = allow
+	return nil
+}
+
+// CreateKey stores k (whose Hash is set) with its settings (label, limit,
+// reset, expiry, allow-list) and no spend. Its account must exist
 // (ErrNotFound); a duplicate hash or id returns ErrExists (the unique
 // constraints decide, so two replicas cannot both create it).
 func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 	if err := store.CheckKey(k); err != nil {
 		return err
 	}
-	exclude := k.Exclude
-	if exclude == nil {
-		exclude = []string{}
+	if err := checkSettings(&k); err != nil {
+		return err
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO keys (`+keyCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		k.ID, k.Hash, k.Account, k.Route, exclude, k.Revoked, stamp(k.Created))
+	_, err := s.pool.Exec(ctx, `INSERT INTO keys (id, hash, account, route, exclude, revoked, created, label, limit_nano, reset, expires, allow)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		k.ID, k.Hash, k.Account, k.Route, nonNil(k.Exclude), k.Revoked, stamp(k.Created),
+		k.Label, int64(k.Limit), k.Reset, orNull(k.Expires), nonNil(k.Allow))
 	if err != nil {
 		return mapErr(fmt.Sprintf("key %q", k.ID), err)
 	}
 	return nil
+}
+
+// UpdateKey changes the settings u sets of the key with this id and
+// returns the key; ErrNotFound if no key has the id. Its spend, its period
+// and its open holds are kept: a lower limit refuses the next hold that
+// does not fit, and a new reset period starts with the next hold in a
+// later period. It locks only the key's row, and holds nothing else while
+// it does, so it cannot deadlock with the ledger's statements.
+func (s *Store) UpdateKey(ctx context.Context, id string, u store.KeyUpdate) (store.Key, error) {
+	// Check the settings u sets, as CreateKey would.
+	c := store.Key{ID: id}
+	var (
+		label, reset *string
+		limit        *int64
+		allow        []string
+	)
+	if u.Label != nil {
+		c.Label, label = *u.Label, u.Label
+	}
+	if u.Limit != nil {
+		c.Limit = *u.Limit
+		limit = (*int64)(u.Limit)
+	}
+	if u.Reset != nil {
+		c.Reset, reset = *u.Reset, u.Reset
+	}
+	if u.Allow != nil {
+		c.Allow = *u.Allow
+	}
+	if err := checkSettings(&c); err != nil {
+		return store.Key{}, err
+	}
+	if u.Allow != nil {
+		allow = nonNil(c.Allow)
+	}
+	var expires *time.Time
+	if u.Expires != nil {
+		expires = orNull(*u.Expires)
+	}
+	k, err := scanKey(s.pool.QueryRow(ctx, `UPDATE keys SET label = coalesce($2, label), limit_nano = coalesce($3, limit_nano),
+	reset = coalesce($4, reset), expires = CASE WHEN $5 THEN $6::timestamptz ELSE expires END, allow = coalesce($7, allow)
+WHERE id = $1 RETURNING `+keyCols, id, label, limit, reset, u.Expires != nil, expires, allow))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Key{}, fmt.Errorf("postgres: key %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Key{}, mapErr("update key", err)
+	}
+	return k, nil
 }
 
 // KeyByHash returns the key with this hash, revoked or not; ErrNotFound if

@@ -313,7 +313,8 @@ func TestHoldOnEndedID(t *testing.T) {
 // TestLateSettleAfterRecovery: a replica cut off from the database for
 // longer than its lease finds, when it comes back, that another replica
 // released its hold. The call was answered, so its settle still charges it
-// — once: a replay is ErrAlreadySettled, and the books balance.
+// — once: a replay is ErrAlreadySettled, and the books balance; the charge
+// counts in its key's spend.
 func TestLateSettleAfterRecovery(t *testing.T) {
 	dsn := freshDSN(t)
 	ctx := context.Background()
@@ -322,12 +323,16 @@ func TestLateSettleAfterRecovery(t *testing.T) {
 	if _, err := cut.Credit(ctx, "acme", 10*usd, "c"); err != nil {
 		t.Fatal(err)
 	}
+	mustCreateKey(t, cut, store.Key{ID: "key_t", Account: "acme", Limit: 5 * usd})
 	if err := cut.Hold(ctx, hold("acme", "late", 2*usd)); err != nil {
 		t.Fatal(err)
 	}
 	exec(t, dsn, `UPDATE holds SET lease_until = now() - interval '1 second'`)
 	if n, err := other.Sweep(ctx); err != nil || n != 1 {
 		t.Fatalf("Sweep = %d, %v; want the one expired hold", n, err)
+	}
+	if k := keyOf(t, other, "key_t"); k.Held != 0 || k.Spent != 0 {
+		t.Fatalf("key after the sweep: %+v", k)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
@@ -354,6 +359,9 @@ func TestLateSettleAfterRecovery(t *testing.T) {
 	r := audit(t, other, "acme")
 	if r.Account.Balance != 7*usd || r.Account.Held != 0 || r.OpenHolds != 0 {
 		t.Fatalf("after the late settle: %+v", r.Account)
+	}
+	if k := keyOf(t, other, "key_t"); k.Held != 0 || k.Spent != 3*usd {
+		t.Fatalf("key after the late settle: %+v; want 3 USD spent", k)
 	}
 	o, err := other.Outcome(ctx, "late")
 	if err != nil || o.State != store.OutcomeSettled || o.Charge != 3*usd {

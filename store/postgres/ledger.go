@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -79,17 +81,10 @@ RETURNING `+entryCols, account, int64(amount), store.ClipNote(note))
 	return e, nil
 }
 
-// holdSQL reserves a hold's amount if the account's available credit
-// covers it and its request id has no outcome, and writes the hold row
-// (see Hold).
-const holdSQL = `
-WITH a AS (
-	UPDATE accounts SET held = held + $3::bigint
-	WHERE id = $2 AND balance > 0 AND balance - held >= $3::bigint
-	  AND NOT EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1)
-	RETURNING id)
-INSERT INTO holds (request_id, account, key_id, model, route, endpoint, amount, created, owner, lease_until)
-SELECT $1, id, $4, $5, $6, $7, $3::bigint, $8, $9, now() + $10::bigint * interval '1 millisecond' FROM a`
+// holdSQL takes a hold with relay_hold (migration 0003): the account's
+// credit and its key's limit are checked and reserved, and the hold row
+// written, in one statement, which answers why not when it does not.
+const holdSQL = `SELECT relay_hold($1, $2, $3::bigint, $4, $5, $6, $7, $8::timestamptz, $9, $10::bigint)`
 
 func (s *Store) holdArgs(h store.Hold) []any {
 	return []any{h.RequestID, h.Account, int64(h.Amount), h.KeyID, h.Model, h.Route, h.Endpoint,
@@ -97,7 +92,10 @@ func (s *Store) holdArgs(h store.Hold) []any {
 }
 
 // settleSQL charges a call and ends its hold, returning the charge entry,
-// or no row if the request id has no open hold (see Settle).
+// or no row if the request id has no open hold (see Settle). The charge
+// counts in the spend of the key the hold was counted on (keyed), in the
+// key's period (only a Hold rolls it); the key's row is locked after the
+// account's (k reads a) and found by its id alone.
 const settleSQL = `
 WITH h AS (
 	DELETE FROM holds WHERE request_id = $1 AND ($2::text = '' OR account = $2::text) RETURNING *),
@@ -105,6 +103,9 @@ a AS (
 	UPDATE accounts acc SET balance = acc.balance - $3::bigint, held = acc.held - h.amount, seq = acc.seq + 1
 	FROM h WHERE acc.id = h.account
 	RETURNING acc.id, acc.balance, acc.seq),
+k AS (
+	UPDATE keys SET held = keys.held - h.amount, spent = keys.spent + $3::bigint
+	FROM h, a WHERE h.keyed AND keys.id = h.key_id),
 o AS (
 	INSERT INTO outcomes (request_id, account, state, hold_amount, charge, seq, owner, reason)
 	SELECT h.request_id, h.account, 'settled', h.amount, $3::bigint, a.seq, h.owner, $5::text FROM h, a
@@ -118,20 +119,24 @@ func settleArgs(st store.Settlement, usage []byte) []any {
 	return []any{st.RequestID, st.Account, int64(st.Charge), usage, store.ClipNote(st.Note)}
 }
 
-// Hold reserves h.Amount of the account's available credit, in one
-// statement (sent with the account's other holds and settles of the moment,
-// see batch.go): the conditional UPDATE of the account (which row-locks it and,
-// at READ COMMITTED, re-checks the condition against the newest committed
-// row) and the hold row commit together. A request id with an open hold, or
-// one that has already ended, returns ErrExists; an unknown account
-// ErrNotFound; too little credit *store.InsufficientError.
+// Hold reserves h.Amount of the account's available credit and, when
+// h.KeyID names a key of the account, of that key's spend limit in the
+// period that contains h.Created (zero: now), in one statement (sent with
+// the account's other holds and settles of the moment, see batch.go):
+// relay_hold updates the account's row (which row-locks it and, at READ
+// COMMITTED, re-checks the condition against the newest committed row),
+// then the key's the same way, and writes the hold row; all commit together
+// or not at all. A request id with an open hold, or one that has already
+// ended, returns ErrExists; an unknown account ErrNotFound; too little
+// credit or limit *store.InsufficientError naming which. A key of another
+// account limits nothing.
 //
-// The outcome check sees the snapshot the statement began with: a Hold that
-// races the Settle of the same request id (which the gateway never does: its
-// request ids are unique) can open a hold on an ended id. The outcome
-// inserts of Settle, Release and the sweep therefore keep the first outcome
-// (ON CONFLICT DO NOTHING), so that such a hold can still end and its
-// credit is never locked for good.
+// The outcome check sees the statement's snapshot: a Hold that races the
+// Settle of the same request id (which the gateway never does: its request
+// ids are unique) can open a hold on an ended id. The outcome inserts of
+// Settle, Release and the sweep therefore keep the first outcome (ON
+// CONFLICT DO NOTHING), so that such a hold can still end and its credit
+// is never locked for good.
 //
 // A Hold that returns an error leaves nothing this replica renews: should
 // the hold have landed all the same (an unavailable database that committed
@@ -162,24 +167,26 @@ func (s *Store) Hold(ctx context.Context, h store.Hold) (err error) {
 	if op.err != nil {
 		return mapErr(fmt.Sprintf("hold %q", h.RequestID), op.err)
 	}
-	if op.landed {
+	return refusal(h, op.answer)
+}
+
+// refusal is the error of relay_hold's answer for h: nil when it took the
+// hold.
+func refusal(h store.Hold, answer string) error {
+	why, n, _ := strings.Cut(answer, " ")
+	switch why {
+	case "":
 		return nil
-	}
-	var (
-		balance, held int64
-		ended         bool
-	)
-	err = s.pool.QueryRow(ctx, `SELECT balance, held, EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1) FROM accounts WHERE id = $2`,
-		h.RequestID, h.Account).Scan(&balance, &held, &ended)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case "missing":
 		return fmt.Errorf("postgres: hold %q: account %q: %w", h.RequestID, h.Account, store.ErrNotFound)
-	case err != nil:
-		return mapErr(fmt.Sprintf("hold %q", h.RequestID), err)
-	case ended:
+	case "ended":
 		return fmt.Errorf("postgres: hold %q: the request id already has an outcome: %w", h.RequestID, store.ErrExists)
+	case store.LimitAccount, store.LimitKey:
+		if available, err := strconv.ParseInt(n, 10, 64); err == nil {
+			return &store.InsufficientError{Needed: h.Amount, Available: pricing.Nano(available), Limit: why}
+		}
 	}
-	return &store.InsufficientError{Needed: h.Amount, Available: pricing.Nano(balance - held)}
+	return fmt.Errorf("postgres: hold %q: relay_hold answered %q", h.RequestID, store.ClipNote(answer))
 }
 
 // Settle charges the call and releases its hold, exactly once per request
@@ -236,8 +243,9 @@ func (s *Store) settle(ctx context.Context, st store.Settlement) (store.Entry, e
 // knows its usage, and Badger's recovered holds belong to processes that
 // ended, so this never applies there): in one short transaction the recovered outcome becomes
 // settled (its row lock makes this once: a second late settle waits, then
-// finds no recovered outcome), the account is charged and the charge entry
-// written after the recovery entry. Any other request id without a hold is
+// finds no recovered outcome), the account is charged, the charge counted
+// in its key's spend (the sweep gave back the key's hold) and the charge
+// entry written after the recovery entry. Any other request id without a hold is
 // endedErr's.
 func (s *Store) lateSettle(ctx context.Context, st store.Settlement, usage []byte) (store.Entry, error) {
 	var e store.Entry
@@ -256,7 +264,9 @@ WITH r AS (
 	WHERE account = $1 AND request_id = $2 AND kind = 'recovery' ORDER BY seq DESC LIMIT 1),
 a AS (
 	UPDATE accounts SET balance = balance - $3::bigint, seq = seq + 1 WHERE id = $1
-	RETURNING id, balance, seq)
+	RETURNING id, balance, seq),
+k AS (
+	UPDATE keys SET spent = keys.spent + $3::bigint FROM a, r WHERE keys.id = r.key_id AND keys.account IS NOT DISTINCT FROM a.id)
 INSERT INTO journal (account, seq, kind, request_id, key_id, model, route, endpoint, usage, hold_amount, amount, balance_after, note)
 SELECT a.id, a.seq, 'charge', $2, coalesce(r.key_id, ''), coalesce(r.model, ''), coalesce(r.route, ''), coalesce(r.endpoint, ''),
 	$4::jsonb, $5::bigint, -$3::bigint, a.balance, $6::text
@@ -281,8 +291,9 @@ RETURNING `+entryCols, account, st.RequestID, int64(st.Charge), usage, holdAmoun
 }
 
 // Release drops a hold without charging: the hold row is deleted, the
-// account's held lowered and the outcome written, in one statement; no
-// journal entry, since no money moves. A later Settle or Release returns
+// account's and its key's held lowered and the outcome written (with the
+// call's key, model, route and endpoint, for Generation), in one
+// statement; no journal entry, since no money moves. A later Settle or Release returns
 // ErrAlreadySettled; an unknown request id ErrNoHold. Whatever it returns,
 // this replica no longer renews the hold's lease: should the release not
 // land, the hold runs out and a sweep releases it.
@@ -296,9 +307,11 @@ func (s *Store) Release(ctx context.Context, requestID, reason string) error {
 WITH h AS (
 	DELETE FROM holds WHERE request_id = $1 RETURNING *),
 a AS (
-	UPDATE accounts acc SET held = acc.held - h.amount FROM h WHERE acc.id = h.account RETURNING acc.id)
-INSERT INTO outcomes (request_id, account, state, hold_amount, owner, reason)
-SELECT h.request_id, h.account, 'released', h.amount, h.owner, $2::text FROM h, a
+	UPDATE accounts acc SET held = acc.held - h.amount FROM h WHERE acc.id = h.account RETURNING acc.id),
+k AS (
+	UPDATE keys SET held = keys.held - h.amount FROM h, a WHERE h.keyed AND keys.id = h.key_id)
+INSERT INTO outcomes (request_id, account, state, hold_amount, owner, reason, key_id, model, route, endpoint)
+SELECT h.request_id, h.account, 'released', h.amount, h.owner, $2::text, h.key_id, h.model, h.route, h.endpoint FROM h, a
 ON CONFLICT (request_id) DO NOTHING`, requestID, store.ClipNote(reason))
 	if err != nil {
 		return mapErr(fmt.Sprintf("release %q", requestID), err)
@@ -330,7 +343,7 @@ func (s *Store) endedErr(ctx context.Context, requestID, account string) error {
 
 // Balance returns the account; ErrNotFound if it does not exist.
 func (s *Store) Balance(ctx context.Context, account string) (store.Account, error) {
-	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT id, balance, held, created FROM accounts WHERE id = $1`, account))
+	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts WHERE id = $1`, account))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Account{}, fmt.Errorf("postgres: account %q: %w", account, store.ErrNotFound)
 	}
@@ -340,15 +353,17 @@ func (s *Store) Balance(ctx context.Context, account string) (store.Account, err
 	return a, nil
 }
 
+const accountCols = `id, balance, held, created, alert_below`
+
 func scanAccount(row pgx.Row) (store.Account, error) {
 	var (
-		a             store.Account
-		balance, held int64
+		a                    store.Account
+		balance, held, alert int64
 	)
-	if err := row.Scan(&a.ID, &balance, &held, &a.Created); err != nil {
+	if err := row.Scan(&a.ID, &balance, &held, &a.Created, &alert); err != nil {
 		return store.Account{}, err
 	}
-	a.Balance, a.Held, a.Created = pricing.Nano(balance), pricing.Nano(held), a.Created.UTC()
+	a.Balance, a.Held, a.Created, a.AlertBelow = pricing.Nano(balance), pricing.Nano(held), a.Created.UTC(), pricing.Nano(alert)
 	return a, nil
 }
 
@@ -389,7 +404,7 @@ func (s *Store) ListAccounts(ctx context.Context, after string, limit int) ([]st
 	if limit <= 0 || limit > store.MaxAccountPage {
 		limit = store.MaxAccountPage
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, balance, held, created FROM accounts WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
+	rows, err := s.pool.Query(ctx, `SELECT `+accountCols+` FROM accounts WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
 	if err != nil {
 		return nil, mapErr("list accounts", err)
 	}

@@ -117,7 +117,7 @@ func TestHoldWhoseAnswerIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newLossyProxy(t, u.Host, "INSERT INTO holds")
+	p := newLossyProxy(t, u.Host, "SELECT relay_hold(")
 	u.Host = p.ln.Addr().String()
 	q := u.Query()
 	q.Set("default_query_exec_mode", "simple_protocol")
