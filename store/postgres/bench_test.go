@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -60,9 +59,6 @@ func benchHoldSettle(b *testing.B, sync string, accounts int, parallel, keyed bo
 	}
 	q := u.Query()
 	q.Set("synchronous_commit", sync)
-	if m := os.Getenv("PCM"); m != "" {
-		q.Set("plan_cache_mode", m)
-	}
 	u.RawQuery = q.Encode()
 	s := openStore(b, u.String(), Options{RenewEvery: -1})
 	ctx := context.Background()

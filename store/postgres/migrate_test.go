@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/modelrelay/modelrelay/store"
 )
 
 // TestMigrateTwice: a second Migrate, and an Open after it, apply nothing.
@@ -157,4 +159,46 @@ func TestStatementTimeoutUnavailable(t *testing.T) {
 	if r.Account.Held != 0 || r.OpenHolds != 0 {
 		t.Fatalf("a timed-out hold left %+v", r)
 	}
+}
+
+// TestMigrateKeyLimitsOverBooks: migration 0003 over books written at
+// version 2, with an open hold, keeps them: the key has no settings and no
+// spend, the old hold ends without touching its key, and new holds count
+// on it.
+func TestMigrateKeyLimitsOverBooks(t *testing.T) {
+	dsn := freshDSN(t)
+	ctx := context.Background()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms[:2] {
+		exec(t, dsn, m.sql)
+	}
+	exec(t, dsn, `CREATE TABLE relay_schema (version integer PRIMARY KEY, name text NOT NULL, applied timestamptz NOT NULL DEFAULT now())`)
+	exec(t, dsn, `INSERT INTO relay_schema (version, name) VALUES (1, $1), (2, $2)`, ms[0].name, ms[1].name)
+	// Version 2's books: 10 USD, a key, and a hold of 1 USD on it.
+	exec(t, dsn, `INSERT INTO accounts (id, balance, held, seq) VALUES ('acme', $1, $2, 1)`, int64(10*usd), int64(usd))
+	exec(t, dsn, `INSERT INTO journal (account, seq, kind, amount, balance_after) VALUES ('acme', 1, 'credit', $1, $1)`, int64(10*usd))
+	exec(t, dsn, `INSERT INTO keys (id, hash, account, route, created) VALUES ('key_t', $1, 'acme', 'auto', now())`, store.HashKey("secret-key_t"))
+	exec(t, dsn, `INSERT INTO holds (request_id, account, key_id, amount, created, owner, lease_until)
+		VALUES ('old', 'acme', 'key_t', $1, now(), 'r0', now() + interval '1 minute')`, int64(usd))
+
+	s := openStore(t, dsn, Options{RenewEvery: -1})
+	if k := keyOf(t, s, "key_t"); k.Limit != 0 || k.Reset != "" || !k.Expires.IsZero() || k.Allow != nil || k.Spent != 0 || k.Held != 0 {
+		t.Fatalf("key after the migration: %+v", k)
+	}
+	if a, err := s.Balance(ctx, "acme"); err != nil || a.AlertBelow != 0 || a.Held != usd {
+		t.Fatalf("account after the migration: %+v, %v", a, err)
+	}
+	if _, err := s.Settle(ctx, store.Settlement{RequestID: "old", Account: "acme", Charge: usd / 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Hold(ctx, hold("acme", "new", usd)); err != nil {
+		t.Fatal(err)
+	}
+	if k := keyOf(t, s, "key_t"); k.Spent != 0 || k.Held != usd {
+		t.Errorf("key after the old hold's settle and a new hold: %+v", k)
+	}
+	audit(t, s, "acme")
 }
