@@ -96,12 +96,18 @@ type AccountInfo struct {
 	LowBalance bool `json:"low_balance"`
 }
 
-func (g *Gateway) handleKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params, info *reqInfo) error {
+// holderAccount is holder's key with its account's balance.
+func (g *Gateway) holderAccount(r *http.Request, info *reqInfo) (store.Key, store.Account, error) {
 	k, err := g.holder(r, info)
 	if err != nil {
-		return err
+		return store.Key{}, store.Account{}, err
 	}
 	a, err := g.store.Balance(r.Context(), k.Account)
+	return k, a, err
+}
+
+func (g *Gateway) handleKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params, info *reqInfo) error {
+	k, a, err := g.holderAccount(r, info)
 	if err != nil {
 		return err
 	}
@@ -248,11 +254,7 @@ type BillingSubscription struct {
 }
 
 func (g *Gateway) handleSubscription(w http.ResponseWriter, r *http.Request, _ httprouter.Params, info *reqInfo) error {
-	k, err := g.holder(r, info)
-	if err != nil {
-		return err
-	}
-	a, err := g.store.Balance(r.Context(), k.Account)
+	k, a, err := g.holderAccount(r, info)
 	if err != nil {
 		return err
 	}
