@@ -1,54 +1,20 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/modelrelay/modelrelay/pricing"
 )
-
-// chromiumPath is Debian's chromium, or $RELAY_CHROMIUM.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("RELAY_CHROMIUM")
-	if p == "" {
-		p = "/usr/bin/chromium"
-	}
-	if st, err := os.Stat(p); err != nil || st.IsDir() {
-		t.Fatalf("the browser test needs Chromium at %s (set RELAY_CHROMIUM to use another): install it with `apt-get install chromium` (%v)", p, err)
-	}
-	return p
-}
-
-// artifactPath is where the page's screenshot goes: $RELAY_ARTIFACTS, or
-// build/artifacts under the repository root.
-func artifactPath(t *testing.T, name string) string {
-	t.Helper()
-	dir := os.Getenv("RELAY_ARTIFACTS")
-	if dir == "" {
-		dir = filepath.Join(moduleRoot(), "build", "artifacts")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(dir, name)
-}
 
 // displayUSD is how the page must show an amount: "$2.70", "$0.04494",
 // "$1,234.50"; zero reads "Free".
@@ -161,77 +127,15 @@ const visibleModelsJS = `Array.from(document.querySelectorAll("article[data-mode
 // gateway, compares every rendered price with the API's, exercises the
 // filters and saves a screenshot.
 func TestPricingPageInBrowser(t *testing.T) {
-	exe := chromiumPath(t)
 	e := newEnv(t)
 	table, _ := getPriceTable(t, e)
-
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(exe),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.Flag("mute-audio", true),
-		chromedp.UserDataDir(browserDataDir(t)),
-		chromedp.WindowSize(1280, 900),
-	)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelTimeout()
-
+	ctx := startBrowser(t, 90*time.Second)
 	// Script errors and console errors (a CSP violation is one) fail the test.
-	var mu sync.Mutex
-	var problems []string
-	chromedp.ListenTarget(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "exception: "+ev.ExceptionDetails.Error())
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.APITypeError || ev.Type == runtime.APITypeWarning {
-				var args []string
-				for _, a := range ev.Args {
-					args = append(args, string(a.Value))
-				}
-				problems = append(problems, fmt.Sprintf("console.%s: %s", ev.Type, strings.Join(args, " ")))
-			}
-		case *cdplog.EventEntryAdded:
-			if ev.Entry.Level == cdplog.LevelError || ev.Entry.Level == cdplog.LevelWarning {
-				problems = append(problems, fmt.Sprintf("log %s: %s (%s)", ev.Entry.Level, ev.Entry.Text, ev.Entry.URL))
-			}
-		}
-	})
-	checkProblems := func() {
-		t.Helper()
-		mu.Lock()
-		defer mu.Unlock()
-		if len(problems) > 0 {
-			t.Fatalf("the page reported problems:\n%s", strings.Join(problems, "\n"))
-		}
-	}
-
+	problems := watchProblems(ctx)
+	checkProblems := func() { t.Helper(); problems.check(t) }
 	run := func(what string, actions ...chromedp.Action) {
 		t.Helper()
-		if err := chromedp.Run(ctx, actions...); err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				var state string
-				_ = chromedp.Run(context.WithoutCancel(ctx), chromedp.AttributeValue("body", "data-state", &state, nil, chromedp.ByQuery))
-				mu.Lock()
-				defer mu.Unlock()
-				t.Fatalf("%s: timed out (page state %q); problems: %q", what, state, problems)
-			}
-			t.Fatalf("%s: %v", what, err)
-		}
+		runActions(t, ctx, problems, what, actions...)
 	}
 	var state string
 	run("load the page",
@@ -410,35 +314,17 @@ func TestPricingPageInBrowser(t *testing.T) {
 	}
 	checkProblems()
 
-	var png []byte
-	run("screenshot", chromedp.ActionFunc(func(ctx context.Context) error {
-		return chromedp.FullScreenshot(&png, 100).Do(ctx)
-	}))
-	path := artifactPath(t, "pricing.png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s (%d bytes)", path, len(png))
+	saveScreenshot(t, ctx, "pricing.png")
 }
 
 // TestPricingPageShowsRateLimit: when /api/pricing answers 429 the page says
 // so instead of an empty table.
 func TestPricingPageShowsRateLimit(t *testing.T) {
-	exe := chromiumPath(t)
 	e := newEnv(t, func(c *Config) { c.Limits.PricingRate = RateConfig{Rate: 0.001, Burst: 1} })
 	if status, _, _ := e.do("GET", "/api/pricing", "", nil); status != http.StatusOK {
 		t.Fatalf("first call = %d", status)
 	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(exe), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(browserDataDir(t)))
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
-	defer cancelTimeout()
+	ctx := startBrowser(t, 60*time.Second)
 	var text string
 	var nodes []*cdp.Node
 	if err := chromedp.Run(ctx,
@@ -452,30 +338,4 @@ func TestPricingPageShowsRateLimit(t *testing.T) {
 	if !strings.Contains(text, "too many price-table requests") || !strings.Contains(text, "request id req_") || len(nodes) != 0 {
 		t.Fatalf("the page shows %q and %d models", text, len(nodes))
 	}
-}
-
-// browserDataDir is a profile directory for one Chromium run. It is not
-// t.TempDir: Chromium's helper processes can still be writing into it for a
-// moment after the browser is stopped, which made t.TempDir's cleanup fail
-// the test ("directory not empty"). This one is removed with retries.
-func browserDataDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "relay-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for i := 0; ; i++ {
-			err := os.RemoveAll(dir)
-			if err == nil {
-				return
-			}
-			if i == 50 {
-				t.Logf("could not remove the browser profile %s: %v", dir, err)
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	return dir
 }

@@ -1,0 +1,191 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath is Debian's chromium, or $RELAY_CHROMIUM.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("RELAY_CHROMIUM")
+	if p == "" {
+		p = "/usr/bin/chromium"
+	}
+	if st, err := os.Stat(p); err != nil || st.IsDir() {
+		t.Fatalf("the browser test needs Chromium at %s (set RELAY_CHROMIUM to use another): install it with `apt-get install chromium` (%v)", p, err)
+	}
+	return p
+}
+
+// artifactPath is where a page's screenshot goes: $RELAY_ARTIFACTS, or
+// build/artifacts under the repository root.
+func artifactPath(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv("RELAY_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(moduleRoot(), "build", "artifacts")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, name)
+}
+
+// browserDataDir is a profile directory for one Chromium run. It is not
+// t.TempDir: Chromium's helper processes can still be writing into it for a
+// moment after the browser is stopped, which made t.TempDir's cleanup fail
+// the test ("directory not empty"). This one is removed with retries.
+func browserDataDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "relay-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for i := 0; ; i++ {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if i == 50 {
+				t.Logf("could not remove the browser profile %s: %v", dir, err)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	return dir
+}
+
+// startBrowser starts headless Chromium for t and returns the context of its
+// first tab, which ends after timeout; the browser stops when the test ends.
+// The flags keep it quiet and self-contained: no sandbox (tests run as root
+// in containers), no GPU, nothing fetched in the background, a fixed window.
+func startBrowser(t *testing.T, timeout time.Duration) context.Context {
+	t.Helper()
+	exe := chromiumPath(t)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(exe),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.Flag("mute-audio", true),
+		chromedp.UserDataDir(browserDataDir(t)),
+		chromedp.WindowSize(1280, 900),
+	)
+	ctx, cancel := chromedp.NewContext(alloc)
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancel()
+		cancelAlloc()
+	})
+	if err := chromedp.Run(ctx); err != nil { // starts the browser
+		t.Fatalf("start Chromium: %v", err)
+	}
+	return ctx
+}
+
+// pageProblems collects what a tab reports as wrong: script exceptions and
+// console or log errors and warnings (a Content-Security-Policy violation is
+// one).
+type pageProblems struct {
+	mu   sync.Mutex
+	list []string
+}
+
+// watchProblems starts collecting ctx's tab's problems.
+func watchProblems(ctx context.Context) *pageProblems {
+	p := &pageProblems{}
+	chromedp.ListenTarget(ctx, func(ev any) {
+		var s string
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			s = "exception: " + ev.ExceptionDetails.Error()
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type != runtime.APITypeError && ev.Type != runtime.APITypeWarning {
+				return
+			}
+			var args []string
+			for _, a := range ev.Args {
+				args = append(args, string(a.Value))
+			}
+			s = fmt.Sprintf("console.%s: %s", ev.Type, strings.Join(args, " "))
+		case *cdplog.EventEntryAdded:
+			if ev.Entry.Level != cdplog.LevelError && ev.Entry.Level != cdplog.LevelWarning {
+				return
+			}
+			s = fmt.Sprintf("log %s: %s (%s)", ev.Entry.Level, ev.Entry.Text, ev.Entry.URL)
+		default:
+			return
+		}
+		p.mu.Lock()
+		p.list = append(p.list, s)
+		p.mu.Unlock()
+	})
+	return p
+}
+
+// all returns the problems reported so far.
+func (p *pageProblems) all() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.list...)
+}
+
+// check fails the test if the tab reported any problem.
+func (p *pageProblems) check(t *testing.T) {
+	t.Helper()
+	if l := p.all(); len(l) > 0 {
+		t.Fatalf("the page reported problems:\n%s", strings.Join(l, "\n"))
+	}
+}
+
+// runActions runs actions in ctx's tab; on failure it fails the test with
+// what was being done, and on a timeout with the tab's problems too.
+func runActions(t *testing.T, ctx context.Context, p *pageProblems, what string, actions ...chromedp.Action) {
+	t.Helper()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			var url string
+			_ = chromedp.Run(context.WithoutCancel(ctx), chromedp.Location(&url))
+			t.Fatalf("%s: timed out at %s; problems: %q", what, url, p.all())
+		}
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// saveScreenshot writes a full-page screenshot of ctx's tab to name under
+// artifactPath.
+func saveScreenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	var png []byte
+	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := artifactPath(t, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", path, len(png))
+}
