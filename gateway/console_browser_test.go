@@ -174,12 +174,22 @@ func (c *consoleTab) text(sel string) string {
 	return s
 }
 
-// checkAmount checks that the element sel shows want exactly.
+// checkAmount checks that the element sel shows want: its text to the cent
+// at least, and exactly in its title when the text is rounded.
 func (c *consoleTab) checkAmount(sel string, want pricing.Nano) {
 	c.t.Helper()
-	text := c.text(sel)
-	if got, err := parseShownUSD(text); err != nil || got != want {
-		c.t.Errorf("%s shows %q, want %s exactly (%v)", sel, text, want, err)
+	var text, title string
+	var ok bool
+	c.run("read "+sel, chromedp.Text(sel, &text, chromedp.ByQuery),
+		chromedp.AttributeValue(sel, "title", &title, &ok, chromedp.ByQuery))
+	shown, err := parseShownUSD(text)
+	exact := shown
+	if ok && title != "" {
+		exact, err = parseShownUSD(title)
+	}
+	const cent = pricing.NanoPerUSD / 100
+	if err != nil || exact != want || shown-want >= cent || want-shown >= cent {
+		c.t.Errorf("%s shows %q (title %q), want %s (exactly, in the title if the text is rounded) (%v)", sel, text, title, want, err)
 	}
 }
 
