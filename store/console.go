@@ -107,3 +107,32 @@ func NormalizeEmail(s string) (string, error) {
 	}
 	return e, nil
 }
+
+// CheckSession checks a session before a store keeps it, and returns it in
+// the form stores keep: an id that is a HashKey (lowercase hex SHA-256), a
+// CSRF token, an expiry; an operator's session names no login, any other
+// names its login and account; times in UTC, Created now when zero, Seen
+// Created when zero.
+func CheckSession(s Session) (Session, error) {
+	if err := CheckKeyHash(s.ID); err != nil {
+		return s, fmt.Errorf("store: session id: %w", err)
+	}
+	switch {
+	case s.CSRF == "":
+		return s, errors.New("store: session: the CSRF token is empty")
+	case s.Expires.IsZero():
+		return s, errors.New("store: session: no expiry")
+	case s.Operator && (s.Email != "" || s.Account != ""):
+		return s, errors.New("store: session: an operator's session names no login")
+	case !s.Operator && (s.Email == "" || s.Account == ""):
+		return s, errors.New("store: session: a login's session names its email and account")
+	}
+	if s.Created.IsZero() {
+		s.Created = time.Now()
+	}
+	if s.Seen.IsZero() {
+		s.Seen = s.Created
+	}
+	s.Created, s.Seen, s.Expires = s.Created.UTC(), s.Seen.UTC(), s.Expires.UTC()
+	return s, nil
+}
