@@ -33,7 +33,7 @@ type pageTemplate = template.Template
 var pageNames = []string{"signin", "setup", "error", "overview", "keys", "calls", "prices", "accounts", "account", "lines"}
 
 var funcs = template.FuncMap{
-	"usd":  func(n pricing.Nano) string { return "$" + n.String() },
+	"usd":   func(n pricing.Nano) string { return "$" + n.String() },
 	"usd2":  usd2,
 	"usage": usageText,
 	"time": func(t time.Time) string {
