@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ func (g *Gateway) adminRoutes(r *httprouter.Router) {
 	r.POST("/admin/accounts/:account/update", g.handle("admin", g.admin(g.adminUpdateAccount)))
 	r.POST("/admin/accounts/:account/credit", g.handle("admin", g.admin(g.adminCredit)))
 	r.GET("/admin/accounts/:account/charges", g.handle("admin", g.admin(g.adminCharges)))
+	r.POST("/admin/accounts/:account/login", g.handle("admin", g.admin(g.adminIssueLogin)))
 	r.POST("/admin/keys", g.handle("admin", g.admin(g.adminCreateKey)))
 	r.GET("/admin/keys", g.handle("admin", g.admin(g.adminListKeys)))
 	r.GET("/admin/keys/:id", g.handle("admin", g.admin(g.adminKey)))
@@ -207,19 +209,24 @@ func (g *Gateway) adminCredit(w http.ResponseWriter, r *http.Request, ps httprou
 	if amt <= 0 {
 		return badRequest("usd", "usd must be more than zero")
 	}
-	id := ps.ByName("account")
-	if !validAccountID(id) {
-		return badRequest("account", "invalid account id")
-	}
-	if _, err := g.store.Credit(r.Context(), id, amt, req.Note); err != nil {
-		return storeErr(err, "account "+quoted(id))
-	}
-	g.waitSettled(r.Context(), id)
-	a, err := g.store.Balance(r.Context(), id)
+	a, err := g.credit(r.Context(), ps.ByName("account"), amt, req.Note)
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, accountView(a))
+}
+
+// credit adds amt (> 0) to account with note and returns the account once
+// the calls it answered have settled.
+func (g *Gateway) credit(ctx context.Context, id string, amt pricing.Nano, note string) (store.Account, error) {
+	if !validAccountID(id) {
+		return store.Account{}, badRequest("account", "invalid account id")
+	}
+	if _, err := g.store.Credit(ctx, id, amt, note); err != nil {
+		return store.Account{}, storeErr(err, "account "+quoted(id))
+	}
+	g.waitSettled(ctx, id)
+	return g.store.Balance(ctx, id)
 }
 
 // EntryView is a journal entry as the admin API shows it: the store's entry
@@ -322,39 +329,51 @@ func (g *Gateway) adminCreateKey(w http.ResponseWriter, r *http.Request, _ httpr
 	if req.Account == "" {
 		return badRequest("account", "account is required")
 	}
-	if req.Route == "" {
-		return badRequest("route", "route is required (a route name, or \"auto\")")
+	k, plain, err := g.createKey(r.Context(), req.Account, req.Route, req.Exclude, req.keySettings)
+	if err != nil {
+		return err
 	}
-	if req.Route != store.AutoRoute && !g.routeExists(req.Route) {
-		return badRequest("route", "route %s is not configured; routes: %s, auto", quoted(req.Route), strings.Join(g.routeNames(), ", "))
+	v := keyView(k, k.Created)
+	v.Key = plain
+	return writeJSON(w, http.StatusCreated, v)
+}
+
+// createKey makes a key on account with the admin API's rules (a
+// configured route or auto, excluded models sold here, settings checked by
+// keySettings.update) and returns it with its plaintext; the admin API and
+// the console share it.
+func (g *Gateway) createKey(ctx context.Context, account, route string, exclude []string, s keySettings) (store.Key, string, error) {
+	if route == "" {
+		return store.Key{}, "", badRequest("route", "route is required (a route name, or \"auto\")")
+	}
+	if route != store.AutoRoute && !g.routeExists(route) {
+		return store.Key{}, "", badRequest("route", "route %s is not configured; routes: %s, auto", quoted(route), strings.Join(g.routeNames(), ", "))
 	}
 	cat := g.host.Catalog()
-	for _, m := range req.Exclude {
+	for _, m := range exclude {
 		if _, ok := cat.Model(m); !ok {
-			return badRequest("exclude", "exclude: %s is not a model sold here", quoted(m))
+			return store.Key{}, "", badRequest("exclude", "exclude: %s is not a model sold here", quoted(m))
 		}
 	}
 	now := g.now()
-	u, err := req.keySettings.update(now)
+	u, err := s.update(now)
 	if err != nil {
-		return err
+		return store.Key{}, "", err
 	}
-	if _, err := g.store.Balance(r.Context(), req.Account); err != nil {
-		return storeErr(err, "account "+quoted(req.Account))
+	if _, err := g.store.Balance(ctx, account); err != nil {
+		return store.Key{}, "", storeErr(err, "account "+quoted(account))
 	}
 	plain, id, hash, err := store.NewKey()
 	if err != nil {
-		return err
+		return store.Key{}, "", err
 	}
-	k := store.Key{ID: id, Hash: hash, Account: req.Account, Route: req.Route, Exclude: req.Exclude, Created: now}
+	k := store.Key{ID: id, Hash: hash, Account: account, Route: route, Exclude: exclude, Created: now}
 	applyUpdate(&k, u)
-	if err := g.store.CreateKey(r.Context(), k); err != nil {
-		return storeErr(err, "key")
+	if err := g.store.CreateKey(ctx, k); err != nil {
+		return store.Key{}, "", storeErr(err, "key")
 	}
-	g.publishKey(r.Context(), k.ID)
-	v := keyView(k, now)
-	v.Key = plain
-	return writeJSON(w, http.StatusCreated, v)
+	g.publishKey(ctx, k.ID)
+	return k, plain, nil
 }
 
 func (g *Gateway) routeExists(name string) bool {
@@ -435,13 +454,23 @@ func (g *Gateway) adminRevokeKey(w http.ResponseWriter, r *http.Request, _ httpr
 	if err != nil {
 		return err
 	}
-	k, err := g.store.RevokeKey(r.Context(), id)
+	k, err := g.revokeKey(r.Context(), id)
 	if err != nil {
-		return storeErr(err, "key "+quoted(id))
+		return err
+	}
+	return writeJSON(w, http.StatusOK, keyView(k, g.now()))
+}
+
+// revokeKey revokes key id and makes every replica drop its cached
+// record at once, so the key stops working now.
+func (g *Gateway) revokeKey(ctx context.Context, id string) (store.Key, error) {
+	k, err := g.store.RevokeKey(ctx, id)
+	if err != nil {
+		return store.Key{}, storeErr(err, "key "+quoted(id))
 	}
 	g.keys.evictID(k.ID)
-	g.publishKey(r.Context(), k.ID)
-	return writeJSON(w, http.StatusOK, keyView(k, g.now()))
+	g.publishKey(ctx, k.ID)
+	return k, nil
 }
 
 // keyRef names a key in an admin request body: its id, or the key itself.
@@ -480,21 +509,30 @@ func (g *Gateway) adminUpdateKey(w http.ResponseWriter, r *http.Request, _ httpr
 	if err != nil {
 		return err
 	}
-	now := g.now()
-	u, err := req.keySettings.update(now)
+	k, err := g.updateKey(r.Context(), id, req.keySettings)
 	if err != nil {
 		return err
 	}
-	if u == (store.KeyUpdate{}) {
-		return badRequest("body", "nothing to change: give label, limit_usd, limit_reset, expires or allow")
-	}
-	k, err := g.store.UpdateKey(r.Context(), id, u)
+	return writeJSON(w, http.StatusOK, keyView(k, g.now()))
+}
+
+// updateKey changes key id's settings (keySettings.update's rules) and
+// makes every replica drop its cached record.
+func (g *Gateway) updateKey(ctx context.Context, id string, s keySettings) (store.Key, error) {
+	u, err := s.update(g.now())
 	if err != nil {
-		return storeErr(err, "key "+quoted(id))
+		return store.Key{}, err
+	}
+	if u == (store.KeyUpdate{}) {
+		return store.Key{}, badRequest("body", "nothing to change: give label, limit_usd, limit_reset, expires or allow")
+	}
+	k, err := g.store.UpdateKey(ctx, id, u)
+	if err != nil {
+		return store.Key{}, storeErr(err, "key "+quoted(id))
 	}
 	g.keys.evictID(k.ID)
-	g.publishKey(r.Context(), k.ID)
-	return writeJSON(w, http.StatusOK, keyView(k, now))
+	g.publishKey(ctx, k.ID)
+	return k, nil
 }
 
 // adminUpdateAccount changes an account's settings: alert_below_usd, its
@@ -549,4 +587,71 @@ func ownerOf(id string) string {
 		return id[:i]
 	}
 	return id
+}
+
+// consoleSetupValidity is how long a console set-password link works.
+const consoleSetupValidity = 24 * time.Hour
+
+// LoginView is the answer to POST /admin/accounts/{id}/login: the login
+// and its one-time set-password link, shown in this answer only.
+type LoginView struct {
+	Email     string `json:"email"`
+	Account   string `json:"account"`
+	SetupLink string `json:"setup_link"`
+	Expires   string `json:"expires"` // RFC 3339, UTC
+}
+
+// adminIssueLogin gives an account holder a console login: it creates or
+// keeps the login of the email and sets a new one-time setup token (the
+// store keeps its hash; the token is in the answer and nowhere else, never
+// in a log). 400 names email, 404 an unknown account, 409 an email that is
+// another account's.
+func (g *Gateway) adminIssueLogin(w http.ResponseWriter, r *http.Request, ps httprouter.Params, _ *reqInfo) error {
+	var req struct {
+		Email string `json:"email"`
+	}
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	email, err := store.NormalizeEmail(req.Email)
+	if err != nil {
+		return badRequest("email", "email must be one address such as alice@example.com, without a name or angle brackets, at most %d bytes", store.MaxEmailLen)
+	}
+	id := ps.ByName("account")
+	if !validAccountID(id) {
+		return notFound("account %s not found", quoted(id))
+	}
+	token, hash, err := store.NewSetupToken()
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	l, err := g.store.IssueLogin(r.Context(), email, id, hash, now.Add(consoleSetupValidity), now)
+	if errors.Is(err, store.ErrExists) {
+		return errf(http.StatusConflict, "invalid_request_error", "exists", "%s is already the console login of another account", quoted(email))
+	}
+	if err != nil {
+		return storeErr(err, "account "+quoted(id))
+	}
+	return writeJSON(w, http.StatusCreated, LoginView{Email: l.Email, Account: l.Account,
+		SetupLink: setupLink(g.consolePublicURL(), r, token), Expires: l.SetupExpires.UTC().Format(time.RFC3339)})
+}
+
+// consolePublicURL is console.public_url, the configured base of setup
+// links; "" while none is configured.
+func (g *Gateway) consolePublicURL() string { return "" }
+
+// setupLink is the console's set-password link for token: under publicURL
+// when it is set, else under the address r came to, https only when r came
+// over TLS (X-Forwarded-Proto is a client's to set, so it is not believed).
+func setupLink(publicURL string, r *http.Request, token string) string {
+	base := strings.TrimRight(publicURL, "/")
+	if base == "" && r.Host != "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		base = scheme + "://" + r.Host
+	}
+	return base + "/console/setup/" + token
 }

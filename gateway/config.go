@@ -17,6 +17,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/modelrelay/modelrelay/gateway/console"
 	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/store"
@@ -75,8 +76,11 @@ type Config struct {
 	Retry   RetryConfig   `yaml:"retry"`
 	Headers HeadersConfig `yaml:"headers"`
 	CORS    CORSConfig    `yaml:"cors"`
-	Routes  []RouteConfig `yaml:"routes"`
-	Lines   []LineConfig  `yaml:"lines"`
+	// Console is the web console (package console): on by default under
+	// /console/ on Listen.
+	Console console.Config `yaml:"console"`
+	Routes  []RouteConfig  `yaml:"routes"`
+	Lines   []LineConfig   `yaml:"lines"`
 }
 
 // PluginsConfig says where plugins live (see package plugins).
@@ -414,6 +418,9 @@ func (c *Config) Resolve() error {
 		return err
 	}
 	if err := c.Headers.resolve(); err != nil {
+		return err
+	}
+	if err := c.Console.Resolve(); err != nil {
 		return err
 	}
 	if err := c.CORS.resolve(); err != nil {

@@ -13,9 +13,11 @@ type ExportedAccount struct {
 // Sink receives the books of a store from Exporter.Export, one record at a
 // time, in this order: every account, by id; every key, by hash; every
 // journal entry, by account id, then sequence number; every video job, by
-// request id; every hold outcome, by request id. Ids and hashes sort
-// bytewise. Records are given exactly as the store keeps them (times at the
-// store's precision, key hashes, never a plaintext key). An error from a
+// request id; every hold outcome, by request id; every console login, by
+// email. Ids, hashes and emails sort bytewise. Records are given exactly as
+// the store keeps them (times at the store's precision, key hashes and
+// logins' password and setup hashes, never a plaintext key). Console
+// sessions are not exported: a copy signs everyone out. An error from a
 // method stops the export, which returns it.
 type Sink interface {
 	Account(ExportedAccount) error
@@ -23,6 +25,7 @@ type Sink interface {
 	Entry(Entry) error
 	Job(Job) error
 	Outcome(Outcome) error
+	Login(Login) error
 }
 
 // Exporter is a store that can give all of its books to a Sink, read in one

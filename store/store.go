@@ -222,6 +222,7 @@ type Store interface {
 	KeyLimits
 	Books
 	Jobs
+	Console
 	// RecoverHolds releases, uncharged, the open holds whose owner has
 	// ended (Badger: every hold left by an earlier process, at start-up;
 	// PostgreSQL: holds whose lease has run out), each with a KindRecovery

@@ -100,6 +100,8 @@ const (
 	tagKeyV2     byte = 0x09 // v1 and the key's settings and spend
 	tagOutcomeV3 byte = 0x0a // v1 and the call's key, model, route, endpoint
 	tagSpendV1   byte = 0x0b // a key's spend in its period
+	tagLoginV1   byte = 0x0c // a console login
+	tagSessionV1 byte = 0x0d // a console session
 	tagJSON      byte = '{'  // a record written by a build before the binary format
 )
 
@@ -128,6 +130,10 @@ func tagName(tag byte) string {
 		return "outcome v3"
 	case tagSpendV1:
 		return "key spend v1"
+	case tagLoginV1:
+		return "login v1"
+	case tagSessionV1:
+		return "session v1"
 	case tagJSON:
 		return "JSON"
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelrelay/modelrelay/store"
 	"github.com/modelrelay/modelrelay/store/badger"
@@ -93,6 +94,14 @@ func (b *broken) RefundJob(ctx context.Context, requestID, reason string) (bool,
 	return ok, err
 }
 
+func (b *broken) SetPassword(ctx context.Context, setupHash, passwordHash string, now time.Time) (store.Login, error) {
+	l, err := b.badgerDir.SetPassword(ctx, setupHash, passwordHash, now)
+	if b.fault == "token-reuse" && err == nil { // the used token stays usable
+		_, err = b.badgerDir.IssueLogin(ctx, l.Email, l.Account, setupHash, now.Add(time.Hour), now)
+	}
+	return l, err
+}
+
 // TestBrokenStore runs the kit on a store with the fault named by
 // STORETEST_FAULT; TestConformanceKitFails runs it in a child process.
 func TestBrokenStore(t *testing.T) {
@@ -135,6 +144,7 @@ func TestConformanceKitFails(t *testing.T) {
 		{"oldest-first", "Journal", []string{"Journal"}},
 		{"refund-always", "RefundJobOnce", []string{"RefundJobOnce"}},
 		{"no-recovery", "Recovery", []string{"Recovery"}},
+		{"token-reuse", "Console", []string{"Console"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.fault, func(t *testing.T) {

@@ -18,6 +18,10 @@
 //	done/<request id>          how a hold ended (Outcome): settled, released or recovered
 //	jrnl/<account>/<seq>       journal entry; seq is 8 bytes big-endian, so byte order is journal order
 //	job/<request id>           video job
+//	login/<email>              console login (account, password hash, setup token hash and expiry)
+//	setup/<setup hash>         the email of the login whose one-time setup token that is
+//	sess/<session id>          console session (expires with badger's TTL at its expiry)
+//	lsess/<email>\x00<id>      (empty) a login's session, so that SetPassword ends them all
 //
 // Next to badger's files, holds/ has the hold log (see "Holds").
 //
@@ -41,7 +45,8 @@
 // (v1 and the alert threshold), 0x09 key v2 (v1 and label, limit, reset,
 // expiry, allow-list), 0x0a outcome v3 (v1 and the call's key id, model,
 // route and endpoint, for a released call, which has no journal entry) and
-// 0x0b key spend v1 (spent, period start). Each newer layout is v1's fields
+// 0x0b key spend v1 (spent, period start); the web console added 0x0c
+// login v1 and 0x0d session v1 (console.go has their fields). Each newer layout is v1's fields
 // and then its own; the older is still read (its new fields zero), and a
 // record is written in the newest when it next changes. A build before a
 // tag cannot read a ledger that has one. Strings are a uvarint length and the

@@ -22,8 +22,8 @@ var _ store.Exporter = (*Store)(nil)
 // spend in their period, and in Held their holds open in this process. Journal entries are read
 // account by account (jrnl/<account>/ in account id order); a journal entry
 // of an account that does not exist is an error, not skipped. A settled
-// outcome is completed from its journal entry, as Outcome does. No error
-// names a key hash.
+// outcome is completed from its journal entry, as Outcome does. Console
+// logins come last, by email (key order). No error names a key hash.
 func (b *Store) Export(ctx context.Context, to store.Sink) error {
 	return b.view(ctx, func(txn *badger.Txn) error {
 		if err := eachRecord(ctx, txn, prefixAccount, func(key, val []byte) error {
@@ -71,7 +71,7 @@ func (b *Store) Export(ctx context.Context, to store.Sink) error {
 		}); err != nil {
 			return err
 		}
-		return eachRecord(ctx, txn, prefixDone, func(key, val []byte) error {
+		if err := eachRecord(ctx, txn, prefixDone, func(key, val []byte) error {
 			var r outcomeRec
 			if err := r.decode(key, val); err != nil {
 				return err
@@ -80,6 +80,15 @@ func (b *Store) Export(ctx context.Context, to store.Sink) error {
 				return err
 			}
 			return to.Outcome(r.api())
+		}); err != nil {
+			return err
+		}
+		return eachRecord(ctx, txn, prefixLogin, func(key, val []byte) error {
+			var r loginRec
+			if err := r.decode(key, val); err != nil {
+				return err
+			}
+			return to.Login(r.api())
 		})
 	})
 }

@@ -21,6 +21,7 @@ type collect struct {
 	entries  []store.Entry
 	jobs     []store.Job
 	outcomes []store.Outcome
+	logins   []store.Login
 	failAt   int // > 0: the failAt-th record is refused
 	err      error
 }
@@ -52,6 +53,10 @@ func (c *collect) Job(j store.Job) error {
 func (c *collect) Outcome(o store.Outcome) error {
 	c.outcomes = append(c.outcomes, o)
 	return c.seen("outcome")
+}
+func (c *collect) Login(l store.Login) error {
+	c.logins = append(c.logins, l)
+	return c.seen("login")
 }
 
 func TestExport(t *testing.T) {

@@ -11,11 +11,12 @@ import (
 
 var _ store.Exporter = (*Store)(nil)
 
-// Export gives every account, key, journal entry, job and outcome to to, in
-// the order store.Sink names (ids sort bytewise: COLLATE "C"), read in one
-// REPEATABLE READ snapshot and streamed row by row. Its statements have no
-// statement timeout: reading large books takes as long as it takes. Open
-// holds are not exported; an account's Held counts them.
+// Export gives every account, key, journal entry, job, outcome and console
+// login to to, in the order store.Sink names (ids sort bytewise: COLLATE
+// "C"), read in one REPEATABLE READ snapshot and streamed row by row. Its
+// statements have no statement timeout: reading large books takes as long as
+// it takes. Open holds and console sessions are not exported; an account's
+// Held counts its holds.
 func (s *Store) Export(ctx context.Context, to store.Sink) error {
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
@@ -64,6 +65,13 @@ func (s *Store) Export(ctx context.Context, to store.Sink) error {
 					return err
 				}
 				return to.Outcome(o)
+			}},
+			{`SELECT ` + loginCols + ` FROM logins ORDER BY email COLLATE "C"`, func(r pgx.Rows) error {
+				l, err := scanLogin(r)
+				if err != nil {
+					return err
+				}
+				return to.Login(l)
 			}},
 		}
 		for _, st := range steps {

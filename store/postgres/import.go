@@ -29,7 +29,7 @@ const importLockTimeout = 10 * time.Second
 
 // ImportCounts is what Import wrote.
 type ImportCounts struct {
-	Accounts, Keys, Entries, Jobs, Outcomes int64
+	Accounts, Keys, Entries, Jobs, Outcomes, Logins int64
 }
 
 // querier is a pool or a transaction.
@@ -38,7 +38,7 @@ type querier interface {
 }
 
 // CheckEmpty returns nil when the store holds no books (no account, key,
-// journal entry, hold, job or outcome), and otherwise an error wrapping
+// journal entry, hold, job, outcome or console login), and otherwise an error wrapping
 // ErrNotEmpty that says what it found.
 func (s *Store) CheckEmpty(ctx context.Context) error {
 	err := checkEmpty(ctx, s.pool)
@@ -50,13 +50,13 @@ func (s *Store) CheckEmpty(ctx context.Context) error {
 
 func checkEmpty(ctx context.Context, q querier) error {
 	var (
-		accounts, keys, entries, holds, jobs, outcomes int64
-		first                                          *string
+		accounts, keys, entries, holds, jobs, outcomes, logins int64
+		first                                                  *string
 	)
 	err := q.QueryRow(ctx, `SELECT (SELECT count(*) FROM accounts), (SELECT min(id) FROM accounts),
 	(SELECT count(*) FROM keys), (SELECT count(*) FROM journal), (SELECT count(*) FROM holds),
-	(SELECT count(*) FROM jobs), (SELECT count(*) FROM outcomes)`).
-		Scan(&accounts, &first, &keys, &entries, &holds, &jobs, &outcomes)
+	(SELECT count(*) FROM jobs), (SELECT count(*) FROM outcomes), (SELECT count(*) FROM logins)`).
+		Scan(&accounts, &first, &keys, &entries, &holds, &jobs, &outcomes, &logins)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,8 @@ func checkEmpty(ctx context.Context, q querier) error {
 		n         int64
 		one, many string
 	}{{accounts, "account", "accounts"}, {keys, "key", "keys"}, {entries, "journal entry", "journal entries"},
-		{holds, "open hold", "open holds"}, {jobs, "job", "jobs"}, {outcomes, "hold outcome", "hold outcomes"}} {
+		{holds, "open hold", "open holds"}, {jobs, "job", "jobs"}, {outcomes, "hold outcome", "hold outcomes"},
+		{logins, "console login", "console logins"}} {
 		switch {
 		case c.n == 1:
 			found = append(found, "1 "+c.one)
@@ -93,7 +94,8 @@ func checkEmpty(ctx context.Context, q querier) error {
 // is its LastSeq, so its next entry continues the numbering.
 //
 // Keys keep their settings and their spend (Spent in the period from
-// PeriodStart), accounts their low-balance threshold.
+// PeriodStart), accounts their low-balance threshold, console logins their
+// password hash and any pending setup token (sessions are not copied).
 //
 // It refuses, before anything is committed, books that do not hold: an
 // account or key with open holds (Held ≠ 0: end or recover them first),
@@ -112,7 +114,7 @@ func (s *Store) Import(ctx context.Context, from store.Exporter) (ImportCounts, 
 	for _, stmt := range []string{
 		`SET LOCAL statement_timeout = 0`,
 		fmt.Sprintf(`SET LOCAL lock_timeout = %d`, importLockTimeout.Milliseconds()),
-		`LOCK TABLE accounts, keys, journal, holds, jobs, outcomes IN EXCLUSIVE MODE`,
+		`LOCK TABLE accounts, keys, journal, holds, jobs, outcomes, logins IN EXCLUSIVE MODE`,
 	} {
 		if _, err := tx.Exec(ctx, stmt); err != nil {
 			var pe *pgconn.PgError
@@ -151,6 +153,7 @@ const (
 	secJournal
 	secJobs
 	secOutcomes
+	secLogins
 )
 
 var sections = [...]struct {
@@ -164,6 +167,7 @@ var sections = [...]struct {
 		"usage", "hold_amount", "amount", "balance_after", "time", "note"}},
 	secJobs:     {"jobs", []string{"request_id", "account", "key_id", "model", "route", "line", "amount", "refunded", "created"}},
 	secOutcomes: {"outcomes", []string{"request_id", "account", "state", "hold_amount", "charge", "seq", "owner", "reason", "time"}},
+	secLogins:   {"logins", []string{"email", "account", "password_hash", "setup_hash", "setup_expires", "created", "updated"}},
 }
 
 // tally is what Import checks of an account's journal as it streams past.
@@ -338,6 +342,29 @@ func (im *importer) Outcome(o store.Outcome) error {
 	im.n.Outcomes++
 	return im.add(secOutcomes, []any{o.RequestID, o.Account, o.State, int64(o.HoldAmount), int64(o.Charge), int64(o.Seq),
 		o.Owner, o.Reason, exactTime(o.Time)})
+}
+
+func (im *importer) Login(l store.Login) error {
+	email, err := store.NormalizeEmail(l.Email)
+	if err != nil || email != l.Email {
+		return fmt.Errorf("login %q: not a lower-cased bare address", store.ClipNote(l.Email))
+	}
+	if _, err := im.account(l.Account, fmt.Sprintf("login %q", l.Email)); err != nil {
+		return err
+	}
+	var setup *string
+	switch {
+	case l.SetupHash == "" && !l.SetupExpires.IsZero(), l.SetupHash != "" && l.SetupExpires.IsZero():
+		return fmt.Errorf("login %q: a setup token needs both its hash and its expiry", l.Email)
+	case l.SetupHash != "":
+		if err := store.CheckKeyHash(l.SetupHash); err != nil {
+			return fmt.Errorf("login %q: setup hash: %w", l.Email, err)
+		}
+		setup = &l.SetupHash
+	}
+	im.n.Logins++
+	return im.add(secLogins, []any{l.Email, l.Account, l.PasswordHash, setup, orNull(l.SetupExpires),
+		exactTime(l.Created), exactTime(l.Updated)})
 }
 
 // finish checks that every account's journal reached its counter and sums

@@ -20,6 +20,7 @@ type books struct {
 	entries  []store.Entry
 	jobs     []store.Job
 	outcomes []store.Outcome
+	logins   []store.Login
 	failAt   int // > 0: Export fails after giving this many records
 }
 
@@ -59,13 +60,18 @@ func (b *books) Export(ctx context.Context, to store.Sink) error {
 			return err
 		}
 	}
+	for _, l := range b.logins {
+		if err := give(to.Login(l)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 // Export of a books is a copy, so that tests can change one.
 func (b *books) clone() *books {
 	return &books{accounts: slices.Clone(b.accounts), keys: slices.Clone(b.keys), entries: slices.Clone(b.entries),
-		jobs: slices.Clone(b.jobs), outcomes: slices.Clone(b.outcomes), failAt: b.failAt}
+		jobs: slices.Clone(b.jobs), outcomes: slices.Clone(b.outcomes), logins: slices.Clone(b.logins), failAt: b.failAt}
 }
 
 // journal appends entries to account a of bk (amounts in order), keeping
@@ -123,6 +129,12 @@ func sampleBooks() *books {
 		{RequestID: "req_acme_2", Account: "acme", State: store.OutcomeSettled, HoldAmount: 1001, Charge: 1000, Seq: 2, Reason: "entry 2", Time: base.Add(7 * time.Second)},
 		{RequestID: "req_gone", Account: "acme-eu", State: store.OutcomeReleased, HoldAmount: usd, Owner: "boot-A", Reason: "upstream 500", Time: base.Add(8 * time.Second)},
 	}
+	bk.logins = []store.Login{
+		{Email: "alice@example.com", Account: "acme", PasswordHash: "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA",
+			Created: base.Add(9 * time.Second), Updated: base.Add(10 * time.Second)},
+		{Email: "bob@example.com", Account: "acme-eu", SetupHash: store.HashKey("rls-bob"), SetupExpires: base.Add(time.Hour),
+			Created: base.Add(11 * time.Second), Updated: base.Add(11 * time.Second)},
+	}
 	return bk
 }
 
@@ -144,6 +156,10 @@ func truncated(bk *books) *books {
 	}
 	for i := range c.outcomes {
 		c.outcomes[i].Time = exactTime(c.outcomes[i].Time)
+	}
+	for i := range c.logins {
+		l := &c.logins[i]
+		l.SetupExpires, l.Created, l.Updated = exactTime(l.SetupExpires), exactTime(l.Created), exactTime(l.Updated)
 	}
 	return c
 }
@@ -180,6 +196,10 @@ func (b *bookSink) Outcome(o store.Outcome) error {
 	b.outcomes = append(b.outcomes, o)
 	return nil
 }
+func (b *bookSink) Login(l store.Login) error {
+	b.logins = append(b.logins, l)
+	return nil
+}
 
 func equalBooks(t *testing.T, got, want *books) {
 	t.Helper()
@@ -209,6 +229,9 @@ func equalBooks(t *testing.T, got, want *books) {
 	if !slices.Equal(got.outcomes, want.outcomes) {
 		t.Errorf("outcomes:\n got %+v\nwant %+v", got.outcomes, want.outcomes)
 	}
+	if !slices.Equal(got.logins, want.logins) {
+		t.Errorf("logins:\n got %+v\nwant %+v", got.logins, want.logins)
+	}
 }
 
 // mustBeEmpty fails unless s holds no books.
@@ -227,7 +250,7 @@ func TestImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (ImportCounts{Accounts: 3, Keys: 2, Entries: int64(len(src.entries)), Jobs: 2, Outcomes: 2}); n != want {
+	if want := (ImportCounts{Accounts: 3, Keys: 2, Entries: int64(len(src.entries)), Jobs: 2, Outcomes: 2, Logins: 2}); n != want {
 		t.Errorf("Import counts %+v, want %+v", n, want)
 	}
 	equalBooks(t, exportAll(t, s), truncated(src))
@@ -287,6 +310,9 @@ func TestImportRefused(t *testing.T) {
 		{"key holds", func(b *books) { b.keys[1].Held = 1 }, "has open holds (0.000000001 USD held)"},
 		{"key reset", func(b *books) { b.keys[0].Reset = "hourly" }, `limit reset "hourly"`},
 		{"negative threshold", func(b *books) { b.accounts[0].AlertBelow = -1 }, "alert threshold -0.000000001 USD is negative"},
+		{"login of no account", func(b *books) { b.logins[1].Account = "nobody" }, `login "bob@example.com": account "nobody" is not in the export`},
+		{"login not lower-cased", func(b *books) { b.logins[0].Email = "Alice@example.com" }, "not a lower-cased bare address"},
+		{"setup hash without expiry", func(b *books) { b.logins[1].SetupExpires = time.Time{} }, "needs both its hash and its expiry"},
 		{"duplicate account", func(b *books) { b.accounts = append(b.accounts, b.accounts[2]) }, `account "zeta" is exported twice`},
 		{"export fails after a batch", func(b *books) { b.failAt = len(b.accounts) + len(b.keys) + importBatch + 10 }, errExportFailed.Error()},
 	}
