@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -106,6 +108,44 @@ func startBrowser(t *testing.T, timeout time.Duration) context.Context {
 	return ctx
 }
 
+// newPrivateTab opens a tab in a new browser context of browser's — its
+// own cookies and storage, like a separate user's browser — and returns its
+// context; the browser context is disposed of when the test ends. It opens
+// the tab in a new window: headless Chromium refuses a new context's tab
+// without one ("Failed to open new tab - no browser is open"), which is
+// what chromedp.WithNewBrowserContext runs into.
+func newPrivateTab(t *testing.T, browser context.Context) context.Context {
+	t.Helper()
+	var id target.ID
+	var bc cdp.BrowserContextID
+	err := chromedp.Run(browser, chromedp.ActionFunc(func(ctx context.Context) error {
+		exec := cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser)
+		var err error
+		if bc, err = target.CreateBrowserContext().WithDisposeOnDetach(true).Do(exec); err != nil {
+			return err
+		}
+		id, err = target.CreateTarget("about:blank").WithBrowserContextID(bc).WithNewWindow(true).Do(exec)
+		return err
+	}))
+	if err != nil {
+		t.Fatalf("open a tab in a new browser context: %v", err)
+	}
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithTargetID(id))
+	// The first Run attaches the tab with ctx itself: chromedp ties the
+	// tab's event loop to the context of that first Run, so a step's
+	// shorter-lived context there would leave the tab dead after the step.
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("attach to the new tab: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = chromedp.Run(browser, chromedp.ActionFunc(func(ctx context.Context) error {
+			return target.DisposeBrowserContext(bc).Do(cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser))
+		}))
+	})
+	return ctx
+}
+
 // pageProblems collects what a tab reports as wrong: script exceptions and
 // console or log errors and warnings (a Content-Security-Policy violation is
 // one).
@@ -134,6 +174,9 @@ func watchProblems(ctx context.Context) *pageProblems {
 		case *cdplog.EventEntryAdded:
 			if ev.Entry.Level != cdplog.LevelError && ev.Entry.Level != cdplog.LevelWarning {
 				return
+			}
+			if strings.HasSuffix(ev.Entry.URL, "/favicon.ico") {
+				return // Chromium asks for it by itself; no page links it
 			}
 			s = fmt.Sprintf("log %s: %s (%s)", ev.Entry.Level, ev.Entry.Text, ev.Entry.URL)
 		default:
@@ -180,6 +223,8 @@ func runActions(t *testing.T, ctx context.Context, p *pageProblems, what string,
 func saveScreenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	var png []byte
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}

@@ -4,13 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/modelrelay/modelrelay/pricing"
@@ -125,8 +127,7 @@ type consoleTab struct {
 
 func newConsoleTab(t *testing.T, browser context.Context, e *env) *consoleTab {
 	t.Helper()
-	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
-	t.Cleanup(cancel)
+	ctx := newPrivateTab(t, browser)
 	return &consoleTab{t: t, e: e, ctx: ctx, problems: watchProblems(ctx)}
 }
 
@@ -141,10 +142,10 @@ func (c *consoleTab) run(what string, actions ...chromedp.Action) {
 	ctx, cancel := context.WithTimeout(c.ctx, consoleStep)
 	defer cancel()
 	if err := chromedp.Run(ctx, actions...); err != nil {
-		var url, text string
-		_ = chromedp.Run(c.ctx, chromedp.Location(&url),
+		var loc, text string
+		_ = chromedp.Run(c.ctx, chromedp.Location(&loc),
 			chromedp.Evaluate(`document.body ? document.body.innerText.slice(0, 600) : ""`, &text))
-		c.t.Fatalf("%s: %v\nat %s the page says:\n%s\nproblems: %q", what, err, url, text, c.problems.all())
+		c.t.Fatalf("%s: %v\nat %s the page says:\n%s\nproblems: %q", what, err, loc, text, c.problems.all())
 	}
 }
 
@@ -297,12 +298,42 @@ func (c *consoleTab) checkCall(charge store.Entry) {
 	if err != nil || cost != -charge.Amount || rows[i].Model != charge.Model {
 		c.t.Errorf("the call's row is %+v, want model %s and cost %s exactly (%v)", rows[i], charge.Model, -charge.Amount, err)
 	}
-	var csv string
-	c.run("download the CSV", chromedp.Evaluate(`fetch(document.querySelector("a#calls-csv").href).then(function (r) { return r.text(); })`, &csv,
-		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+	var href string
+	c.run("read the CSV link", chromedp.AttributeValue("a#calls-csv", "href", &href, nil, chromedp.ByQuery))
+	csv := c.get(href)
 	if !strings.Contains(csv, charge.RequestID) || !strings.Contains(csv, (-charge.Amount).String()) {
 		c.t.Errorf("the CSV has no row for %s costing %s:\n%s", charge.RequestID, -charge.Amount, csv)
 	}
+}
+
+// get fetches path (relative to the gateway) from Go with the tab's
+// cookies — the page itself may not fetch (its CSP allows no connections).
+func (c *consoleTab) get(path string) string {
+	c.t.Helper()
+	u, err := url.Parse(c.e.url)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	u, _ = u.Parse(path)
+	var cookies []*network.Cookie
+	c.run("read the cookies", chromedp.ActionFunc(func(ctx context.Context) error {
+		cookies, err = network.GetCookies().WithURLs([]string{u.String()}).Do(ctx)
+		return err
+	}))
+	req, _ := http.NewRequest("GET", u.String(), nil)
+	for _, ck := range cookies {
+		req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("GET %s with the tab's cookies = %d %s", path, resp.StatusCode, body)
+	}
+	return string(body)
 }
 
 // chartBar is a bar of the overview's spend chart.
