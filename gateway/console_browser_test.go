@@ -298,6 +298,13 @@ func (c *consoleTab) checkCall(charge store.Entry) {
 	if err != nil || cost != -charge.Amount || rows[i].Model != charge.Model {
 		c.t.Errorf("the call's row is %+v, want model %s and cost %s exactly (%v)", rows[i], charge.Model, -charge.Amount, err)
 	}
+	c.run("choose the call's key and model",
+		chromedp.SetValue("#filter-key", charge.KeyID, chromedp.ByID),
+		chromedp.SetValue("#filter-model", charge.Model, chromedp.ByID))
+	c.submit("filter the calls", "button#filter")
+	if !c.has(fmt.Sprintf("table#calls tr[data-request-id=%q]", charge.RequestID)) {
+		c.t.Errorf("filtered by its key and model, the call is not listed: %q", c.text("body"))
+	}
 	var href string
 	c.run("read the CSV link", chromedp.AttributeValue("a#calls-csv", "href", &href, nil, chromedp.ByQuery))
 	csv := c.get(href)
@@ -343,29 +350,36 @@ type chartBar struct {
 	USD   string `json:"usd"`
 }
 
-// checkChart checks that the overview's chart has the call's cost, exactly,
-// as today's bar of its model, and nothing else (the account's only call).
+// checkChart checks that the overview's chart, of all keys and of the
+// call's key, has the call's cost, exactly, as today's bar of its model, and
+// nothing else (the account's only call).
 func (c *consoleTab) checkChart(charge store.Entry) {
 	c.t.Helper()
-	c.open("/console/", "svg#spend-chart", "overview")
-	var bars []chartBar
-	c.run("read the chart", chromedp.Evaluate(`Array.from(document.querySelectorAll("svg#spend-chart rect[data-model]")).map(function (r) {
-	  return {model: r.getAttribute("data-model"), day: r.getAttribute("data-day"), usd: r.getAttribute("data-usd")};
-	})`, &bars))
 	day := charge.Time.UTC().Format(time.DateOnly)
-	var total, model pricing.Nano
-	for _, b := range bars {
-		n, err := pricing.ParseUSD(b.USD)
-		if err != nil {
-			c.t.Fatalf("bar %+v: %v", b, err)
+	for i, path := range []string{"/console/", "/console/?key=" + url.QueryEscape(charge.KeyID)} {
+		shot := ""
+		if i == 0 {
+			shot = "overview"
 		}
-		total += n
-		if b.Model == charge.Model && b.Day == day {
-			model += n
+		c.open(path, "svg#spend-chart", shot)
+		var bars []chartBar
+		c.run("read the chart", chromedp.Evaluate(`Array.from(document.querySelectorAll("svg#spend-chart rect[data-model]")).map(function (r) {
+		  return {model: r.getAttribute("data-model"), day: r.getAttribute("data-day"), usd: r.getAttribute("data-usd")};
+		})`, &bars))
+		var total, model pricing.Nano
+		for _, b := range bars {
+			n, err := pricing.ParseUSD(b.USD)
+			if err != nil {
+				c.t.Fatalf("%s: bar %+v: %v", path, b, err)
+			}
+			total += n
+			if b.Model == charge.Model && b.Day == day {
+				model += n
+			}
 		}
-	}
-	if model != -charge.Amount || total != -charge.Amount {
-		c.t.Errorf("the chart's bars %+v: %s for %s on %s and %s in all, want %s for both", bars, model, charge.Model, day, total, -charge.Amount)
+		if model != -charge.Amount || total != -charge.Amount {
+			c.t.Errorf("%s: the chart's bars %+v: %s for %s on %s and %s in all, want %s for both", path, bars, model, charge.Model, day, total, -charge.Amount)
+		}
 	}
 }
 
