@@ -223,8 +223,6 @@ func runActions(t *testing.T, ctx context.Context, p *pageProblems, what string,
 func saveScreenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	var png []byte
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
