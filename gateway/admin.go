@@ -26,6 +26,7 @@ func (g *Gateway) adminRoutes(r *httprouter.Router) {
 	r.POST("/admin/accounts/:account/update", g.handle("admin", g.admin(g.adminUpdateAccount)))
 	r.POST("/admin/accounts/:account/credit", g.handle("admin", g.admin(g.adminCredit)))
 	r.GET("/admin/accounts/:account/charges", g.handle("admin", g.admin(g.adminCharges)))
+	r.POST("/admin/accounts/:account/login", g.handle("admin", g.admin(g.adminIssueLogin)))
 	r.POST("/admin/keys", g.handle("admin", g.admin(g.adminCreateKey)))
 	r.GET("/admin/keys", g.handle("admin", g.admin(g.adminListKeys)))
 	r.GET("/admin/keys/:id", g.handle("admin", g.admin(g.adminKey)))
@@ -586,4 +587,71 @@ func ownerOf(id string) string {
 		return id[:i]
 	}
 	return id
+}
+
+// consoleSetupValidity is how long a console set-password link works.
+const consoleSetupValidity = 24 * time.Hour
+
+// LoginView is the answer to POST /admin/accounts/{id}/login: the login
+// and its one-time set-password link, shown in this answer only.
+type LoginView struct {
+	Email     string `json:"email"`
+	Account   string `json:"account"`
+	SetupLink string `json:"setup_link"`
+	Expires   string `json:"expires"` // RFC 3339, UTC
+}
+
+// adminIssueLogin gives an account holder a console login: it creates or
+// keeps the login of the email and sets a new one-time setup token (the
+// store keeps its hash; the token is in the answer and nowhere else, never
+// in a log). 400 names email, 404 an unknown account, 409 an email that is
+// another account's.
+func (g *Gateway) adminIssueLogin(w http.ResponseWriter, r *http.Request, ps httprouter.Params, _ *reqInfo) error {
+	var req struct {
+		Email string `json:"email"`
+	}
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	email, err := store.NormalizeEmail(req.Email)
+	if err != nil {
+		return badRequest("email", "email must be one address such as alice@example.com, without a name or angle brackets, at most %d bytes", store.MaxEmailLen)
+	}
+	id := ps.ByName("account")
+	if !validAccountID(id) {
+		return notFound("account %s not found", quoted(id))
+	}
+	token, hash, err := store.NewSetupToken()
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	l, err := g.store.IssueLogin(r.Context(), email, id, hash, now.Add(consoleSetupValidity), now)
+	if errors.Is(err, store.ErrExists) {
+		return errf(http.StatusConflict, "invalid_request_error", "exists", "%s is already the console login of another account", quoted(email))
+	}
+	if err != nil {
+		return storeErr(err, "account "+quoted(id))
+	}
+	return writeJSON(w, http.StatusCreated, LoginView{Email: l.Email, Account: l.Account,
+		SetupLink: setupLink(g.consolePublicURL(), r, token), Expires: l.SetupExpires.UTC().Format(time.RFC3339)})
+}
+
+// consolePublicURL is console.public_url, the configured base of setup
+// links; "" while none is configured.
+func (g *Gateway) consolePublicURL() string { return "" }
+
+// setupLink is the console's set-password link for token: under publicURL
+// when it is set, else under the address r came to, https only when r came
+// over TLS (X-Forwarded-Proto is a client's to set, so it is not believed).
+func setupLink(publicURL string, r *http.Request, token string) string {
+	base := strings.TrimRight(publicURL, "/")
+	if base == "" && r.Host != "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		base = scheme + "://" + r.Host
+	}
+	return base + "/console/setup/" + token
 }

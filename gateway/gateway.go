@@ -29,7 +29,8 @@ type Store interface {
 	store.KeyLimits
 	store.Books
 	store.Jobs
-	store.Books // the key holder's reads (holder.go)
+	store.Books   // the key holder's reads (holder.go)
+	store.Console // console logins (admin.go)
 }
 
 // Options wires a Gateway. Config must already be resolved (LoadConfig does).

@@ -170,11 +170,11 @@ const maxProblems = 50
 // copyReport is what verifyCopy found: the source's counts and total
 // balance, and every difference.
 type copyReport struct {
-	Accounts, Keys, Entries, Jobs, Outcomes int64
-	Balance                                 pricing.Nano // Σ the source's balances
-	BalanceOverflows                        bool         // Σ is beyond int64 nano-USD
-	Problems                                []string     // at most maxProblems
-	More                                    int          // problems beyond those
+	Accounts, Keys, Entries, Jobs, Outcomes, Logins int64
+	Balance                                         pricing.Nano // Σ the source's balances
+	BalanceOverflows                                bool         // Σ is beyond int64 nano-USD
+	Problems                                        []string     // at most maxProblems
+	More                                            int          // problems beyond those
 }
 
 func (r *copyReport) problem(format string, args ...any) {
@@ -190,10 +190,10 @@ func (r *copyReport) print(w io.Writer) {
 	if r.BalanceOverflows {
 		total = "beyond 9223372036.854775807 USD (too large to sum exactly)"
 	}
-	fmt.Fprintf(w, "  accounts        %d\n  keys            %d\n  journal entries %d\n  jobs            %d\n  hold outcomes   %d\n  total balance   %s\n",
-		r.Accounts, r.Keys, r.Entries, r.Jobs, r.Outcomes, total)
+	fmt.Fprintf(w, "  accounts        %d\n  keys            %d\n  journal entries %d\n  jobs            %d\n  hold outcomes   %d\n  console logins  %d\n  total balance   %s\n",
+		r.Accounts, r.Keys, r.Entries, r.Jobs, r.Outcomes, r.Logins, total)
 	if len(r.Problems) == 0 {
-		fmt.Fprintln(w, "verified: both sides hold the same accounts (balance, held, journal counter), journal entries, keys, jobs and hold outcomes, and every account's audit is clean on both")
+		fmt.Fprintln(w, "verified: both sides hold the same accounts (balance, held, journal counter), journal entries, keys, jobs, hold outcomes and console logins, and every account's audit is clean on both")
 		return
 	}
 	fmt.Fprintf(w, "verification FAILED: %d %s\n", len(r.Problems)+r.More, plural(int64(len(r.Problems)+r.More), "problem", "problems"))
@@ -278,6 +278,8 @@ func (r *copyReport) count(x record) {
 		r.Jobs++
 	case secOutcome:
 		r.Outcomes++
+	case secLogin:
+		r.Logins++
 	}
 }
 
@@ -412,6 +414,20 @@ func (r *copyReport) diff(a, b record) {
 			field{"owner", x.Owner, y.Owner},
 			field{"reason", x.Reason, y.Reason},
 			field{"time", x.Time, y.Time})
+	case secLogin:
+		x, y := a.login, b.login
+		r.fields(a.name(),
+			field{"account", x.Account, y.Account},
+			field{"setup expiry", x.SetupExpires, y.SetupExpires},
+			field{"created", x.Created, y.Created},
+			field{"updated", x.Updated, y.Updated})
+		// Hashes are compared, never shown.
+		if x.PasswordHash != y.PasswordHash {
+			r.problem("%s: the password hash differs", a.name())
+		}
+		if x.SetupHash != y.SetupHash {
+			r.problem("%s: the setup token's hash differs", a.name())
+		}
 	}
 }
 
@@ -422,6 +438,7 @@ const (
 	secEntry
 	secJob
 	secOutcome
+	secLogin
 )
 
 // record is one record of an export.
@@ -432,6 +449,7 @@ type record struct {
 	entry   store.Entry
 	job     store.Job
 	outcome store.Outcome
+	login   store.Login
 }
 
 // name names the record for a report: ids, never a key hash.
@@ -445,6 +463,8 @@ func (x record) name() string {
 		return fmt.Sprintf("journal entry %d of account %q", x.entry.Seq, x.entry.Account)
 	case secJob:
 		return fmt.Sprintf("job %q", x.job.RequestID)
+	case secLogin:
+		return fmt.Sprintf("console login %q of account %q", x.login.Email, x.login.Account)
 	}
 	return fmt.Sprintf("outcome of %q", x.outcome.RequestID)
 }
@@ -467,6 +487,8 @@ func compareRecords(a, b record) int {
 		return cmp.Compare(a.entry.Seq, b.entry.Seq)
 	case secJob:
 		return strings.Compare(a.job.RequestID, b.job.RequestID)
+	case secLogin:
+		return strings.Compare(a.login.Email, b.login.Email)
 	}
 	return strings.Compare(a.outcome.RequestID, b.outcome.RequestID)
 }
@@ -509,3 +531,4 @@ func (y recordSink) Job(j store.Job) error     { return y.give(record{sec: secJo
 func (y recordSink) Outcome(o store.Outcome) error {
 	return y.give(record{sec: secOutcome, outcome: o})
 }
+func (y recordSink) Login(l store.Login) error { return y.give(record{sec: secLogin, login: l}) }

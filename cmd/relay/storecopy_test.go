@@ -119,6 +119,17 @@ func buildSource(t *testing.T) source {
 		t.Fatalf("RecoverHolds: %d, %v; want 1", n, err)
 	}
 	hold(b, "beta", "req_crash_2", usd/10, pricing.EndpointResponses) // left open for the copy
+	// Console logins: one signed up (with a session, which is not copied),
+	// one with its setup link pending.
+	now := time.Now().UTC()
+	for _, email := range []string{"alice@example.com", "bob@example.com"} {
+		_, err := b.IssueLogin(ctx, email, "acme", store.HashKey("rls-"+email), now.Add(time.Hour), now)
+		must(err)
+	}
+	_, err = b.SetPassword(ctx, store.HashKey("rls-alice@example.com"), "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA", now)
+	must(err)
+	must(b.PutSession(ctx, store.Session{ID: store.HashKey("cookie"), Email: "alice@example.com", Account: "acme", CSRF: "c",
+		Expires: now.Add(time.Hour)}))
 	must(b.Close())
 	return src
 }
@@ -136,7 +147,7 @@ func TestStoreCopy(t *testing.T) {
 	for _, want := range []string{
 		"released 1 hold left open by a process that ended",
 		"copied " + filepath.Join(src.dataDir, "ledger") + " into PostgreSQL database",
-		"accounts        4\n", "keys            3\n", "jobs            2\n", "hold outcomes   7\n",
+		"accounts        4\n", "keys            3\n", "jobs            2\n", "hold outcomes   7\n", "console logins  2\n",
 		"total balance   14.612876545 USD\n", // acme 7.812876545, acme-eu 3.8, beta 3
 		"verified:",
 	} {
@@ -320,6 +331,28 @@ func checkCopy(t *testing.T, src source, b *badger.Store, pg *postgres.Store) {
 		t.Errorf("outcome states in the copy: %v", states)
 	}
 
+	// Console logins, with their hashes; sessions stay behind.
+	wl, err := b.ListLogins(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gl, err := pg.ListLogins(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wl) != 2 || len(gl) != len(wl) {
+		t.Fatalf("logins: %d in the copy, %d in the source (want 2)", len(gl), len(wl))
+	}
+	for i, w := range wl {
+		w.SetupExpires, w.Created, w.Updated = at(w.SetupExpires), at(w.Created), at(w.Updated)
+		if gl[i] != w {
+			t.Errorf("login %d:\n got %+v\nwant %+v", i, gl[i], w)
+		}
+	}
+	if _, err := pg.Session(ctx, store.HashKey("cookie")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a console session was copied: %v", err)
+	}
+
 	// The copy takes calls: the journal goes on from the copied counter.
 	before, err := pg.Audit(ctx, "acme")
 	if err != nil {
@@ -472,6 +505,7 @@ type memBooks struct {
 	entries  []store.Entry
 	jobs     []store.Job
 	outcomes []store.Outcome
+	logins   []store.Login
 	problems map[string][]string // audit problems by account
 }
 
@@ -501,6 +535,11 @@ func (m *memBooks) Export(ctx context.Context, to store.Sink) error {
 			return err
 		}
 	}
+	for _, l := range m.logins {
+		if err := to.Login(l); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -523,7 +562,7 @@ func (m *memBooks) Audit(ctx context.Context, account string) (store.AuditReport
 
 func (m *memBooks) clone() *memBooks {
 	return &memBooks{accounts: slices.Clone(m.accounts), keys: slices.Clone(m.keys), entries: slices.Clone(m.entries),
-		jobs: slices.Clone(m.jobs), outcomes: slices.Clone(m.outcomes), problems: map[string][]string{}}
+		jobs: slices.Clone(m.jobs), outcomes: slices.Clone(m.outcomes), logins: slices.Clone(m.logins), problems: map[string][]string{}}
 }
 
 // verifyCopy finds every kind of difference, names records by id, never
@@ -545,6 +584,7 @@ func TestVerifyCopy(t *testing.T) {
 		},
 		jobs:     []store.Job{{RequestID: "vid_1", Account: "acme", Amount: usd, Created: t0}},
 		outcomes: []store.Outcome{{RequestID: "req_1", Account: "acme", State: store.OutcomeSettled, Charge: 3 * usd, Seq: 2, Time: t0}},
+		logins:   []store.Login{{Email: "alice@example.com", Account: "acme", PasswordHash: "$argon2id$secret-phc", Created: t0, Updated: t0}},
 		problems: map[string][]string{},
 	}
 	same := src.clone()
@@ -555,7 +595,7 @@ func TestVerifyCopy(t *testing.T) {
 	if err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("equal books: %v, %q", err, rep.Problems)
 	}
-	if rep.Accounts != 2 || rep.Keys != 1 || rep.Entries != 3 || rep.Jobs != 1 || rep.Outcomes != 1 || rep.Balance != 9*usd {
+	if rep.Accounts != 2 || rep.Keys != 1 || rep.Entries != 3 || rep.Jobs != 1 || rep.Outcomes != 1 || rep.Logins != 1 || rep.Balance != 9*usd {
 		t.Errorf("report %+v", rep)
 	}
 
@@ -569,6 +609,8 @@ func TestVerifyCopy(t *testing.T) {
 	dst.outcomes = append(dst.outcomes, store.Outcome{RequestID: "req_2", Account: "beta", State: store.OutcomeReleased})
 	dst.problems["beta"] = []string{"balance 1, journal sum 2"}
 	dst.accounts[1].Balance = usd
+	dst.logins[0].PasswordHash = "$argon2id$other-phc"
+	dst.logins[0].Updated = t0.Add(time.Second)
 	rep, err = verifyCopy(ctx, src, dst)
 	if err != nil {
 		t.Fatal(err)
@@ -584,13 +626,16 @@ func TestVerifyCopy(t *testing.T) {
 		`journal entry 2 of account "acme": note is "n" in the source, "m" in the destination`,
 		`job "vid_1" is in the source only`,
 		`outcome of "req_2" is in the destination only`,
+		`console login "alice@example.com" of account "acme": updated is 2025-01-02T03:04:05.006007Z in the source, 2025-01-02T03:04:06.006007Z in the destination`,
+		`console login "alice@example.com" of account "acme": the password hash differs`,
 	}
 	if !slices.Equal(rep.Problems, want) {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(rep.Problems, "\n"), strings.Join(want, "\n"))
 	}
 	var printed bytes.Buffer
 	rep.print(&printed)
-	if !strings.Contains(printed.String(), "verification FAILED: 10 problems") || strings.Contains(printed.String(), hash) {
+	if !strings.Contains(printed.String(), "verification FAILED: 12 problems") || strings.Contains(printed.String(), hash) ||
+		strings.Contains(printed.String(), "phc") {
 		t.Errorf("printed:\n%s", printed.String())
 	}
 	// A key whose hash differs is two keys, one on each side, named by id.
