@@ -184,6 +184,18 @@ func TestConsoleHolderFlow(t *testing.T) {
 		t.Fatalf("prices: %d %s", st, body)
 	}
 	b.get("/console/keys")
+	if st, body := b.post("/console/keys/"+ks[0].ID+"/limits", url.Values{"limit": {"2.5"}, "reset": {"daily"}}); st != 200 || !strings.Contains(body, "limits were changed") {
+		t.Fatalf("change limits: %d %s", st, body)
+	}
+	if st, body := b.post("/console/keys/"+ks[0].ID+"/limits", url.Values{"limit": {"-2"}}); st != 400 || !strings.Contains(body, "limit:") {
+		t.Fatalf("a negative limit: %d %s", st, body)
+	}
+	if ks, _ = e.store.ListKeys(context.Background(), "acme"); ks[0].Limit != 2_500_000_000 || ks[0].Reset != store.ResetDaily || ks[0].Label != "ci" {
+		t.Fatalf("after changing limits: %+v", ks[0])
+	}
+	if st, body := b.post("/console/keys", url.Values{"route": {"nowhere"}}); st != 400 || !strings.Contains(body, "route &#34;nowhere&#34; is not configured") {
+		t.Fatalf("an unknown route: %d %s", st, body)
+	}
 	if st, body := b.post("/console/keys/"+ks[0].ID+"/revoke", url.Values{}); st != 200 || !strings.Contains(body, `<td class="status">revoked</td>`) {
 		t.Fatalf("revoke: %d %s", st, body)
 	}

@@ -245,15 +245,15 @@ func (c *Console) issueLogin(w http.ResponseWriter, r *http.Request, s *store.Se
 	if err != nil {
 		return err
 	}
-	d.SetupLink, d.SetupFor, d.Expires = c.SetupLink(r, token), l.Email, l.SetupExpires
+	d.SetupLink, d.SetupFor, d.Expires = c.setupLink(r, token), l.Email, l.SetupExpires
 	c.log.Info("console: login issued", "account", id)
 	c.render(w, r, http.StatusCreated, "account", page{Title: "Account " + id, Session: s, Nav: "accounts", Data: d})
 	return nil
 }
 
-// SetupLink is the set-password link of token: console.public_url when
+// setupLink is the set-password link of token: console.public_url when
 // set, else the scheme (TLS or not) and Host the request came to.
-func (c *Console) SetupLink(r *http.Request, token string) string {
+func (c *Console) setupLink(r *http.Request, token string) string {
 	base := c.cfg.PublicURL
 	if base == "" {
 		scheme := "http"

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"encoding/csv"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
@@ -302,4 +303,55 @@ func FuzzPreSession(f *testing.F) {
 			t.Fatal("empty MAC")
 		}
 	})
+}
+
+// TestCookies: console cookies are scoped to /console, HttpOnly,
+// SameSite=Strict, and Secure exactly when the request came over TLS.
+func TestCookies(t *testing.T) {
+	c := &Console{}
+	for _, u := range []string{"http://relay.test/console/", "https://relay.test/console/"} {
+		r := httptest.NewRequest("GET", u, nil)
+		ck := c.cookie(r, sessionCookie, "v", 60)
+		if ck.Path != "/console" || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Secure != strings.HasPrefix(u, "https") {
+			t.Errorf("%s: %+v", u, ck)
+		}
+	}
+}
+
+// TestPreSessionToken: the sign-in form's token is the MAC of the
+// pre-session cookie; another cookie, an expired one or another secret
+// does not match.
+func TestPreSessionToken(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	c := &Console{secret: []byte("0123456789abcdef0123"), now: func() time.Time { return now }}
+	rec := httptest.NewRecorder()
+	tok, err := c.preToken(rec, httptest.NewRequest("GET", "/console/signin", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck := rec.Result().Cookies()[0]
+	post := func(c *Console, cookie, field string) error {
+		r := httptest.NewRequest("POST", "/console/signin", strings.NewReader(url.Values{"csrf": {field}}.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.AddCookie(&http.Cookie{Name: preCookie, Value: cookie})
+		return c.checkPre(r)
+	}
+	if err := post(c, ck.Value, tok); err != nil {
+		t.Fatalf("the page's own token: %v", err)
+	}
+	other := &Console{secret: []byte("another secret of length"), now: c.now}
+	for name, err := range map[string]error{
+		"other cookie":  post(c, strings.Repeat("A", 43)+"."+strings.SplitN(ck.Value, ".", 2)[1], tok),
+		"other secret":  post(other, ck.Value, tok),
+		"empty field":   post(c, ck.Value, ""),
+		"tampered time": post(c, strings.SplitN(ck.Value, ".", 2)[0]+".99999999999", tok),
+	} {
+		if err == nil {
+			t.Errorf("%s accepted", name)
+		}
+	}
+	now = now.Add(preLifetime + time.Second)
+	if post(c, ck.Value, tok) == nil {
+		t.Error("an expired pre-session accepted")
+	}
 }
