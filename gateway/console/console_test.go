@@ -355,3 +355,23 @@ func TestPreSessionToken(t *testing.T) {
 		t.Error("an expired pre-session accepted")
 	}
 }
+
+func TestAmountAndExpiryText(t *testing.T) {
+	for n, want := range map[pricing.Nano]string{0: "$0.00", 2_500_000_000: "$2.50", 2_499_959_400: "$2.4999594", 7_000_000_000: "$7.00", 40_600: "$0.0000406"} {
+		if got := money(n); got != want {
+			t.Errorf("money(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for n, want := range map[pricing.Nano]string{9_999_959_400: "$9.99", 0: "$0.00", -1_500_000_000: "−$1.50"} {
+		if got := usd2(n); got != want {
+			t.Errorf("usd2(%d) = %q, want %q", n, got, want)
+		}
+	}
+	exp := funcs["expires"].(func(time.Time) string)
+	if got := exp(time.Date(2026, 12, 28, 0, 0, 0, 0, time.UTC)); got != "end of 2026-12-27 UTC" {
+		t.Errorf("midnight: %q", got)
+	}
+	if got := exp(time.Date(2026, 12, 28, 12, 30, 0, 0, time.UTC)); got != "2026-12-28 12:30 UTC" {
+		t.Errorf("noon: %q", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelrelay/modelrelay/pricing"
@@ -48,6 +49,19 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04") + " UTC"
 	},
+}
+
+// money shows an amount exactly with at least two decimals: "$2.50",
+// "$2.4999594", "$0.00".
+func money(n pricing.Nano) string {
+	s := n.String()
+	switch i := strings.IndexByte(s, '.'); {
+	case i < 0:
+		s += ".00"
+	case len(s)-i == 2:
+		s += "0"
+	}
+	return "$" + s
 }
 
 // usd2 shows an amount to the cent, rounded toward zero, with a $:
