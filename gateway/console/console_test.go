@@ -375,3 +375,10 @@ func TestAmountAndExpiryText(t *testing.T) {
 		t.Errorf("noon: %q", got)
 	}
 }
+
+// TestTemplatesParse: every page parses with the layout and partials.
+func TestTemplatesParse(t *testing.T) {
+	if _, err := parsePages(); err != nil {
+		t.Fatal(err)
+	}
+}

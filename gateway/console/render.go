@@ -37,6 +37,16 @@ var funcs = template.FuncMap{
 	"usd":   func(n pricing.Nano) string { return "$" + n.String() },
 	"usd2":  usd2,
 	"usage": usageText,
+	"money": money,
+	"expires": func(t time.Time) string {
+		switch {
+		case t.IsZero():
+			return "never"
+		case t.Equal(t.UTC().Truncate(24 * time.Hour)):
+			return "end of " + t.UTC().AddDate(0, 0, -1).Format("2006-01-02") + " UTC"
+		}
+		return t.UTC().Format("2006-01-02 15:04") + " UTC"
+	},
 	"time": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"
