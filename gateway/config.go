@@ -110,7 +110,7 @@ type BillingConfig struct {
 // LimitsConfig holds request limits and rate limits.
 type LimitsConfig struct {
 	// MaxBodyBytes caps a request body. Default 16 MiB (the typed-question
-	// endpoint is always capped at 1 MiB, spec 4.2.7).
+	// endpoint is always capped at 1 MiB, docs/api.md#limits).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// KeyRate is the default token bucket per key. Default 50/s, burst 100.
 	KeyRate RateConfig `yaml:"key_rate"`

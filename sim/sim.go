@@ -21,7 +21,7 @@ import (
 // All under /v1; JSON unless stated. Unknown paths answer 404, a known path
 // with the wrong method 405, both with an error body.
 //
-//	POST /v1/chat/completions     text models (spec 2.1); JSON or SSE
+//	POST /v1/chat/completions     text models (docs/api.md#models); JSON or SSE
 //	POST /v1/responses            modelb-6-astra, modelb-6.1-sol, modelc-4.7; JSON or SSE
 //	POST /v1/responses/compact    the responses models; JSON
 //	POST /v1/messages             modela-fable-5-1, modela-sonnet-5-5, modela-opus-5-5; JSON or SSE
@@ -44,7 +44,7 @@ import (
 // field, is 400 and the message names the field (typed questions:
 // validation problems are 422 with a FastAPI-style
 // {"detail":[{"loc","msg","type"}]}). /v1/messages needs the header
-// anthropic-version (or the spec's neutral spelling vendorx-version) and
+// anthropic-version (or the neutral spelling vendorx-version, docs/api.md#versioning) and
 // max_tokens, else 400 invalid_request_error; count_tokens needs the header
 // but not max_tokens.
 //
