@@ -189,7 +189,7 @@ type RateConfig struct {
 
 // RetryConfig bounds the tries of one call across lines, the circuit
 // breaker of each line, the retries of the whole gateway, and what happens
-// when every line of a pool is open (see README "Failing well").
+// when every line of a pool is open (see RATIONALE.md, "A sick pool degrades").
 type RetryConfig struct {
 	// MaxTries is the most upstream attempts per call. Default 0: one per
 	// line of the call's plan, and at least 3.

@@ -47,7 +47,7 @@ const (
 )
 
 // retryHints are the headers the OpenAI and Anthropic SDKs read before
-// their own rules (README "Retry hints"): every 429 and 503 carries a wait,
+// their own rules (docs/api.md#headers): every 429 and 503 carries a wait,
 // Retry-After in whole seconds (at least 1) and retry-after-ms beside it;
 // x-should-retry is "false" on answers a retry cannot fix (402, 403, a 503
 // because no line serves the model at all) and "true" on overload, rate
