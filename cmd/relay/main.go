@@ -1,5 +1,3 @@
-// Command relay is ModelRelay's only program: the gateway, the simulated
-// provider, the demo, the admin CLI and the offline plugin tester.
 package main
 
 import (
