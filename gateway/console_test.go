@@ -560,3 +560,30 @@ func TestConsoleOff(t *testing.T) {
 		t.Fatal("a handler for a console that is off")
 	}
 }
+
+// TestConsoleSigninLimitShared: with Redis the failed sign-ins of one
+// login count across replicas: five spread over two, then 429 on either;
+// and a session made on one replica works on the other.
+func TestConsoleSigninLimitShared(t *testing.T) {
+	e := newEnv(t, withRedis(t, redisURL(t)))
+	e.account("acme", "1")
+	h := holder(t, e, "acme", "alice@example.com", "correct horse battery")
+	r2 := e.replica(nil)
+	other := newBrowser(t, r2)
+	other.c.Jar = h.c.Jar // the same browser, the other replica
+	if st, body := other.get("/console/"); st != 200 || !strings.Contains(body, `id="balance"`) {
+		t.Fatalf("the session on the other replica: %d", st)
+	}
+	bs := []*browser{newBrowser(t, e), newBrowser(t, r2)}
+	for _, b := range bs {
+		b.get("/console/signin")
+	}
+	for i := range 5 {
+		if st, _ := bs[i%2].post("/console/signin", url.Values{"email": {"alice@example.com"}, "password": {"wrong password"}}); st != 401 {
+			t.Fatalf("failure %d: %d", i+1, st)
+		}
+	}
+	if st, _ := bs[1].post("/console/signin", url.Values{"email": {"alice@example.com"}, "password": {"wrong password"}}); st != 429 {
+		t.Fatalf("6th failure, on the second replica: %d", st)
+	}
+}
