@@ -382,3 +382,13 @@ func TestTemplatesParse(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkHashPassword is the cost of one argon2id run (RATIONALE: the
+// console's password parameters).
+func BenchmarkHashPassword(b *testing.B) {
+	for b.Loop() {
+		if _, err := hashPassword("correct horse battery"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
