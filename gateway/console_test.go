@@ -354,7 +354,7 @@ func TestConsoleSigninRateLimit(t *testing.T) {
 		}
 	}
 	st, body := try("alice@example.com", "wrong password x")
-	if st != 429 || strings.HasPrefix(body, " ") || !strings.Contains(body, "Too many failed sign-ins") {
+	if st != 429 || strings.HasPrefix(body, " ") || !strings.Contains(body, "Too many failed attempts") {
 		t.Fatalf("6th failure: %d %s", st, body)
 	}
 	if st, _ := try("alice@example.com", "correct horse battery"); st != 429 {
@@ -368,6 +368,11 @@ func TestConsoleSigninRateLimit(t *testing.T) {
 	}
 	if st, _ := try("someone@example.com", "whatever password"); st != 429 {
 		t.Fatalf("21st failure from one address: %d", st)
+	}
+	// Guessing setup links (each a KDF run) is refused from that address too.
+	guess := "/console/setup/rls-" + strings.Repeat("A", 43)
+	if st, _ := b.post(guess, url.Values{"csrf": {b.csrf}, "password": {"twelve chars"}, "password2": {"twelve chars"}}); st != 429 {
+		t.Fatalf("a setup guess from a blocked address: %d", st)
 	}
 }
 
