@@ -638,8 +638,8 @@ func (g *Gateway) adminIssueLogin(w http.ResponseWriter, r *http.Request, ps htt
 }
 
 // consolePublicURL is console.public_url, the configured base of setup
-// links; "" while none is configured.
-func (g *Gateway) consolePublicURL() string { return "" }
+// links; "" when none is configured.
+func (g *Gateway) consolePublicURL() string { return g.cfg.Console.PublicURL }
 
 // setupLink is the console's set-password link for token: under publicURL
 // when it is set, else under the address r came to, https only when r came

@@ -74,7 +74,7 @@ func hashKey(k string) string {
 }
 
 // presentedKey extracts the API key: Bearer everywhere, x-api-key where
-// allowXAPIKey (spec 5.2, 5.3).
+// allowXAPIKey (docs/api.md#authentication).
 func presentedKey(r *http.Request, allowXAPIKey bool) (string, *Error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, ok := strings.Cut(h, " ")

@@ -114,7 +114,7 @@ type BillingConfig struct {
 // LimitsConfig holds request limits and rate limits.
 type LimitsConfig struct {
 	// MaxBodyBytes caps a request body. Default 16 MiB (the typed-question
-	// endpoint is always capped at 1 MiB, spec 4.2.7).
+	// endpoint is always capped at 1 MiB, docs/api.md#limits).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// KeyRate is the default token bucket per key. Default 50/s, burst 100.
 	KeyRate RateConfig `yaml:"key_rate"`
@@ -193,7 +193,7 @@ type RateConfig struct {
 
 // RetryConfig bounds the tries of one call across lines, the circuit
 // breaker of each line, the retries of the whole gateway, and what happens
-// when every line of a pool is open (see README "Failing well").
+// when every line of a pool is open (see RATIONALE.md, "A sick pool degrades").
 type RetryConfig struct {
 	// MaxTries is the most upstream attempts per call. Default 0: one per
 	// line of the call's plan, and at least 3.

@@ -100,7 +100,7 @@ func nonNegative(field string, v *int64) (int64, *Error) {
 	return *v, nil
 }
 
-// chatRequest is the part of spec 2.3 the gateway reads.
+// chatRequest is the part of a chat request the gateway reads (docs/api.md#what-the-gateway-reads-of-a-request).
 type chatRequest struct {
 	Model               *string          `json:"model"`
 	Messages            *[]chatMessage   `json:"messages"`
@@ -171,7 +171,7 @@ func decodeChat(body []byte) (*summary, error) {
 	return s, nil
 }
 
-// responsesRequest is the part of spec 2.5 the gateway reads.
+// responsesRequest is the part of a responses request the gateway reads (docs/api.md#what-the-gateway-reads-of-a-request).
 type responsesRequest struct {
 	Model           *string         `json:"model"`
 	Input           json.RawMessage `json:"input"`
@@ -220,7 +220,7 @@ func checkInput(raw json.RawMessage) (given bool, e *Error) {
 	return true, nil
 }
 
-// messagesRequest is the part of spec 2.6 the gateway reads.
+// messagesRequest is the part of a messages request the gateway reads (docs/api.md#what-the-gateway-reads-of-a-request).
 type messagesRequest struct {
 	Model     *string            `json:"model"`
 	MaxTokens *int64             `json:"max_tokens"`
@@ -246,7 +246,7 @@ func decodeMessages(body []byte) (*summary, error) {
 		return nil, e
 	}
 	if req.MaxTokens == nil {
-		return nil, badRequest("max_tokens", "max_tokens is required on /v1/messages (spec 4.3)")
+		return nil, badRequest("max_tokens", "max_tokens is required on /v1/messages")
 	}
 	if *req.MaxTokens < 1 {
 		return nil, badRequest("max_tokens", "max_tokens must be a positive integer, got %d", *req.MaxTokens)

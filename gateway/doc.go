@@ -2,8 +2,8 @@
 // authentication, rate limits, request decoding, admission (403/400/402),
 // line selection with retries and circuit breakers, the relay of JSON and
 // SSE answers, settlement, what a key holder can read of its key and account
-// (holder.go), the admin API, and the one function that writes the spec's
-// error body.
+// (holder.go), the admin API, and the one function that writes every error body
+// (docs/api.md#errors).
 //
 // A relayed call runs, in order: route → authenticate (an expired key 401,
 // a client outside the key's allow-list 403) → rate limit → read and
@@ -18,6 +18,11 @@
 // Before any of it, the listener bounds open connections in total and per
 // client address, and the server gives each phase of a request a deadline
 // (listen.go).
+//
+// Where to start reading: relayHandler (relay.go) is a relayed call from
+// end to end, and README.md's "A relayed call, step by step" names the
+// function of each step; config.go is the configuration; errors.go the
+// error shape.
 //
 // The gateway never writes a prompt, completion or uploaded file anywhere:
 // bodies live in memory for the life of the call, and logs carry ids,

@@ -211,7 +211,7 @@ func TestMessages(t *testing.T) {
 	if req.URL.RawQuery != "beta=true" || req.Header.Get("Anthropic-Beta") != "prompt-caching-2024-07-31" || req.Header.Get("Anthropic-Version") != "2023-06-01" || string(sent) != raw {
 		t.Errorf("pass-through: query %q beta %q version %q body %s", req.URL.RawQuery, req.Header.Get("Anthropic-Beta"), req.Header.Get("Anthropic-Version"), sent)
 	}
-	// The spec's own header name works too.
+	// The neutral header name (docs/api.md#versioning) works too.
 	if st, _, data := e.do("POST", "/v1/messages", key, raw, "Vendorx-Version", "2023-06-01"); st != 200 {
 		t.Fatalf("vendorx-version: %d %s", st, data)
 	}

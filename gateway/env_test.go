@@ -431,7 +431,7 @@ func (e *env) do(method, path, key string, body any, hdr ...string) (int, http.H
 	return resp.StatusCode, resp.Header, data
 }
 
-// errBody decodes the spec's error body, failing the test if the shape is wrong.
+// errBody decodes the error body (docs/api.md#errors), failing the test if the shape is wrong.
 func errBody(t testing.TB, data []byte) (msg, typ string, code any) {
 	t.Helper()
 	var b struct {
@@ -442,7 +442,7 @@ func errBody(t testing.TB, data []byte) (msg, typ string, code any) {
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(data, &b); err != nil || b.Error == nil || b.Error.Message == nil || b.Error.Type == nil {
-		t.Fatalf("not the spec's error body: %s", data)
+		t.Fatalf("not the error body (docs/api.md#errors): %s", data)
 	}
 	return *b.Error.Message, *b.Error.Type, b.Error.Code
 }

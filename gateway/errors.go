@@ -15,7 +15,7 @@ import (
 )
 
 // Error is what a handler returns to fail a request. writeError is the one
-// place that turns it into the spec's error body (spec 2.13).
+// place that turns it into the error body (docs/api.md#errors).
 type Error struct {
 	Status     int
 	Type       string
@@ -47,7 +47,7 @@ const (
 )
 
 // retryHints are the headers the OpenAI and Anthropic SDKs read before
-// their own rules (README "Retry hints"): every 429 and 503 carries a wait,
+// their own rules (docs/api.md#headers): every 429 and 503 carries a wait,
 // Retry-After in whole seconds (at least 1) and retry-after-ms beside it;
 // x-should-retry is "false" on answers a retry cannot fix (402, 403, a 503
 // because no line serves the model at all) and "true" on overload, rate
@@ -91,7 +91,7 @@ func errf(status int, typ string, code any, format string, args ...any) *Error {
 	return &Error{Status: status, Type: typ, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Constructors for the statuses of spec section 7.
+// Constructors for the statuses of docs/api.md#errors.
 func badRequest(field, format string, args ...any) *Error {
 	e := errf(http.StatusBadRequest, "invalid_request_error", "invalid_field", format, args...)
 	if field != "" {
@@ -139,7 +139,7 @@ func internal(code, format string, args ...any) *Error {
 	return errf(http.StatusInternalServerError, "api_error", code, format, args...)
 }
 
-// errorBody is the wire shape of spec 2.13.
+// errorBody is the wire shape of docs/api.md#errors.
 type errorBody struct {
 	Error struct {
 		Message string `json:"message"`
@@ -202,7 +202,7 @@ func toError(err error) *Error {
 // the store is unavailable.
 const storeRetryAfter = 2
 
-// writeError writes err in the spec's shape. The message ends with the
+// writeError writes err in the error shape (docs/api.md#errors). The message ends with the
 // request id, quoted with the support address.
 func (g *Gateway) writeError(w http.ResponseWriter, rid string, err error) *Error {
 	e := toError(err)
@@ -224,7 +224,7 @@ func (g *Gateway) writeError(w http.ResponseWriter, rid string, err error) *Erro
 	return e
 }
 
-// errorJSON is e's body in the spec's shape, newline-terminated: the one
+// errorJSON is e's body in the error shape (docs/api.md#errors), newline-terminated: the one
 // place it is written (writeError, and the answers a connection gets before
 // any handler, listen.go).
 func errorJSON(e *Error, support, rid string) []byte {

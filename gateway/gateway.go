@@ -181,7 +181,7 @@ func (g *Gateway) routes() *httprouter.Router {
 		}
 		msg := "no such endpoint: " + quoted(req.Method) + " " + quoted(req.URL.Path)
 		if svc := notRelayed(req.URL.Path); svc != "" {
-			msg = svc + " is not relayed by this service (spec section 1)"
+			msg = svc + " is not relayed by this service"
 		}
 		g.writeError(w, rid, notFound("%s", msg))
 	})
@@ -207,7 +207,7 @@ func (g *Gateway) routes() *httprouter.Router {
 	return r
 }
 
-// notRelayed names the service of a path that spec section 1 excludes.
+// notRelayed names the service of a path that is not relayed (docs/api.md#scope).
 func notRelayed(path string) string {
 	services := []struct{ prefix, name string }{
 		{"/v1/batches", "batch"},

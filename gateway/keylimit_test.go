@@ -233,7 +233,7 @@ func burst(e *env, key, path, body string, n int) (ok, denied int64, others []st
 }
 
 // TestKeyLimit402: the key's limit and the account's credit refuse with
-// different codes, each in the spec's error shape with x-should-retry:
+// different codes, each in the error shape (docs/api.md#errors) with x-should-retry:
 // false, and the key's says what remains and when it resets.
 func TestKeyLimit402(t *testing.T) {
 	e := newEnv(t)

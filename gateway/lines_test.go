@@ -157,7 +157,7 @@ func TestUpstreamStatuses(t *testing.T) {
 		msg    string
 	}{
 		{"provider rate limit", sim.Options{Status: 429, RetryAfter: 7}, 429, "7", "rate limiting"},
-		// Every 503 says when to retry (README "SDKs, tools and browsers").
+		// Every 503 says when to retry (docs/api.md#headers).
 		{"provider overloaded", sim.Options{Status: 503}, 503, "1", "overloaded"},
 		{"provider down", sim.Options{Status: 502}, 503, "1", "no line could serve"},
 	}

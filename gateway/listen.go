@@ -123,8 +123,8 @@ func (b *connBounds) release(ip netip.Addr) {
 	}
 }
 
-// refuse answers a connection past a bound with a 503 in the spec's error
-// shape and closes it. It never blocks Accept. While few refusals are under
+// refuse answers a connection past a bound with a 503 in the error
+// shape of docs/api.md#errors and closes it. It never blocks Accept. While few refusals are under
 // way it is gentle, on a goroutine of its own: it waits until the client has
 // sent something (one byte read, up to refusalWait), since an HTTP client
 // may take an answer that comes before its request for a broken connection
@@ -170,7 +170,7 @@ func (b *connBounds) refuse(c net.Conn, reason string) {
 	}
 }
 
-// answer is a whole HTTP/1.1 response carrying e in the spec's error shape,
+// answer is a whole HTTP/1.1 response carrying e in the error shape (docs/api.md#errors),
 // closing the connection.
 func (b *connBounds) answer(e *Error, rid string) []byte {
 	j := errorJSON(e, b.support, rid)
@@ -194,7 +194,7 @@ func (b *connBounds) answer(e *Error, rid string) []byte {
 // answered with 503 and Retry-After: 1 and closed (refuse); Accept goes on
 // to the next one, so nothing queues. Connections already open are never
 // touched. The connections it returns also answer net/http's own errors
-// (431, 400, 501, 505, 417) in the spec's error shape (plainError), and close
+// (431, 400, 501, 505, 417) in the error shape of docs/api.md#errors (plainError), and close
 // gently after an answer given without reading the request's body
 // (closeUnread). Serve it with a server ConfigureServer has set up.
 func (g *Gateway) Listener(ln net.Listener) net.Listener {
@@ -256,8 +256,8 @@ func (c *conn) Read(p []byte) (int, error) {
 }
 
 // Write passes p on, unless p is one of the plain-text errors net/http
-// writes itself, which it replaces with the same status in the spec's
-// error shape.
+// writes itself, which it replaces with the same status in the error
+// shape (docs/api.md#errors).
 func (c *conn) Write(p []byte) (int, error) {
 	if len(p) > 12 && (p[9] == '4' || p[9] == '5') {
 		var e *Error
@@ -426,7 +426,7 @@ func plainError(p []byte) (status int, detail string, ok bool) {
 	return status, detail, true
 }
 
-// plainErrorOf is the spec-shaped error for one of net/http's own answers.
+// plainErrorOf is the error, in the shape of docs/api.md#errors, for one of net/http's own answers.
 func plainErrorOf(status int, detail string) *Error {
 	switch status {
 	case http.StatusRequestHeaderFieldsTooLarge:

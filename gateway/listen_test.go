@@ -46,7 +46,7 @@ func readAnswer(c net.Conn, br *bufio.Reader, d time.Duration) (*http.Response, 
 	return resp, body, err
 }
 
-// checkErrorAnswer checks the spec's error shape and the headers every
+// checkErrorAnswer checks the error shape (docs/api.md#errors) and the headers every
 // answer of this file carries, and returns the error code.
 func checkErrorAnswer(t *testing.T, resp *http.Response, body []byte, status int) any {
 	t.Helper()
@@ -140,7 +140,7 @@ func TestServerConfig(t *testing.T) {
 	}
 }
 
-// Past a bound a new connection gets a 503 in the spec's shape at once, and
+// Past a bound a new connection gets a 503 in the error shape (docs/api.md#errors) at once, and
 // is closed; connections already open are served; the counts go back down
 // when connections close, and /metrics shows them.
 func TestConnectionBounds(t *testing.T) {
@@ -513,7 +513,7 @@ func TestStreamOutlivesBodyTimeout(t *testing.T) {
 	}
 }
 
-// net/http's own errors (431, 400, 501, 505, 417) come in the spec's shape.
+// net/http's own errors (431, 400, 501, 505, 417) come in the error shape (docs/api.md#errors).
 func TestPlainErrorsInSpecShape(t *testing.T) {
 	e := newEnv(t)
 	addr := e.srv.Listener.Addr().String()
@@ -609,7 +609,7 @@ func TestPlainError(t *testing.T) {
 
 // FuzzPlainError: never panics; whatever it recognises is an error status
 // that starts the write, and its replacement is a well-formed response in
-// the spec's shape with the same status.
+// the error shape (docs/api.md#errors) with the same status.
 func FuzzPlainError(f *testing.F) {
 	f.Add([]byte("HTTP/1.1 431 Request Header Fields Too Large" + plainHeaders + "431 Request Header Fields Too Large"))
 	f.Add([]byte("HTTP/1.1 400 Bad Request: invalid header name" + plainHeaders + "400 Bad Request: invalid header name"))

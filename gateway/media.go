@@ -20,7 +20,7 @@ import (
 const (
 	// maxEditBody caps an image-edit upload; it is held in memory only.
 	maxEditBody = 32 << 20
-	// maxSystemOneBody is spec 4.2.7's limit on typed questions.
+	// maxSystemOneBody is the limit on typed questions (docs/api.md#limits).
 	maxSystemOneBody = 1 << 20
 	// maxFormField caps one non-file field of an edit form.
 	maxFormField = 64 << 10
@@ -46,7 +46,7 @@ func addParam(ps []abi.Param, name, value string) []abi.Param {
 	return append(ps, abi.Param{Name: name, Value: value})
 }
 
-// imagesRequest is the part of spec 2.7 the gateway reads.
+// imagesRequest is the part of an image request the gateway reads (docs/api.md#what-the-gateway-reads-of-a-request).
 type imagesRequest struct {
 	Model          *string         `json:"model"`
 	Prompt         *string         `json:"prompt"`
@@ -97,7 +97,7 @@ func imageSummary(req imagesRequest) (*summary, error) {
 	return s, nil
 }
 
-// decodeImageEdit reads a multipart/form-data edit (spec 2.8) from memory:
+// decodeImageEdit reads a multipart/form-data edit (docs/api.md#endpoints) from memory:
 // the whole body is already in memory under a limit, and it is read with a
 // multipart.Reader, never ParseMultipartForm, so no part is ever written to
 // a temporary file. The body is forwarded unchanged.
@@ -225,7 +225,7 @@ func (m *imagesMeter) Usage() (pricing.Usage, bool) {
 	return pricing.Usage{Images: m.images}, true
 }
 
-// videoRequest is the part of spec 2.9 the gateway reads.
+// videoRequest is the part of a video request the gateway reads (docs/api.md#what-the-gateway-reads-of-a-request).
 type videoRequest struct {
 	Model      *string         `json:"model"`
 	Prompt     *string         `json:"prompt"`
@@ -259,7 +259,7 @@ func decodeVideo(body []byte) (*summary, error) {
 	return s, nil
 }
 
-// systemOneRequest is spec 2.10.
+// systemOneRequest is a typed-question request (docs/api.md#what-the-gateway-reads-of-a-request).
 type systemOneRequest struct {
 	Model     *string                     `json:"model"`
 	State     *string                     `json:"state"`

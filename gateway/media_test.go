@@ -396,7 +396,7 @@ func TestSystemOne(t *testing.T) {
 		t.Errorf("over 1 MiB: %d %s", st, data)
 	}
 	// The provider's 422 passes through with its detail as written, in the
-	// spec's error shape.
+	// error shape (docs/api.md#errors).
 	detail := `[{"loc":["body","state"],"msg":"state is too long: 40000 tokens, limit 32768","type":"value_error"}]`
 	strict := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -10,11 +10,11 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-// modelsCreated is the creation time every listed model shows: the spec's
-// version date, 2025-09-19T00:00:00Z (the catalogue keeps no dates).
+// modelsCreated is the creation time every listed model shows: the API's
+// version date (docs/api.md#versioning), 2025-09-19T00:00:00Z (the catalogue keeps no dates).
 var modelsCreated = time.Unix(1758240000, 0).UTC()
 
-// handleModels lists the models the key's route serves (spec 2.11, 4.2.8):
+// handleModels lists the models the key's route serves (docs/api.md#endpoints):
 // in the Anthropic model-list shape when the request carries
 // anthropic-version (or vendorx-version), as the message-API SDKs and tools
 // send it, else in the OpenAI shape. The key is a Bearer token either way.

@@ -17,8 +17,8 @@ import (
 	"github.com/modelrelay/modelrelay/pricing"
 )
 
-// publicRoutes registers the endpoints that need no key (spec 5.4, section 1):
-// GET /api/pricing, the price table (spec 2.12), rate-limited per client
+// publicRoutes registers the endpoints that need no key (docs/api.md#authentication):
+// GET /api/pricing, the price table (docs/api.md#prices), rate-limited per client
 // address; GET /openapi.json, the OpenAPI 3.1 description; and GET /pricing,
 // the price page.
 func (g *Gateway) publicRoutes(r *httprouter.Router) {
@@ -74,7 +74,7 @@ func clientAddr(r *http.Request) string {
 	return r.RemoteAddr
 }
 
-// priceTable caches the spec 2.12 document of one catalogue. A plugin reload
+// priceTable caches the price-table document (docs/api.md#prices) of one catalogue. A plugin reload
 // swaps the catalogue pointer, so the next request rebuilds the document and
 // a dropped-in plugin's models show up without a restart.
 type priceTable struct {

@@ -225,7 +225,7 @@ func checkWireCount(t *testing.T, name string, got *json.Number, want int64) {
 	}
 }
 
-// testPriceTableSpecFees checks the fees spec 4.2 fixes, on every route, for
+// testPriceTableSpecFees checks the fees docs/api.md#fees-fixed-by-the-contract fixes, on every route, for
 // the plugins that are loaded.
 func testPriceTableSpecFees(t *testing.T, e *env) {
 	usd := func(s string) pricing.Nano {
@@ -373,7 +373,7 @@ func TestPriceTableShowsDroppedInPlugin(t *testing.T) {
 }
 
 // TestPriceTableRateLimit: more than the burst from one address → 429 with
-// Retry-After in whole seconds and the spec's error body; another address
+// Retry-After in whole seconds and the error body (docs/api.md#errors); another address
 // keeps its own bucket.
 func TestPriceTableRateLimit(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Limits.PricingRate = RateConfig{Rate: 0.01, Burst: 3} })

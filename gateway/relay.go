@@ -251,7 +251,7 @@ func versionHeader(r *http.Request) string {
 	return r.Header.Get("Vendorx-Version")
 }
 
-// admitModel applies spec 4.2.9: the model must be sold here, served by the
+// admitModel applies the model rules (docs/api.md#authentication): the model must be sold here, served by the
 // endpoint, on the key's route and not excluded by the key → 403.
 func (g *Gateway) admitModel(c *call) error {
 	cat := g.host.Catalog()
@@ -1251,8 +1251,8 @@ func (g *Gateway) writeAnswer(w http.ResponseWriter, up *upstream, data []byte) 
 	_, _ = w.Write(data)
 }
 
-// upstreamError passes a provider's non-retryable error on in the spec's
-// shape, with the provider's status, message, type and code.
+// upstreamError passes a provider's non-retryable error on in the error
+// shape (docs/api.md#errors), with the provider's status, message, type and code.
 func (g *Gateway) upstreamError(up *upstream) error {
 	data, _ := io.ReadAll(io.LimitReader(up.resp.Body, 1<<20))
 	st := up.resp.StatusCode

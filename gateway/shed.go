@@ -25,7 +25,7 @@ import (
 // relayed call reads that histogram and takes the 99th percentile of the
 // window as the gateway's queueing delay: the median stays at microseconds
 // even past capacity, because most runs follow a handoff that runs at once
-// (BENCHMARKS.md, "Session 9"). Once the delay has stayed above the target for
+// (RATIONALE.md, "Overload"). Once the delay has stayed above the target for
 // shedInterval (so that a stall of the machine, a collection or a burst does
 // not count), a share of new relayed calls is refused at once with 503 and
 // Retry-After, before any work is done for them: the share grows while the

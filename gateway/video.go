@@ -16,7 +16,7 @@ import (
 	"github.com/modelrelay/modelrelay/store"
 )
 
-// acceptVideo charges a video job when the provider accepts it (spec 3):
+// acceptVideo charges a video job when the provider accepts it (docs/api.md#video-jobs):
 // duration × the per-second price of the resolution, settled at once, and
 // records the job (ids, account, line, amount — never the prompt).
 func acceptVideo(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {

@@ -23,7 +23,7 @@ func TestFirstPartyCatalog(t *testing.T) {
 	h, _ := openDir(t, dir, Config{})
 	c := h.Catalog()
 
-	// Every text model of the spec is served by tokens.
+	// Every text model (docs/api.md#models) is served by tokens.
 	for _, id := range []string{"modela-fable-5-1", "modela-sonnet-5-5", "modela-opus-5-5", "modelb-6-astra", "modelb-6.1-sol",
 		"modelc-4.7", "modeld-5.3-Abliterated", "modele-k3", "modelf-flash", "modelf-v4-pro"} {
 		m, ok := c.Model(id)

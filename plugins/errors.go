@@ -5,6 +5,23 @@ import (
 	"strings"
 )
 
+// # Errors
+//
+// A guest's structured error (an *abi.Error in its result envelope: an
+// invalid request field, a forbidden call) is returned unchanged and the
+// instance stays in the pool. Every other failure is an *Error naming the
+// plugin and the operation: a trap or a panic that reached the host, a call
+// past its deadline (errors.Is(err, context.DeadlineExceeded)), a guest out
+// of memory (ErrMemoryLimit), a malformed result (ErrMalformed), no plugin
+// for the model (ErrNoPlugin). The instance that failed is closed and
+// replaced; the process, the other instances and the other plugins carry on.
+// The gateway answers an *Error with 503 for Select and 500 otherwise.
+//
+// Settle is stricter: the usage has happened, so a guest's own error on it
+// is a failure too (wrapped in the *Error, the instance discarded), and a
+// failed settle is tried once more on an instance created for the retry
+// (version.fresh), not taken from the pool.
+
 // Error is a plugin failure: a trap, a panic that reached the host, a call
 // past its deadline, a memory blow-up, a malformed result, a plugin that
 // could not be loaded, or no plugin serving the model asked for. Its message

@@ -20,7 +20,7 @@ func scanHeap() int64 {
 // every garbage collection scans. Every byte of it is marked on every
 // collection, on the CPU the gateway shares with its upstreams in the
 // benchmark, where a collection's burst of marking is most of the gateway's
-// p99 over the bare proxy's (BENCHMARKS.md, session 14). tokens added
+// p99 over the bare proxy's (RATIONALE.md, "Less for the collector"). tokens added
 // 825 KB here when the export check asked wazero for the exported functions,
 // which built and kept a definition of each of its 2,000-odd functions;
 // 449 KB since checkExports reads the exports from the binary. What is left

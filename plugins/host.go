@@ -14,6 +14,26 @@ import (
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
 
+// # Lifecycle
+//
+// Open scans Config.Dir. For every NAME.wasm it reads the file (and NAME.json
+// beside it, the plugin's configuration), compiles it once per file version
+// (wazero's file-backed compilation cache makes a restart cheap), checks the
+// exports of the ABI (sdk/abi: mr_abi_version, mr_alloc, mr_call, memory)
+// and their types, and creates the first instance: instantiation runs the
+// reactor's _initialize, then the host checks the ABI version (refusing, for
+// example, "plugin bad: … ABI version 7, host speaks 2"), hands the instance
+// NAME.json with OpConfigure, and asks it to describe itself with OpDescribe.
+// The description is validated with pricing's rules and indexed: model →
+// plugin. Two plugins claiming one model, or two implementing select, is an
+// error naming both. At Open every failure is fatal; the error names the
+// plugin.
+//
+// Admit and Settle go to the plugin serving the request's model; Select goes
+// to the one plugin implementing select, and its plans are cached per
+// version of that plugin, keyed by model, route and the lines with their
+// breaker states.
+
 // Config configures a Host. Its zero value, with Dir set, works.
 type Config struct {
 	// Dir is the plugin directory: every NAME.wasm in it is a plugin, and an

@@ -9,6 +9,19 @@ import (
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
 
+// # Pool
+//
+// Each plugin version has at most Config.PoolSize instances. A call takes an
+// idle one; while the pool has room it also starts creating one (with its
+// own budget, not the caller's context) and takes whichever is ready first;
+// it waits on the caller's context. Each call writes the encoded request into a guest buffer
+// (mr_alloc), runs mr_call under Config.CallTimeout, and decodes the result
+// envelope before the instance is released. An instance that has served
+// Config.RecycleCalls calls, or whose memory grew beyond Config.RecycleBytes
+// (wasm memory never shrinks), is replaced in the background. Instances keep
+// state between calls; nothing of one request is meant to be visible to the
+// next unless the plugin author chose so.
+
 // Bounds on what crosses the boundary.
 const (
 	maxInput          = 1 << 24 // bytes of one encoded request

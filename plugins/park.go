@@ -7,6 +7,15 @@ import (
 	"time"
 )
 
+// # Parking
+//
+// A version with no call for Config.IdleRelease (default 1m) is parked: its
+// instances and compiled module are closed, keeping only what the catalogue
+// needs, and its next call compiles it again from the compilation cache and
+// the metered copy kept beside it, and starts an instance (about 145 ms:
+// BenchmarkUnpark). See park.go for the locking that keeps a
+// running call or an instance being created from losing its module.
+
 // Parking: a plugin that serves no calls for Config.IdleRelease gives back
 // its memory, and its next call loads it again.
 //

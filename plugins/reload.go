@@ -18,6 +18,19 @@ import (
 	"time"
 )
 
+// # Reload
+//
+// A poller (Config.Poll) calls Reload, which compares each plugin's
+// NAME.wasm and NAME.json by size and modification time and, when those
+// differ, by sha256. Added and replaced plugins are loaded in full beside the
+// serving ones; then the new Catalog is published with one atomic swap.
+// Calls that started on a replaced version finish on it; the version is
+// reference-counted and closes its instances once the last call returns. A
+// plugin that fails to load, or that conflicts with another, is refused and
+// logged with its name, and its previous version keeps serving. Every reload
+// that changes something is logged with the names added, replaced and
+// removed.
+
 // Bounds on the files read from the plugin directory.
 const (
 	maxWasmBytes   = 256 << 20

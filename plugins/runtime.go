@@ -19,6 +19,20 @@ import (
 	"github.com/modelrelay/modelrelay/internal/wasmmeter"
 )
 
+// # Sandbox
+//
+// A plugin gets what the ABI hands it and nothing else: no filesystem, no
+// environment or arguments, no network, no stdin or stdout; wazero's fake
+// clocks (the plugin's clock is the Now field of its requests), its
+// deterministic random source and a sleep that returns at once. Standard
+// error goes to the debug log, bounded per instance. Every module is
+// metered before it is compiled (internal/wasmmeter): each function entry
+// and loop header spends fuel, and a guest that has spent its fuel calls
+// the host, which ends the call once its deadline has passed (guard.go).
+// Without that a looping guest could never be stopped, and it would freeze
+// the host's garbage collector. Memory is capped by
+// Config.MemoryLimitPages.
+
 // maxMeteredBytes bounds a metered module read back from the cache
 // directory: the meter adds a few percent to a module of at most
 // maxWasmBytes.

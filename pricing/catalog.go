@@ -254,7 +254,7 @@ var requiredKeys = map[Unit][]string{
 	PerRequest:       {"unit_price"},
 }
 
-// parsePrice parses one route price object (spec 2.12).
+// parsePrice parses one route price object (docs/api.md#prices).
 func parsePrice(raw json.RawMessage) (Price, error) {
 	var p Price
 	members, err := decodeObject(raw)
@@ -641,7 +641,7 @@ func decodePriceMap(raw json.RawMessage) (map[string]Nano, error) {
 	return m, nil
 }
 
-// MarshalJSON writes p as a spec 2.12 route price object, keys in this
+// MarshalJSON writes p as a route price object (docs/api.md#prices), keys in this
 // order: unit, input, output, cache_read, cache_write, cache_write_1h,
 // long_context {min_input_tokens, input, output}, sizes, resolutions,
 // unit_price (sizes and resolutions sorted by name). Amounts are US dollars

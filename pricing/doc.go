@@ -1,7 +1,8 @@
 // Package pricing is ModelRelay's money and metering arithmetic: exact
 // nano-USD amounts (Nano), route prices and the charge of a call's usage
 // (Price.Charge), the price-list configuration of model plugins
-// (ParseModels) and its spec 2.12 JSON form (Price.MarshalJSON), and the
+// (ParseModels) and its JSON form in the price table (Price.MarshalJSON;
+// docs/api.md#prices), and the
 // reading of token usage out of provider responses and streams (ChatUsage,
 // ResponsesUsage, MessagesUsage, SystemOneUsage and the stream Meters).
 //

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// MarshalTable writes the public price table of spec 2.12,
+// MarshalTable writes the public price table (docs/api.md#prices),
 //
 //	{"success":true,"data":[price model, …]}
 //
@@ -64,7 +64,7 @@ func (m Model) EffectiveAutoRoute() string {
 	return route
 }
 
-// appendPriceModel appends one spec 2.12 price model object.
+// appendPriceModel appends one price model (docs/api.md#prices) object.
 func appendPriceModel(b []byte, m Model) ([]byte, error) {
 	b = append(b, `{"model_name":`...)
 	b = appendJSONString(b, m.ID)

@@ -155,7 +155,7 @@ func TestEffectiveAutoRoute(t *testing.T) {
 	}
 }
 
-// tableDoc is the spec 2.12 document with every price kept as a json.Number.
+// tableDoc is the price-table document (docs/api.md#prices) with every price kept as a json.Number.
 type tableDoc struct {
 	Success *bool `json:"success"`
 	Data    []struct {

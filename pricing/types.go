@@ -7,7 +7,7 @@ type Nano int64
 // NanoPerUSD is the number of Nano in one US dollar.
 const NanoPerUSD Nano = 1_000_000_000
 
-// Unit says what a Price charges for (spec 2.12, route price `unit`).
+// Unit says what a Price charges for (docs/api.md#prices, a route price's `unit`).
 type Unit string
 
 const (
@@ -25,7 +25,7 @@ type LongContext struct {
 	Output         Nano // nano-USD per 1M output tokens
 }
 
-// Price is one route price (spec 2.12). Token prices are nano-USD per one
+// Price is one route price (docs/api.md#prices). Token prices are nano-USD per one
 // million tokens; Sizes are nano-USD per image by size tier ("1K", "2K");
 // Resolutions are nano-USD per second by resolution ("480p"); UnitPrice is
 // nano-USD per request.
@@ -63,7 +63,7 @@ type Usage struct {
 	Requests   int64  `json:"requests,omitempty"`   // requests (per_request)
 }
 
-// Source says where a reference price comes from (spec 2.12
+// Source says where a reference price comes from (docs/api.md#prices,
 // reference_price_source).
 type Source struct {
 	Kind       string `json:"kind"`
@@ -88,7 +88,7 @@ type Model struct {
 	ReferenceSource *Source
 }
 
-// Endpoint types (spec 2.12 supported_endpoint_types).
+// Endpoint types (docs/api.md#prices, supported_endpoint_types).
 const (
 	EndpointChat      = "chat_completions"
 	EndpointResponses = "responses"

@@ -5,6 +5,39 @@ import (
 	"time"
 )
 
+// # Prompt caching (messages)
+//
+// A block (in system or in a message) with cache_control
+// {"type":"ephemeral", "ttl":"5m"|"1h"} is a breakpoint: the prompt prefix up
+// to and including it is a cache entry, keyed by a hash of the model and
+// the prefix content (text parts by type and text, other parts by their raw
+// JSON). For each request the sim finds the longest prefix, ending at any
+// block boundary at or before the last breakpoint, that is in the cache:
+// its tokens are cache_read_input_tokens. Each breakpoint after it writes
+// the tokens since the previous breakpoint (or the read prefix) as
+// ephemeral_5m_input_tokens or ephemeral_1h_input_tokens by its ttl
+// (default 5m); cache_creation_input_tokens is their sum. Every breakpoint
+// is then stored (a read refreshes its lifetime). input_tokens is the rest:
+// the tokens after the last breakpoint. There is no minimum cacheable
+// length. Entries expire after their ttl; the cache holds at most 65536
+// prefixes. MessagesUsage reports the first-time split (every breakpoint a
+// write); a repeat of the same request reads what the first one wrote.
+//
+// # Prompt caching (chat and responses with prompt_cache_key)
+//
+// A chat or responses request with a non-empty prompt_cache_key is cached
+// as a provider account caches it: each sim instance has its own cache, so
+// two sims are two accounts. The prompt has a boundary at the end of each
+// message (responses: after the instructions, then after the string input
+// or each input item), keyed by a hash of the model, the prompt_cache_key
+// and the prompt up to it. cached_tokens is the longest prefix ending at a
+// boundary that this sim has seen within 5 minutes, rounded down to a
+// multiple of CacheBlock, and 0 when it is under CacheMinTokens; every
+// boundary is then stored (or refreshed). So the first request with a key
+// reports no cached tokens, and a repeat (or a next turn extending it) of a
+// prompt of at least 1024 tokens reports the prefix seen before. ChatUsage
+// and ResponsesUsage report the first time (0 cached).
+
 // Prompt-cache lifetimes of the two Anthropic TTLs.
 const (
 	ttl5m = int64(5 * time.Minute)

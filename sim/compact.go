@@ -6,6 +6,25 @@ import (
 	"net/http"
 )
 
+// # Token counts and compaction
+//
+// count_tokens answers the whole prompt a messages call with the same body
+// counts (input, cache reads and cache writes together); it reads and
+// writes no cache entry. /v1/responses/compact counts its input as
+// /v1/responses does (instructions and input, cached tokens by the same
+// rule; no input counts the instructions alone) and reports CompactTokens
+// (32) output tokens; its answer is {"id":"resp_…","object":
+// "response.compaction","created_at","output","usage"}, output being every
+// user message of the input ({"type":"message","role":"user"} with its
+// content; a string input becomes one input_text) then one
+// {"id":"cmp_…","type":"compaction","encrypted_content":"sim-compaction-<hash>"}.
+// A /v1/responses call whose input has a compaction_trigger item (Codex
+// CLI's remote compaction) answers that compaction item as its only output,
+// with the same usage rule; streamed, its events are response.created,
+// response.in_progress, response.output_item.added,
+// response.output_item.done (the content event for timing and cuts) and
+// response.completed.
+
 const (
 	countTokensPath = "/v1/messages/count_tokens"
 	compactPath     = "/v1/responses/compact"

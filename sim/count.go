@@ -7,7 +7,46 @@ import (
 	"unicode/utf8"
 )
 
-// Counting constants; doc.go states the rules they belong to.
+// # Token counting
+//
+// Every number is deterministic and the exported helpers (ChatUsage,
+// ResponsesUsage, MessagesUsage, SystemOneUsage, ReplyText) compute exactly
+// what the server reports.
+//
+//   - Tokens(s) = ceil(len(s)/4), len in bytes: 0 for "", at least 1 otherwise.
+//   - A content is a string (Tokens of it) or an array of parts: a part of
+//     type text, input_text or output_text counts Tokens(text); any other
+//     part (image, file, tool_use, tool_result, …) counts PartTokens (85).
+//   - Chat prompt_tokens = Σ over messages (MessageTokens (4) + content).
+//     Tools, names and tool_calls are not counted.
+//   - Responses input_tokens = Tokens(instructions) + (a string input:
+//     4 + Tokens(input); an item array: per item with content 4 + content,
+//     per other item 4 + Tokens of its raw JSON).
+//   - Chat and responses cached tokens (stateless): 0 below CacheMinTokens
+//     (1024) prompt tokens, else floor(prompt/2/64)*64. They are part of
+//     prompt_tokens / input_tokens, as upstream. A request with a
+//     prompt_cache_key is different: see cache.go.
+//   - Messages: the prompt is the system blocks, then per message (system
+//     turns included) 4 + its blocks. Tools are not counted. See cache.go for how it splits into input_tokens,
+//     cache reads and cache writes.
+//   - Typed questions: input_tokens = Tokens(state) + Σ per question
+//     (Tokens(name) + Tokens(instructions) + Σ Tokens(option)); output 0.
+//
+// # Completions
+//
+// The reply text is "Simulated reply from <model>:" followed by the first
+// EchoWords (64) whitespace-separated words of the last user message (its
+// text parts joined by spaces), then filler words until it has ReplyWords
+// (24) words. A canary in a short prompt therefore appears in the reply.
+// The completion token count is the number of words. The request's max
+// tokens field (chat: max_completion_tokens, else max_tokens; responses:
+// max_output_tokens; messages: max_tokens) caps the words; when it cuts the
+// reply, chat finish_reason is "length", responses status "incomplete" with
+// incomplete_details.reason "max_output_tokens", messages stop_reason
+// "max_tokens" (otherwise "stop", "completed", "end_turn"). A max tokens
+// field below 1 is 400.
+
+// Counting constants; "Token counting" above states the rules they belong to.
 const (
 	MessageTokens   = 4    // per chat/messages message and per responses input item
 	PartTokens      = 85   // per non-text content part (image, file, tool_use, …)
@@ -309,7 +348,7 @@ func ResponsesUsage(body []byte) (Counts, error) {
 // MessagesUsage returns the usage the sim reports for a messages request
 // body the first time its cache breakpoints are seen (every breakpoint a
 // cache write). When the sim has already seen a prefix, the tokens up to it
-// move from CacheWrite/CacheWrite1h to Cached (see doc.go).
+// move from CacheWrite/CacheWrite1h to Cached (see cache.go).
 func MessagesUsage(body []byte) (Counts, error) {
 	req, err := parseMessages(body)
 	if err != nil {

@@ -15,6 +15,14 @@ import (
 	"strings"
 )
 
+// # Images
+//
+// Image answers are {"created", "data":[n × {"b64_json": an 8×8 PNG}]}, or
+// {"url"} items with response_format=url; n is 1..128 (default 1), size is
+// "auto", empty or <W>x<H>. Edits read the multipart body as a stream (never
+// ParseMultipartForm, never a file on disk): model, prompt and a non-empty
+// image (or image[]) file are required; the body is capped at 64 MiB.
+
 // Image limits.
 const (
 	imageFilePrefix = "/v1/images/files/"

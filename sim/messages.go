@@ -7,7 +7,7 @@ import (
 const messagesPath = "/v1/messages"
 
 // versionHeaders are the accepted spellings of the messages API version
-// header: the vendor's own and the spec's neutral one.
+// header: the vendor's own and the neutral one (docs/api.md#versioning).
 var versionHeaders = [...]string{"anthropic-version", "vendorx-version"}
 
 // hasVersion reports whether r carries the messages API version header.

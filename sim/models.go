@@ -17,7 +17,7 @@ const (
 	famSystemOne
 )
 
-// models is the spec 2.1 catalogue in the order Models returns it.
+// models is the catalogue of docs/api.md#models in the order Models returns it.
 var models = []struct {
 	id  string
 	fam family
@@ -52,7 +52,7 @@ var catalogue = func() map[string]family {
 // serves reports whether model is served by an endpoint of family f.
 func serves(model string, f family) bool { return catalogue[model]&f != 0 }
 
-// Models returns every model id of the spec catalogue the sim serves.
+// Models returns every model id of the catalogue (docs/api.md#models) the sim serves.
 func Models() []string {
 	out := make([]string, len(models))
 	for i, e := range models {

@@ -7,6 +7,21 @@ import (
 	"strconv"
 )
 
+// # What the sim accepts
+//
+// It validates no more strictly than the providers: what it does not read
+// passes. Messages: a message role is "user", "assistant" or "system"
+// (Claude Code puts system turns inside messages; they count as any other
+// turn); blocks of any type (thinking, tool_use, tool_result, image,
+// document, …) with cache_control on any of them; tools with any fields
+// (defer_loading, cache_control, server tools), thinking,
+// context_management, output_config, metadata and unknown top-level or
+// per-message fields. cache_control is checked as upstream checks it (type
+// "ephemeral", ttl "5m" or "1h"). Responses: items of any type and role
+// (developer messages, reasoning items with content null, function calls
+// and outputs, compaction items, unknown fields such as store, include,
+// prompt_cache_key, client_metadata).
+
 // content is a message content: a string, an array of content parts, or
 // null. A string becomes one text part with str set.
 type content struct {

@@ -16,6 +16,68 @@ import (
 	"time"
 )
 
+// # Endpoints
+//
+// All under /v1; JSON unless stated. Unknown paths answer 404, a known path
+// with the wrong method 405, both with an error body.
+//
+//	POST /v1/chat/completions     text models (docs/api.md#models); JSON or SSE
+//	POST /v1/responses            modelb-6-astra, modelb-6.1-sol, modelc-4.7; JSON or SSE
+//	POST /v1/responses/compact    the responses models; JSON
+//	POST /v1/messages             modela-fable-5-1, modela-sonnet-5-5, modela-opus-5-5; JSON or SSE
+//	POST /v1/messages/count_tokens the messages models; JSON {"input_tokens": N}
+//	POST /v1/images/generations   modelb-image-2.5-sunburst, modelb-image-2.5-flare
+//	POST /v1/images/edits         same models, multipart/form-data
+//	POST /v1/videos/generations   modelc-imagine-video-1.5
+//	GET  /v1/videos/{id}          status document
+//	GET  /v1/videos/{id}/content  video/mp4 once done
+//	POST /v1/systemone            sysmodel-1.13.0, sysmodel-latest, sysmodel-preview (alias /v1/system_one)
+//	GET  /v1/models               every model of Models()
+//	GET  /v1/images/files/{x}.png the target of response_format=url image answers
+//
+// A model the endpoint does not serve (unknown, or of another family) is
+// 404: OpenAI shape {"error":{"message":"The model `x` does not exist",
+// "type":"invalid_request_error","param":null,"code":"model_not_found"}};
+// /v1/messages and /v1/messages/count_tokens answer every error in the
+// Anthropic shape {"type":"error","error":{"type":"not_found_error",
+// "message":"…"}}. A body that is not valid JSON, or misses a required
+// field, is 400 and the message names the field (typed questions:
+// validation problems are 422 with a FastAPI-style
+// {"detail":[{"loc","msg","type"}]}). /v1/messages needs the header
+// anthropic-version (or the neutral spelling vendorx-version, docs/api.md#versioning) and
+// max_tokens, else 400 invalid_request_error; count_tokens needs the header
+// but not max_tokens.
+//
+// # Faults and timing
+//
+// Fault-eligible requests are every POST and the two GET video endpoints,
+// after routing and the API key check (a missing or wrong key is 401
+// before any fault; GET /v1/models is never faulted). Faults are on when
+// ErrorRate > 0, Status != 0 or Hang is set; the rate is then ErrorRate, or
+// 1 (every request) when ErrorRate is 0. Eligible request i, counted from 0
+// since New or the last SetOptions, faults iff floor((i+1)*rate) >
+// floor(i*rate): over any first N requests exactly floor(N*rate) fault (0.5
+// faults requests 1, 3, 5, …). With a non-zero Seed (-seed) each eligible
+// request faults independently with probability rate instead (the i-th draw
+// of SplitMix64 from Seed), so runs of failures occur as in production; the
+// same seed gives the same sequence. A faulted request hangs without headers
+// until the client goes away when Hang is set; otherwise, after Latency, it
+// gets Status (default 500) and an error body (Anthropic shape on
+// /v1/messages): 429 has Retry-After: RetryAfter (default 1) and type
+// "requests"/"rate_limit_error", code "rate_limit_exceeded"; 503 and 529
+// have message "overloaded" (type "server_error" code "overloaded" /
+// "overloaded_error"); other 5xx "server_error"/"api_error".
+//
+// Latency is waited before the headers of every fault-eligible answer. A
+// stream then flushes its headers, waits FirstChunk, sends its opening
+// events and the first content chunk, and waits ChunkGap before each later
+// content chunk; its closing events follow without waits. CutAfter > 0
+// aborts every stream (panic(http.ErrAbortHandler): the connection is
+// closed without a terminating chunk) right after min(CutAfter, Chunks)
+// content chunks have been flushed: no finish chunk, usage chunk, [DONE] or
+// closing event is sent. Close releases hanging and waiting requests by
+// aborting them.
+
 // Defaults applied when the corresponding Options field is zero.
 const (
 	DefaultChunks     = 8           // content chunks per streamed reply
@@ -28,7 +90,7 @@ const (
 // value is a fast, fault-free provider.
 type Options struct {
 	// Latency is the wait before the response headers are sent (every
-	// request that can fault, see doc.go). 0 = none.
+	// request that can fault, see "Faults and timing" above). 0 = none.
 	Latency time.Duration
 	// FirstChunk is the wait, after the headers of a stream are flushed,
 	// before its first event. 0 = none.

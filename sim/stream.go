@@ -5,6 +5,32 @@ import (
 	"net/http"
 )
 
+// # Streams
+//
+// A streamed reply carries exactly Chunks (default 8) content chunks: chunk
+// i holds words [i*W/N, (i+1)*W/N) of the W-word reply with their leading
+// space, so the chunks concatenate to the reply; a chunk is empty when the
+// reply has fewer words than chunks. Every event is flushed on its own.
+//
+//   - Chat: `data: {chat.completion.chunk}` events: one with
+//     delta{role:"assistant",content:""}, the content chunks, one with an
+//     empty delta and finish_reason; then, exactly when
+//     stream_options.include_usage is true, a chunk with "choices":[] and
+//     usage (all earlier chunks then carry "usage":null; without
+//     include_usage no chunk has a usage field); then `data: [DONE]`.
+//   - Responses: `event: X` / `data: {"type":"X","sequence_number":n,…}`
+//     for response.created, response.in_progress,
+//     response.output_item.added, response.content_part.added, one
+//     response.output_text.delta per chunk, response.output_text.done,
+//     response.content_part.done, response.output_item.done, then
+//     response.completed — or, as upstream does, response.incomplete when
+//     max_output_tokens cut the reply — carrying the full response and usage.
+//   - Messages: message_start (usage with the input and cache fields and
+//     output_tokens 1), content_block_start, ping, one content_block_delta
+//     (text_delta) per chunk, content_block_stop, message_delta
+//     (delta{stop_reason, stop_sequence:null}, usage{output_tokens}),
+//     message_stop.
+
 // stream writes server-sent events with the configured timing and cut.
 type stream struct {
 	s    *Server

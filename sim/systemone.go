@@ -7,6 +7,18 @@ import (
 	"strconv"
 )
 
+// # Typed questions
+//
+// Answers are derived from FNV-1a hashes of state and question name: noul
+// {"type":"noul","noul":p}; choice {"type":"choice","choice":o,
+// "probabilities":{o:p,…}} (the most probable option); score
+// {"type":"score","score":x} within [min, max] (defaults 0 and 1). 422 when
+// Tokens(state) > 32768 + Tokens(the longest question instructions)
+// ("state is too long: N tokens, limit M"), when a choice question has no
+// options (or a duplicate), a score question has min > max, a type is not
+// noul, choice or score, questions is empty, or model, state or questions
+// is missing.
+
 const systemOnePath = "/v1/systemone"
 
 // Typed-question types.

@@ -10,6 +10,18 @@ import (
 	"time"
 )
 
+// # Video
+//
+// A video job (POST → {"request_id":"vid_…","model","status":"pending"})
+// follows the VideoSteps schedule (default 1s, fixed at creation): pending
+// (progress 0) for the first step, processing after 1 step (33, then 66 after
+// 2), and after 3 steps final: done (progress 100, with
+// video{url:"/v1/videos/{id}/content", duration}), or failed (with
+// error{code:"generation_failed"}) when the prompt contains "[fail]", or
+// expired when it contains "[expire]". /content is 404 until the job is
+// done, then a small fixed MP4 (ftyp + mdat boxes). Unknown ids are 404. At
+// most 16384 jobs are kept, the oldest forgotten first.
+
 const (
 	videoPath     = "/v1/videos/generations"
 	maxVideoJobs  = 16384 // jobs kept; the oldest is forgotten first

@@ -303,7 +303,7 @@ func dash(s string) string {
 }
 
 func runAccounts(args []string) error {
-	sub, rest, err := subcommand(args, "accounts", "create", "credit", "balance", "charges", "list", "update")
+	sub, rest, err := subcommand(args, "accounts", "create", "credit", "balance", "charges", "list", "update", "login")
 	if err != nil {
 		return err
 	}
@@ -313,6 +313,7 @@ func runAccounts(args []string) error {
 	usd := fs.String("usd", "", "amount in USD, e.g. 1.50")
 	limit := fs.Int("limit", 50, "charges: how many entries")
 	alert := fs.String("alert-below-usd", "", "update: the low-balance threshold in USD (0: none)")
+	email := fs.String("email", "", "login: the account holder's email address")
 	pos, err := parseInterleaved(fs, rest)
 	if err != nil {
 		return exitCode(2)
@@ -357,6 +358,8 @@ func runAccounts(args []string) error {
 		fmt.Println(a.BalanceUSD)
 	case "update":
 		return updateAccount(c, acct, *alert)
+	case "login":
+		return issueLogin(c, os.Stdout, acct, *email)
 	case "charges":
 		var out struct {
 			Data []gateway.EntryView `json:"data"`
@@ -390,6 +393,22 @@ func updateAccount(c *adminClient, acct, alert string) error {
 	} else {
 		fmt.Printf("account %s: alert below %s USD (available %s USD)\n", a.ID, a.AlertBelowUSD, a.AvailableUSD)
 	}
+	return nil
+}
+
+// issueLogin gives the holder of email a console login on the account and
+// prints its one-time set-password link (the first line, alone, for
+// scripts) and when the link expires.
+func issueLogin(c *adminClient, w io.Writer, acct, email string) error {
+	if email == "" {
+		return errors.New("accounts login: -email is required")
+	}
+	var l gateway.LoginView
+	if err := c.do("POST", "/admin/accounts/"+acct+"/login", map[string]string{"email": email}, &l); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, l.SetupLink)
+	fmt.Fprintf(w, "one-time link for %s to set the password of its console login on account %s; it expires %s\n", l.Email, l.Account, l.Expires)
 	return nil
 }
 

@@ -166,6 +166,56 @@ func TestAccountsUpdateFlags(t *testing.T) {
 	}
 }
 
+// TestAccountsLogin: accounts login posts the email to the account's login
+// endpoint and prints the link alone on the first line, then its expiry;
+// without -email, or on the gateway's error, nothing is printed.
+func TestAccountsLogin(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path+" "+string(body))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(string(body), "taken@") {
+			w.WriteHeader(http.StatusConflict)
+			_, _ = io.WriteString(w, `{"error":{"message":"\"taken@example.com\" is already the console login of another account","type":"invalid_request_error","code":"exists"}}`)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"email":"alice@example.com","account":"acme","setup_link":"https://relay.example.com/console/setup/rls-abc","expires":"2026-11-28T10:00:00Z"}`)
+	}))
+	defer srv.Close()
+	t.Setenv("RELAY_ADMIN_TOKEN", "admin-token-for-tests")
+	c, err := newAdminClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := issueLogin(c, &out, "acme", "Alice@Example.com"); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || lines[0] != "https://relay.example.com/console/setup/rls-abc" ||
+		!strings.Contains(lines[1], "alice@example.com") || !strings.Contains(lines[1], "expires 2026-11-28T10:00:00Z") {
+		t.Errorf("printed %q", out.String())
+	}
+	if want := `POST /admin/accounts/acme/login {"email":"Alice@Example.com"}`; len(got) != 1 || got[0] != want {
+		t.Errorf("sent %q, want %q", got, want)
+	}
+	out.Reset()
+	if err := issueLogin(c, &out, "acme", "taken@example.com"); err == nil || !strings.Contains(err.Error(), "another account") || out.Len() != 0 {
+		t.Errorf("a refused login: %v, printed %q", err, out.String())
+	}
+	if err := runAccounts([]string{"login", "-account", "acme", "-server", srv.URL}); err == nil || !strings.Contains(err.Error(), "-email is required") {
+		t.Errorf("without -email: %v", err)
+	}
+	if len(got) != 2 {
+		t.Errorf("%d requests, want 2: %q", len(got), got)
+	}
+}
+
 // TestPrintKeys: keys list shows each key's settings and its spend in the
 // current period, "-" where there is none.
 func TestPrintKeys(t *testing.T) {
@@ -250,6 +300,10 @@ func TestAdminCLIKeySettings(t *testing.T) {
 	}
 	if out := mustCLI("accounts", "update", "-account", "acme", "-alert-below-usd", "5"); !strings.Contains(out, "alert below 5.000000000 USD") {
 		t.Errorf("accounts update: %q", out)
+	}
+	link, _, _ := strings.Cut(mustCLI("accounts", "login", "-account", "acme", "-email", "alice@example.com"), "\n")
+	if !strings.HasPrefix(link, "http://"+addr+"/console/setup/rls-") {
+		t.Errorf("accounts login printed the link %q", link)
 	}
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {

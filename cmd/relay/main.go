@@ -1,5 +1,3 @@
-// Command relay is ModelRelay's only program: the gateway, the simulated
-// provider, the demo, the admin CLI and the offline plugin tester.
 package main
 
 import (
@@ -21,6 +19,7 @@ usage:
                                -expires 2026-12-31T00:00:00Z|none -allow 10.0.0.0/8 (repeat, or none)
   relay accounts create -account A | credit -account A -usd 1.50 | balance -account A | charges -account A | list
                  | update -account A -alert-below-usd 5
+                 | login -account A -email alice@example.com   (a one-time console setup link)
   relay plugin  test PLUGIN.wasm DIR [-update]
 
 The admin commands talk to a running gateway: -server (default

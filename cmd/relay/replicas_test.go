@@ -196,7 +196,7 @@ func relayCall(i int, addr, key, body string, stream bool, started chan<- struct
 		} `json:"error"`
 	}
 	if jerr := json.Unmarshal(data, &e); jerr != nil && r.err == nil {
-		r.err = fmt.Errorf("the %d answer is not the spec's error shape: %v: %.200q", r.status, jerr, data)
+		r.err = fmt.Errorf("the %d answer is not the error shape (docs/api.md#errors): %v: %.200q", r.status, jerr, data)
 	}
 	r.typ, r.code, r.message = e.Error.Type, fmt.Sprint(e.Error.Code), e.Error.Message
 	return r
@@ -347,7 +347,7 @@ const scarceBody = `{"model":"modelf-flash","messages":[{"role":"user","content"
 //     have been in flight together (store/doc.go, the overrun bound).
 //   - A refusal means balance ≤ 0 or balance − held < H, so credit <
 //     H + N·C: at least ⌊(credit − H) / C⌋ + 1 calls are admitted.
-//   - Every other call is 402 insufficient_credit in the spec's shape and
+//   - Every other call is 402 insufficient_credit in the error shape (docs/api.md#errors) and
 //     charged nothing; every admitted call is charged exactly once; the
 //     journal sums to credits − balance to the nano-USD, and nothing stays
 //     held.
@@ -413,7 +413,7 @@ func TestReplicasShareScarceCredit(t *testing.T) {
 			refused[r.rid] = true
 			if r.typ != "insufficient_quota" || r.code != "insufficient_credit" || r.shouldRetry != "false" ||
 				!strings.Contains(r.message, r.rid) || !strings.Contains(r.message, "ops@relay.test") {
-				t.Errorf("a 402 not in the spec's shape: %v %q x-should-retry %q", r, r.message, r.shouldRetry)
+				t.Errorf("a 402 not in the error shape (docs/api.md#errors): %v %q x-should-retry %q", r, r.message, r.shouldRetry)
 			}
 		default:
 			t.Errorf("want 200 or 402: %v %q", r, r.message)

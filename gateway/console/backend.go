@@ -37,7 +37,8 @@ type Backend interface {
 	Allow(ctx context.Context, bucket string) (ok bool, retryAfter time.Duration)
 	// AdminToken reports whether tok is the admin token (constant time).
 	AdminToken(tok string) bool
-	// CreateAccount creates an account, as POST /admin/accounts does.
+	// CreateAccount creates an account, as POST /admin/accounts does (an
+	// invalid id is an *Error naming id; an existing one store.ErrExists).
 	CreateAccount(ctx context.Context, id string) (store.Account, error)
 	// Credit adds usd to account with note, as POST /admin/accounts/{id}/credit does.
 	Credit(ctx context.Context, account string, usd pricing.Nano, note string) (store.Account, error)

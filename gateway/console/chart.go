@@ -156,10 +156,11 @@ func (s *spend) view() chartView {
 	return v
 }
 
-// niceCeil rounds n up to 1, 2 or 5 times a power of ten nano-USD (at
-// least 1 cent), divisible by 4 for the ticks.
+// niceCeil rounds n up to 1, 2 or 5 times a power of ten nano-USD, at
+// least 100 (so that a day of a few tiny calls still draws a bar); each
+// is divisible by 4, for the ticks.
 func niceCeil(n pricing.Nano) pricing.Nano {
-	step := pricing.Nano(10_000_000) // one cent
+	step := pricing.Nano(100)
 	for {
 		for _, f := range []pricing.Nano{1, 2, 5} {
 			if c := step * f; c >= n && c%4 == 0 {

@@ -150,22 +150,9 @@ func staticHandler(fsys fs.FS) http.Handler {
 	})
 }
 
-// Run purges expired sessions every interval until ctx ends. The
-// gateway's owner runs it; a purge also runs now and then on sign-in.
-func (c *Console) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			c.purge(ctx)
-		}
-	}
-}
-
-// purge deletes expired and idle sessions, at most once a minute.
+// purge deletes expired and idle sessions, at most once a minute; each
+// sign-in calls it, so the store never gathers more than a minute of them
+// beyond what expiry checks on use already refuse.
 func (c *Console) purge(ctx context.Context) {
 	now := c.now()
 	c.purgeMu.Lock()

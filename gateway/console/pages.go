@@ -11,6 +11,7 @@ import (
 // overviewData is the account holder's first page.
 type overviewData struct {
 	Account store.Account
+	Holds   int // the account's open holds: calls in progress
 	Keys    []store.Key
 	KeyID   string // the chart's key; "" for all
 	Chart   chartView
@@ -31,6 +32,16 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *store.Sess
 	if err != nil {
 		return err
 	}
+	holds, err := c.st.OpenHolds(ctx)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, h := range holds {
+		if h.Account == s.Account {
+			n++
+		}
+	}
 	keyID := r.URL.Query().Get("key")
 	if keyID != "" && !hasKey(keys, keyID) {
 		return errorf(http.StatusNotFound, "key", "There is no such key on this account.")
@@ -44,7 +55,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *store.Sess
 		return err
 	}
 	c.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Session: s, Nav: "overview",
-		Data: overviewData{Account: a, Keys: keys, KeyID: keyID, Chart: sp.view()}})
+		Data: overviewData{Account: a, Holds: n, Keys: keys, KeyID: keyID, Chart: sp.view()}})
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelrelay/modelrelay/pricing"
@@ -36,6 +37,16 @@ var funcs = template.FuncMap{
 	"usd":   func(n pricing.Nano) string { return "$" + n.String() },
 	"usd2":  usd2,
 	"usage": usageText,
+	"money": money,
+	"expires": func(t time.Time) string {
+		switch {
+		case t.IsZero():
+			return "never"
+		case t.Equal(t.UTC().Truncate(24 * time.Hour)):
+			return "end of " + t.UTC().AddDate(0, 0, -1).Format("2006-01-02") + " UTC"
+		}
+		return t.UTC().Format("2006-01-02 15:04") + " UTC"
+	},
 	"time": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"
@@ -48,6 +59,19 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04") + " UTC"
 	},
+}
+
+// money shows an amount exactly with at least two decimals: "$2.50",
+// "$2.4999594", "$0.00".
+func money(n pricing.Nano) string {
+	s := n.String()
+	switch i := strings.IndexByte(s, '.'); {
+	case i < 0:
+		s += ".00"
+	case len(s)-i == 2:
+		s += "0"
+	}
+	return "$" + s
 }
 
 // usd2 shows an amount to the cent, rounded toward zero, with a $:

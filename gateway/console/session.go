@@ -64,7 +64,7 @@ func (c *Console) session(h pageHandler, who role) http.HandlerFunc {
 				c.fail(w, r, s, err)
 				return
 			}
-			if subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(s.CSRF)) != 1 {
+			if s.CSRF == "" || subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(s.CSRF)) != 1 {
 				c.fail(w, r, s, errorf(http.StatusForbidden, "csrf", "The form's security token is missing or wrong: reload the page and try again."))
 				return
 			}

@@ -154,11 +154,7 @@ func (c *Console) operatorSignin(w http.ResponseWriter, r *http.Request) {
 
 // limited answers 429 when one of buckets was emptied by earlier failures.
 func (c *Console) limited(w http.ResponseWriter, r *http.Request, buckets []string, d signinData) bool {
-	now := c.now()
-	var wait time.Duration
-	for _, b := range buckets {
-		wait = max(wait, c.blocked.until(b, now))
-	}
+	wait := c.blockedFor(buckets)
 	if wait == 0 {
 		return false
 	}
@@ -167,8 +163,34 @@ func (c *Console) limited(w http.ResponseWriter, r *http.Request, buckets []stri
 }
 
 // failed counts a failed sign-in against each bucket; when one is empty
-// it blocks the bucket and answers 429.
+// it answers 429.
 func (c *Console) failed(w http.ResponseWriter, r *http.Request, buckets []string, d signinData) bool {
+	wait := c.countFailure(r, buckets)
+	if wait == 0 {
+		return false
+	}
+	c.tooMany(w, r, wait, d)
+	return true
+}
+
+func (c *Console) tooMany(w http.ResponseWriter, r *http.Request, wait time.Duration, d signinData) {
+	d.Error = tooManyText(w, wait)
+	c.renderSignin(w, r, http.StatusTooManyRequests, d)
+}
+
+// blockedFor is how long any of buckets stays blocked (0: none is).
+func (c *Console) blockedFor(buckets []string) time.Duration {
+	now := c.now()
+	var wait time.Duration
+	for _, b := range buckets {
+		wait = max(wait, c.blocked.until(b, now))
+	}
+	return wait
+}
+
+// countFailure takes a token from each bucket (the Backend's limiter);
+// a bucket found empty is blocked, and the wait is returned (0: none).
+func (c *Console) countFailure(r *http.Request, buckets []string) time.Duration {
 	var wait time.Duration
 	now := c.now()
 	for _, b := range buckets {
@@ -178,19 +200,17 @@ func (c *Console) failed(w http.ResponseWriter, r *http.Request, buckets []strin
 			wait = max(wait, after)
 		}
 	}
-	if wait == 0 {
-		return false
+	if wait > 0 {
+		c.log.Warn("console: failed sign-ins rate-limited", "addr", clientAddr(r))
 	}
-	c.log.Warn("console: sign-ins rate-limited", "addr", clientAddr(r))
-	c.tooMany(w, r, wait, d)
-	return true
+	return wait
 }
 
-func (c *Console) tooMany(w http.ResponseWriter, r *http.Request, wait time.Duration, d signinData) {
+// tooManyText sets Retry-After and says how long to wait.
+func tooManyText(w http.ResponseWriter, wait time.Duration) string {
 	secs := int(math.Ceil(wait.Seconds()))
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	d.Error = "Too many failed sign-ins from this address or for this login. Wait " + waitText(secs) + " and try again."
-	c.renderSignin(w, r, http.StatusTooManyRequests, d)
+	return "Too many failed attempts from this address or for this login. Wait " + waitText(secs) + " and try again."
 }
 
 func waitText(secs int) string {
@@ -238,8 +258,14 @@ func (c *Console) setup(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, err)
 		return
 	}
+	buckets := []string{"addr:" + clientAddr(r)}
+	if wait := c.blockedFor(buckets); wait > 0 {
+		c.renderSetup(w, r, http.StatusTooManyRequests, tooManyText(w, wait))
+		return
+	}
 	token := r.PathValue("token")
 	if !validSetupToken(token) {
+		c.countFailure(r, buckets)
 		c.fail(w, r, nil, errorf(http.StatusNotFound, "", "This set-password link is not valid. Ask the operator for a new one."))
 		return
 	}
@@ -260,6 +286,8 @@ func (c *Console) setup(w http.ResponseWriter, r *http.Request) {
 	}
 	l, err := c.st.SetPassword(r.Context(), store.HashKey(token), phc, c.now())
 	if errors.Is(err, store.ErrNotFound) {
+		// A guessed token costs a KDF run: it counts as a failed sign-in.
+		c.countFailure(r, buckets)
 		c.fail(w, r, nil, errorf(http.StatusNotFound, "", "This set-password link was used already, has expired or is not valid. Ask the operator for a new one."))
 		return
 	}

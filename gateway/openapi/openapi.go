@@ -8,7 +8,7 @@ import (
 //go:embed openapi.json
 var document []byte
 
-// Version is the document's info.version label (spec section 9).
+// Version is the document's info.version label (docs/api.md#versioning).
 const Version = "2026-09-19"
 
 // Document returns the OpenAPI 3.1.0 document as JSON. The slice is the

@@ -152,10 +152,10 @@ func TestDocumentVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	if doc.OpenAPI != "3.1.0" {
-		t.Errorf("openapi = %q, want 3.1.0 (spec section 9)", doc.OpenAPI)
+		t.Errorf("openapi = %q, want 3.1.0 (docs/api.md#versioning)", doc.OpenAPI)
 	}
 	if doc.Info.Version != "2026-09-19" {
-		t.Errorf("info.version = %q, want 2026-09-19 (spec section 9)", doc.Info.Version)
+		t.Errorf("info.version = %q, want 2026-09-19 (docs/api.md#versioning)", doc.Info.Version)
 	}
 	if openapi.Version != doc.Info.Version {
 		t.Errorf("openapi.Version = %q, but the document says %q", openapi.Version, doc.Info.Version)
@@ -300,7 +300,7 @@ func operations(t *testing.T) (map[string]operation, []map[string][]string) {
 	return ops, doc.Security
 }
 
-// TestEndpointsAndStatuses checks the document against spec sections 4, 4.1
+// TestEndpointsAndStatuses checks the document against docs/api.md#endpoints and #errors
 // and 5: every endpoint is there, with the error statuses its section lists,
 // and the right security.
 func TestEndpointsAndStatuses(t *testing.T) {

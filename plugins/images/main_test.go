@@ -14,7 +14,7 @@ func TestFixtures(t *testing.T) { sdktest.Run(t, fixtures) }
 // The embedded list is images.json as it is on disk (the host's copy).
 func TestEmbeddedIsImagesJSON(t *testing.T) { sdktest.CheckEmbedded(t, "images", prices) }
 
-// TestCatalogue checks images.json against spec 2.1 and 4.2.4: the two
+// TestCatalogue checks images.json against docs/api.md#models and #fees-fixed-by-the-contract: the two
 // image models on both image endpoints, $0.03 at 1K and $0.05 at 2K on the
 // standard and economy routes, auto_route standard, and a reference price
 // above ours with its source.

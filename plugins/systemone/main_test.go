@@ -15,7 +15,7 @@ func TestFixtures(t *testing.T) { sdktest.Run(t, fixtures) }
 // The embedded list is systemone.json as it is on disk (the host's copy).
 func TestEmbeddedIsSystemOneJSON(t *testing.T) { sdktest.CheckEmbedded(t, "systemone", prices) }
 
-// TestCatalogue checks systemone.json against spec 2.1 and 4.2.7: the three
+// TestCatalogue checks systemone.json against docs/api.md#models and #fees-fixed-by-the-contract: the three
 // typed-question models on systemone, $0.04494 per million input tokens and
 // free output on the standard and economy routes, auto_route standard, and
 // a reference price above ours with its source.

@@ -33,7 +33,7 @@ const (
 )
 
 // stateTokenLimit is the state's token budget before the longest question's
-// instructions are added (spec 8: 32k tokens plus the longest question).
+// instructions are added (docs/api.md#limits: 32k tokens plus the longest question).
 const stateTokenLimit = 32768
 
 // Question types.

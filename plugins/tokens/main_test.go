@@ -15,7 +15,7 @@ const fixtures = "../../testdata/plugins/tokens"
 
 func TestFixtures(t *testing.T) { sdktest.Run(t, fixtures) }
 
-// textModels are the text models of spec 2.1 and the endpoints that serve
+// textModels are the text models of docs/api.md#models and the endpoints that serve
 // them (4.2).
 var textModels = map[string][]string{
 	"modela-fable-5-1":       {"chat_completions", "messages"},
@@ -51,7 +51,7 @@ func TestCatalogue(t *testing.T) {
 		t.Run(m.ID, func(t *testing.T) {
 			endpoints, ok := textModels[m.ID]
 			if !ok {
-				t.Fatal("not a text model of spec 2.1")
+				t.Fatal("not a text model of docs/api.md#models")
 			}
 			if !slices.Equal(m.Endpoints, endpoints) {
 				t.Errorf("endpoints %v, want %v", m.Endpoints, endpoints)

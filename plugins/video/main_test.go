@@ -14,7 +14,7 @@ func TestFixtures(t *testing.T) { sdktest.Run(t, fixtures) }
 // The embedded list is video.json as it is on disk (the host's copy).
 func TestEmbeddedIsVideoJSON(t *testing.T) { sdktest.CheckEmbedded(t, "video", prices) }
 
-// TestCatalogue checks video.json against spec 2.1 and 4.2.5: the one video
+// TestCatalogue checks video.json against docs/api.md#models and #fees-fixed-by-the-contract: the one video
 // model on video_generation, $0.05, $0.10 and $0.20 per second at 480p,
 // 720p and 1080p on the standard and economy routes, auto_route standard,
 // and a reference price above ours with its source.

@@ -1,7 +1,3 @@
-// Package abi is the wire contract between the ModelRelay plugin host and its
-// WebAssembly guests. It imports only the standard library and is the single
-// source of truth for both sides: export names, the ABI version, the
-// operations, and the request/result envelopes with their binary encoding.
 package abi
 
 // Version is the ABI version. The host calls ExportVersion at load and refuses

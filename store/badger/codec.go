@@ -15,7 +15,31 @@ import (
 	"github.com/modelrelay/modelrelay/pricing"
 )
 
-// Key prefixes; doc.go describes the layout.
+// # Key layout
+//
+//	acct/<account>             account record: balance, held, journal counter, created, alert threshold
+//	key/<sha256 hex>           key record (id, account, route, exclusions, revoked; label, limit, reset, expiry, allow-list)
+//	keyid/<key id>             the hash of that key, for RevokeKey, UpdateKey and Hold
+//	spend/<key id>             the key's spend in its period and the period's start (none: nothing spent yet)
+//	hold/<request id>          an open hold, as older builds kept them (this one keeps them in memory)
+//	done/<request id>          how a hold ended (Outcome): settled, released or recovered
+//	jrnl/<account>/<seq>       journal entry; seq is 8 bytes big-endian, so byte order is journal order
+//	job/<request id>           video job
+//	login/<email>              console login (account, password hash, setup token hash and expiry)
+//	setup/<setup hash>         the email of the login whose one-time setup token that is
+//	sess/<session id>          console session (expires with badger's TTL at its expiry)
+//	lsess/<email>\x00<id>      (empty) a login's session, so that SetPassword ends them all
+//
+// Next to badger's files, holds/ has the hold log (holdlog.go).
+//
+// Values are small records private to this package (records.go), kept
+// inline in the LSM tree, so the value log needs no garbage collection.
+// Account ids may not contain '/', so one account's journal prefix never
+// covers another's. Journal sequence numbers are per account, from 1, and
+// the counter lives in the account record, so the counter and the entry are
+// written by the same transaction that changes the balance.
+
+// Key prefixes (the layout above).
 const (
 	prefixAccount = "acct/"
 	prefixKey     = "key/"
@@ -74,18 +98,40 @@ func addBalance(account string, a, b pricing.Nano) (pricing.Nano, error) {
 // now is the store's clock; every time it writes is UTC.
 func now() time.Time { return time.Now().UTC() }
 
-// Record format (doc.go has it too). Every value this package writes (except keyid/<id>, which is the bare key
-// hash) is a record: one format tag byte naming the record type and its
-// layout version, then the record's fields in a fixed order, with no field
-// names and nothing after the last field. Strings are a uvarint byte length
-// and the bytes; integers are varints (signed, zigzag) or uvarints (sequence
-// numbers, counts), always in their shortest form; a bool is one byte, 0 or
-// 1; a time is 8 bytes big-endian of its unix nanoseconds, with the zero time
-// written as the lowest int64 (so 1678 to 2262 is what a record can hold).
-// Older builds wrote JSON records, which begin with '{' (no tag is '{'):
-// they are still read, and a record is rewritten in the binary layout the
-// next time it changes. A new layout of a record gets a new tag; readers
-// keep reading the old ones.
+// # Record format
+//
+// A record (every value but keyid/<key id>, which is the bare hash) is
+// binary: one format tag byte naming the record type and layout version
+// (0x01 account, 0x02 key, 0x03 hold, 0x04 journal entry, 0x05 job,
+// 0x06 outcome; all version 1; and 0x07, version 2 of a settled call's
+// outcome, which keeps only account, charge, sequence number and time: the
+// request id is its key's, and its hold amount and note are its journal
+// entry's, where Outcome reads them), then its fields in a fixed order with
+// no names and nothing after the last. Key limits added 0x08 account v2
+// (v1 and the alert threshold), 0x09 key v2 (v1 and label, limit, reset,
+// expiry, allow-list), 0x0a outcome v3 (v1 and the call's key id, model,
+// route and endpoint, for a released call, which has no journal entry) and
+// 0x0b key spend v1 (spent, period start); the web console added 0x0c
+// login v1 and 0x0d session v1 (console.go has their fields). Each newer
+// layout is v1's fields and then its own; the older is still read (its new fields zero), and a
+// record is written in the newest when it next changes. A build before a
+// tag cannot read a ledger that has one. Strings are a uvarint length and the
+// bytes (as given: ids are valid UTF-8, notes are not checked); amounts and
+// usage counts are zigzag varints of int64 nano-USD or units; sequence
+// numbers and list lengths uvarints; a bool one byte, 0 or 1; a time 8 bytes
+// big-endian of unix nanoseconds, the zero time as math.MinInt64, so a
+// record holds times from 1678 to 2262 and refuses to encode others. Every
+// varint is in its shortest form and the decoder refuses anything else, so
+// a record has exactly one encoding (FuzzDecodeRecord checks it). The field
+// order of each layout is written next to its code in records.go; changing
+// it means a new tag, and readers keep reading the old ones.
+//
+// Builds before the binary format wrote JSON records, which begin with '{'
+// (never a tag). They are still read, through the same record types, whose
+// JSON field tags must therefore not change; a record is rewritten in binary
+// when it next changes, and nothing converts the rest. A damaged record is an
+// error naming its key: `store: decode "acct/acme": balance: truncated
+// varint`.
 
 // Format tags: the first byte of a record.
 const (

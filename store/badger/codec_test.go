@@ -33,7 +33,7 @@ func newRecord(r record) record {
 
 // allRecords returns one empty record of every type, for decoding into.
 func allRecords() []record {
-	return []record{&accountRec{}, &keyRec{}, &holdRec{}, &entryRec{}, &jobRec{}, &outcomeRec{}, &spendRec{}}
+	return []record{&accountRec{}, &keyRec{}, &holdRec{}, &entryRec{}, &jobRec{}, &outcomeRec{}, &spendRec{}, &loginRec{}, &sessionRec{}}
 }
 
 var (
@@ -65,6 +65,13 @@ var (
 		{"outcome settled", "done/req_1", &outcomeRec{RequestID: "req_1", Account: "acme", State: store.OutcomeSettled, Charge: 1_234_567, Seq: 7, Time: t0, compact: true}},
 		{"outcome settled empty", "done/", &outcomeRec{State: store.OutcomeSettled, compact: true}},
 		{"outcome empty", "done/", &outcomeRec{}},
+		{"login", "login/alice@example.com", &loginRec{Email: "alice@example.com", Account: "acme", PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA",
+			SetupHash: store.HashKey("rls-x"), SetupExpires: t0.Add(24 * time.Hour), Created: t0, Updated: t0}},
+		{"login empty", "login/", &loginRec{}},
+		{"session", "sess/h", &sessionRec{ID: store.HashKey("cookie"), Email: "alice@example.com", Account: "acme", CSRF: "c",
+			Created: t0, Seen: t0, Expires: t0.Add(12 * time.Hour)}},
+		{"session of the operator", "sess/h", &sessionRec{ID: store.HashKey("cookie 2"), Operator: true, CSRF: "c", Created: t0, Seen: t0, Expires: t0}},
+		{"session empty", "sess/", &sessionRec{}},
 	}
 )
 

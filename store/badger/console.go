@@ -163,14 +163,15 @@ func loadLogin(txn *badger.Txn, email string) (r loginRec, err error) {
 }
 
 // putSession writes the session and its login's index entry, both expiring
-// (badger's TTL, in whole seconds, rounded up) when the session does.
+// when the session does: badger's TTL is whole seconds, rounded up, so an
+// entry outlives its session by under a second (callers check Expires).
 func putSession(txn *badger.Txn, r *sessionRec) error {
 	key := sessionKey(r.ID)
 	val, err := r.encode(key)
 	if err != nil {
 		return err
 	}
-	expiresAt := uint64(r.Expires.Unix()) + 1
+	expiresAt := uint64(max(r.Expires.Unix(), 0)) + 1
 	if err := txn.SetEntry(&badger.Entry{Key: key, Value: val, ExpiresAt: expiresAt}); err != nil {
 		return err
 	}

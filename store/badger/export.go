@@ -12,6 +12,17 @@ import (
 	"github.com/modelrelay/modelrelay/store"
 )
 
+// # Export
+//
+// Export streams the whole ledger to a store.Sink from one read
+// transaction (relay store copy feeds it to PostgreSQL's Import): accounts
+// with their journal counters and alert thresholds, keys with their hashes,
+// settings and spend, each account's journal in sequence order, jobs, and
+// outcomes, settled ones completed from their journal entries. Open holds
+// are not exported; Held (of an account, of a key) shows them. A released
+// call's key, model, route and endpoint are not in store.Outcome, so they
+// are not exported.
+
 var _ store.Exporter = (*Store)(nil)
 
 // Export gives the whole ledger to to, in the order store.Sink names, read

@@ -14,6 +14,49 @@ import (
 	"sync"
 )
 
+// # Holds
+//
+// A hold lives from admission to the end of its call, and every hold is
+// released when its process ends: that process's calls can no longer
+// settle. So holds are kept in memory, not in badger, and Hold, the one
+// operation a relayed call waits for before it goes upstream, does not wait
+// for badger: only the first Hold on an account in a process (and the first
+// after a write of the account failed) reads the account, under its stripe.
+// Per account the store keeps, in memory, the account record as
+// last committed and the sum of its open holds; Balance and Hold read them,
+// and Account.Held is that sum. Each writer of an account record holds the
+// account's stripe from its transaction until it has put the record it
+// committed in memory, so memory never shows an uncommitted balance. Hold
+// takes only the account's in-memory lock, not the stripe, so it does not
+// wait for a Settle in progress; it decides on the balance before that
+// settle, as though it had run just before it, which is a serial order.
+// Holds of one account are serialised by that lock, so none overdraws:
+// Hold admits only what Available (balance − open holds) covers.
+//
+// So that a hold still survives a crash of its process, Hold appends it to
+// the hold log before it returns: holds/<16 hex digits>.holds, segments of
+// 1 MB, each frame a uvarint length, the hold record (tag 0x03, as
+// hold/<id>) and its CRC-32C. On Linux a segment's blocks are allocated
+// when it is created (a store into a sparse page on a full disk would be a
+// SIGBUS) and it is mapped shared, and an append is a copy of about 100
+// bytes into the mapping, with no system call (elsewhere it is a write(2));
+// with SyncWrites an fsync follows, under the log's lock, so holds then
+// take their turn for the disk as commits do. Bytes stored into a shared mapping are in
+// the kernel's page cache at once, so a crash of the process loses no hold;
+// a crash of the machine may lose the last ones, as it may lose badger's
+// last commits. A hold ends in the ledger
+// (its outcome), never in the log: a segment is deleted when it is no longer
+// appended to and every hold in it has ended. A failed append refuses the
+// hold. A badger key per hold would cost a write and a delete per call, in
+// the tree, its log, and its compactions; this costs a sequential append.
+//
+// Hold does not read the ledger, so it cannot see that a request id has
+// already ended; the transaction that ends the hold reads the outcome key
+// and refuses such a hold with ErrExists, dropping it uncharged, and the
+// ended call's records are untouched. The gateway's request ids are unique
+// by construction, so no call of the gateway takes that path. A second Hold
+// of an id that is open is refused with ErrExists at once.
+
 // holdLogDir is the directory, inside the badger directory, of the hold log.
 const holdLogDir = "holds"
 
@@ -32,7 +75,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // holdLog is the write-ahead record of the holds this process has taken,
 // so that a hold survives a crash of the process: the next process finds
-// it and RecoverHolds resolves it (doc.go, "Holds"). A hold is appended
+// it and RecoverHolds resolves it (see "Holds" above). A hold is appended
 // before Hold returns, one frame copied into the segment's shared mapping
 // (segment_unix.go); nothing else is ever written to the log. A hold ends in the ledger (its outcome, done/<id>, is
 // written with its charge or release), not in the log: a segment is deleted

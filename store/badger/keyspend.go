@@ -13,8 +13,27 @@ import (
 	"github.com/modelrelay/modelrelay/store"
 )
 
-// A key's spend is kept beside its account's credit (doc.go, "Key
-// limits"): its spend record holds the spend of its period and the
+// # Key limits
+//
+// A hold with a key id of its account reserves against the key's limit as
+// against the account's credit, in the same step under the same lock: Hold
+// keeps each key it meets in memory with its account (keyMem: its records
+// as last committed and the sum of its open holds), and admits the hold
+// only if both cover it; else neither is touched. Settle adds the charge to
+// the key's spend record in the transaction that takes it from the
+// account. So concurrency cannot take a key past its limit any more than
+// an account past its credit; an overrun can, by the same bound. A hold
+// dated in a later period than the key's (a reset: daily, weekly, monthly
+// in UTC) first starts that period in the ledger, spend 0, in a
+// transaction of its own under the account's stripe: one per key per
+// period. The first Hold of a key in a process reads it, as for an account;
+// a key id that names no key of the account limits nothing (and is
+// remembered as such until CreateKey). A key's open holds are never
+// written: like an account's, they end with their process, and recovery
+// releases them, so a new process starts with the key's Held at 0.
+
+// A key's spend is kept beside its account's credit (see "Key
+// limits" above): its spend record holds the spend of its period and the
 // period's start, written by the Settle that charges a call of the key (in
 // the transaction that takes the charge from the account) and by the Hold
 // that starts a new period; its open holds are counted in memory

@@ -12,6 +12,49 @@ import (
 	"github.com/modelrelay/modelrelay/pricing"
 )
 
+// # Transactions
+//
+// Every balance change, its journal entry, the counter and the outcome of
+// the hold it ends commit in one badger transaction, or not at all. Badger
+// transactions are optimistic (serialisable snapshot isolation): a commit
+// whose reads were changed by another commit fails with ErrConflict. To
+// keep that from failing calls under load, the writers of an account and
+// of its keys (CreateAccount, Credit, SetAlert, Settle, Release,
+// RefundJob, recovery; CreateKey, UpdateKey, RevokeKey, and the Hold that
+// starts a key's period) are serialised inside the process by one of 256
+// striped mutexes (FNV-1a of the account id), and a
+// transaction that still conflicts — on a key shared by two accounts, such
+// as a request id reused across them — is retried, at most 64 times. Two
+// hundred concurrent settles on one account therefore run one after another
+// against the real balance, and none fails spuriously. Settle, Release and
+// RefundJob ignore cancellation of their context: the call has happened and
+// its books must close. They wait for their commit (and its fsync when
+// SyncWrites is on). Settle reads the account and the request id's outcome
+// key and writes three keys: the journal entry, the account and the
+// outcome, and a fourth, the key's spend record, for a call of a key;
+// Release writes the outcome alone.
+//
+// Exactly once: Settle and Release end a hold under its account's stripe,
+// write done/<request id> in the transaction that charges it (checking it
+// is not there), and only then remove the hold from memory, so a second
+// Settle or Release finds the outcome and returns ErrAlreadySettled; a
+// hold taken again on an ended id is refused when it ends (see holdlog.go).
+// RefundJob sets the job's Refunded flag in the transaction that credits
+// the refund.
+//
+// # The overrun bound
+//
+// Settle takes the charge in full even when the real usage cost more than
+// the hold (the quote is the most a call can cost, so this should be rare:
+// a plugin's estimate, a stream settled from a documented estimate). That is
+// the only way a balance goes below zero. It is bounded: Hold refuses any
+// hold, even a zero one, while the balance is at or below zero, and otherwise
+// admits only what Available (balance − open holds) covers. So each call can
+// take at most its own overrun (charge − hold) beyond the credit it was
+// admitted on, a negative balance is at most the sum of the overruns of the
+// calls that were in flight together (one call's, when calls run one at a
+// time), and no call is admitted on credit already owed.
+
 // CreateAccount creates an empty account; ErrExists if it is present.
 func (b *Store) CreateAccount(ctx context.Context, id string) (store.Account, error) {
 	if err := store.CheckAccountID(id); err != nil {
@@ -86,7 +129,7 @@ func (b *Store) Credit(ctx context.Context, account string, amount pricing.Nano,
 // ignored. h.Owner is always set to this process's owner; a zero h.Created
 // to now.
 //
-// Hold works in memory and does not touch badger (see doc.go, "Holds"): it
+// Hold works in memory and does not touch badger (see holdlog.go): it
 // decides on the account's last committed balance and the key's last
 // committed spend, appends the hold to the hold log, so that it survives a
 // crash, and counts it in the account's and the key's Held. Only the first
@@ -159,7 +202,7 @@ func (b *Store) Hold(ctx context.Context, h store.Hold) error {
 // full even when it is above the hold: this is the only way a balance (or
 // a key's spend) goes past what admission allowed, and each call takes at
 // most its own overrun (Charge − hold) beyond it, because a new hold is
-// refused while the balance is at or below zero (see doc.go). A
+// refused while the balance is at or below zero (see "The overrun bound" above). A
 // second Settle, or a Settle after Release, returns ErrAlreadySettled; an
 // unknown request id ErrNoHold; a negative charge an error; a hold taken
 // on a request id that had already ended ErrExists, and that hold is

@@ -12,6 +12,27 @@ import (
 	"github.com/modelrelay/modelrelay/pricing"
 )
 
+// # Recovery after a crash
+//
+// Every hold records the Owner (boot id) of the process that took it. A hold
+// whose process ended cannot settle: the client's connection and the usage
+// went with it. At start-up RecoverHolds reads the hold log segments that
+// earlier processes left and releases every hold in them whose request id
+// has no outcome, writing a KindRecovery journal entry (Amount 0,
+// HoldAmount the hold, Note "hold released at start-up: owner <x> ended
+// without settling") and an Outcome in state "recovered"; then it deletes
+// the segments. It does the same for the hold/<id> keys an older build left
+// in the ledger, which that build also counted in the account record's
+// Held, and takes them out of it. We release rather than charge: the usage
+// is unknown, and the customer must not pay for a call whose answer they
+// may never have received. Until then such a hold reserves nothing: its
+// credit was in the memory of the process that ended. The rule is safe
+// because badger lets one process open a directory at a time, so every
+// segment found at start-up belongs to a process that has ended. A
+// PostgreSQL implementation shared by several replicas keeps holds in the
+// database instead, and needs a liveness check per owner before applying
+// it.
+
 // RecoverHolds resolves the holds that processes which have ended left
 // open: those in their hold log segments whose request id has no outcome
 // (the call neither settled nor was released before the process ended), and

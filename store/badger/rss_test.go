@@ -139,7 +139,7 @@ func readProcStatus() (procStatus, error) {
 	return st, sc.Err()
 }
 
-// The store opens with the memory budget doc.go describes, on disk and in
+// The store opens with the memory budget badger.go describes, on disk and in
 // memory alike.
 func TestBadgerMemoryOptions(t *testing.T) {
 	mem, err := Open("", Options{InMemory: true, Logger: slog.New(slog.DiscardHandler)})

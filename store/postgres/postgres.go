@@ -1,31 +1,3 @@
-// Package postgres keeps the ledger in PostgreSQL (15 or later), shared by
-// any number of gateway replicas. It implements the store contract
-// (store.Store: the ledger, keys and their limits, the books holders read,
-// video jobs) plus what start-up recovery needs (RecoverHolds, OpenHolds,
-// Owner).
-//
-// Isolation. Every statement runs at READ COMMITTED, PostgreSQL's default,
-// and every money-moving step is one statement (a data-modifying CTE, or
-// relay_hold, a PL/pgSQL function of migration 0003), which PostgreSQL runs
-// as one implicit transaction: the account's row, its key's, the hold row,
-// the journal entry and the outcome commit together or not at all. READ
-// COMMITTED is enough because no step decides on a value it read earlier:
-// each conditional UPDATE takes the row's lock and, if the row changed under
-// it, re-checks its WHERE clause against the newest committed row
-// (PostgreSQL's EvalPlanQual) before writing. So a hold is checked against
-// the balance and key spend every other committed step has left, and two
-// replicas can never both reserve the same credit or limit. Every statement
-// that locks an account's row and a key's locks the account's first (a
-// key's spend only changes under its account's lock; UpdateKey locks the
-// key alone), so they never deadlock. Settle, Release and recovery each
-// begin by deleting the hold row: of two that race, the second blocks on
-// the row lock, then finds no row and changes nothing, which makes each
-// exactly once. SERIALIZABLE would add retries and give nothing more.
-//
-// Copies. Import fills an empty database with another store's export
-// (store.Exporter; relay store copy gives it a Badger ledger) in one
-// transaction, by COPY, keeping ids, hashes, sequence numbers and counters;
-// Export reads the books back in the same order, for checking the copy.
 package postgres
 
 import (
@@ -48,6 +20,29 @@ import (
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
 )
+
+// Isolation. Every statement runs at READ COMMITTED, PostgreSQL's default,
+// and every money-moving step is one statement (a data-modifying CTE, or
+// relay_hold, a PL/pgSQL function of migration 0003), which PostgreSQL runs
+// as one implicit transaction: the account's row, its key's, the hold row,
+// the journal entry and the outcome commit together or not at all. READ
+// COMMITTED is enough because no step decides on a value it read earlier:
+// each conditional UPDATE takes the row's lock and, if the row changed under
+// it, re-checks its WHERE clause against the newest committed row
+// (PostgreSQL's EvalPlanQual) before writing. So a hold is checked against
+// the balance and key spend every other committed step has left, and two
+// replicas can never both reserve the same credit or limit. Every statement
+// that locks an account's row and a key's locks the account's first (a
+// key's spend only changes under its account's lock; UpdateKey locks the
+// key alone), so they never deadlock. Settle, Release and recovery each
+// begin by deleting the hold row: of two that race, the second blocks on
+// the row lock, then finds no row and changes nothing, which makes each
+// exactly once. SERIALIZABLE would add retries and give nothing more.
+//
+// Copies. Import fills an empty database with another store's export
+// (store.Exporter; relay store copy gives it a Badger ledger) in one
+// transaction, by COPY, keeping ids, hashes, sequence numbers and counters;
+// Export reads the books back in the same order, for checking the copy.
 
 // Defaults of Options.
 const (

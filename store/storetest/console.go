@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,10 +25,12 @@ func (k *kit) console(t *testing.T, s Store) {
 	base := time.Now().UTC().Truncate(time.Second)
 	t.Run("Issue", func(t *testing.T) { consoleIssue(t, s, base) })
 	t.Run("SetPassword", func(t *testing.T) { consoleSetPassword(t, s, base) })
+	t.Run("SetPasswordRace", func(t *testing.T) { consoleRace(t, s, base, k.opts.Callers) })
 	t.Run("Expired", func(t *testing.T) { consoleExpired(t, s, base) })
 	t.Run("Sessions", func(t *testing.T) { consoleSessions(t, s, base) })
 	t.Run("Purge", func(t *testing.T) { consolePurge(t, s, base) })
 	t.Run("ListLogins", func(t *testing.T) { consoleList(t, s) })
+	t.Run("Export", func(t *testing.T) { consoleExport(t, s) })
 }
 
 // setup makes a setup token's hash that names what it is for.
@@ -138,6 +143,30 @@ func consoleSetPassword(t *testing.T, s Store, base time.Time) {
 	}
 	if got, err := s.SetPassword(ctx, setup("carol 2"), pw+"2", later); err != nil || got.PasswordHash != pw+"2" {
 		t.Errorf("SetPassword with the new token: %+v, %v", got, err)
+	}
+}
+
+// Of callers racing to use one token, exactly one sets the password.
+func consoleRace(t *testing.T, s Store, base time.Time, callers int) {
+	mustIssue(t, s, "gina@example.com", "globex", setup("gina"), base.Add(time.Hour), base)
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.SetPassword(ctx, setup("gina"), fmt.Sprintf("%s-%d", pw, i), base.Add(time.Minute))
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case !errors.Is(err, store.ErrNotFound):
+				t.Errorf("SetPassword: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := wins.Load(); n != 1 {
+		t.Errorf("%d of %d racing uses of one token set the password, want 1", n, callers)
 	}
 }
 
@@ -270,8 +299,8 @@ func consoleList(t *testing.T, s Store) {
 	}
 	for account, want := range map[string]string{
 		"acme":   "[alice@example.com carol@example.com dave@example.com frank@example.com]",
-		"globex": "[erin@example.com]",
-		"":       "[alice@example.com carol@example.com dave@example.com erin@example.com frank@example.com]",
+		"globex": "[erin@example.com gina@example.com]",
+		"":       "[alice@example.com carol@example.com dave@example.com erin@example.com frank@example.com gina@example.com]",
 		"nope":   "[]",
 	} {
 		if got := emails(account); got != want {
@@ -284,5 +313,48 @@ func consoleList(t *testing.T, s Store) {
 		if !reflect.DeepEqual(ls[0].SetupHash, got.SetupHash) || !ls[0].SetupExpires.Equal(got.SetupExpires) {
 			t.Errorf("ListLogins gave %+v, Login %+v", ls[0], got)
 		}
+	}
+}
+
+// A store that is a store.Exporter gives its console logins last, by email
+// (bytewise: "al/ice" before "alice"), as Login reads them, hashes and all;
+// sessions are not exported.
+func consoleExport(t *testing.T, s Store) {
+	ex, ok := s.(store.Exporter)
+	if !ok {
+		t.Skip("the store is not a store.Exporter")
+	}
+	base := time.Now().UTC().Truncate(time.Second)
+	mustIssue(t, s, "al/ice@example.com", "globex", setup("al/ice"), base.Add(time.Hour), base)
+	all, err := s.ListLogins(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x exported
+	if err := ex.Export(ctx, &x); err != nil {
+		t.Fatalf("Export: %v", err)
+	}
+	if n := len(x.sections); n < len(all) || !slices.Equal(x.sections[n-len(all):], slices.Repeat([]int{5}, len(all))) {
+		t.Fatalf("the logins are not the export's last %d records: sections %v", len(all), x.sections)
+	}
+	if len(x.logins) != 7 || x.logins[0].Email != "al/ice@example.com" || x.logins[1].Email != "alice@example.com" {
+		t.Fatalf("logins exported: %+v", x.logins)
+	}
+	pending, set := 0, 0
+	for _, l := range x.logins {
+		got, err := s.Login(ctx, l.Email)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantLogin(t, "login exported", l, got)
+		if l.SetupHash != "" {
+			pending++
+		}
+		if l.PasswordHash != "" {
+			set++
+		}
+	}
+	if pending == 0 || set == 0 {
+		t.Errorf("logins exported without their hashes: %+v", x.logins)
 	}
 }

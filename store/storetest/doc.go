@@ -18,9 +18,12 @@
 // their refund exactly once; and the concurrent cases: many holds against
 // scarce credit never admit more than it covers, concurrent ends of one
 // hold charge it once, and concurrent creations of one account, key, job
-// or hold succeed once. Options.Callers sets how many goroutines race. A
-// store that is a store.Exporter must export every record as its API shows
-// it, in store.Sink's order.
+// or hold succeed once. The Console group checks the web console's logins
+// (a setup token used once, even by racing callers; expired tokens refused;
+// a login bound to one account) and sessions (ended by a new password,
+// purged when expired or idle). Options.Callers sets how many goroutines
+// race. A store that is a store.Exporter must export every record as its
+// API shows it, in store.Sink's order.
 //
 // How a store releases the holds of an owner that died is its own (Badger
 // at RecoverHolds after reopening, PostgreSQL when their lease expires), so

@@ -14,7 +14,7 @@ import (
 // GC is what the gateway's garbage collector did during one measurement,
 // read from the gateway's /metrics before and after it. On the CPU the
 // gateway shares with the provider, each collection's background work is a
-// burst the calls around it wait behind (BENCHMARKS.md, sessions 14 and 15),
+// burst the calls around it wait behind (RATIONALE.md, "Less for the collector"),
 // and the collections come as often as the bytes allocated per call fill the
 // heap's headroom: the two numbers that say how much of a run's tail is the
 // gateway's own.
