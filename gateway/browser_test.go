@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -131,23 +132,41 @@ func TestPricingPageInBrowser(t *testing.T) {
 	table, _ := getPriceTable(t, e)
 	ctx := startBrowser(t, 90*time.Second)
 	// Script errors and console errors (a CSP violation is one) fail the test.
-	problems := watchProblems(ctx)
-	checkProblems := func() { t.Helper(); problems.check(t) }
-	run := func(what string, actions ...chromedp.Action) {
-		t.Helper()
-		runActions(t, ctx, problems, what, actions...)
-	}
-	var state string
-	run("load the page",
+	p := &pricingPage{t: t, ctx: ctx, problems: watchProblems(ctx), table: table}
+	p.run("load the page",
 		chromedp.Navigate(e.url+"/pricing"),
 		chromedp.WaitVisible(`body[data-state="ready"]`, chromedp.ByQuery),
-		chromedp.AttributeValue("body", "data-state", &state, nil, chromedp.ByQuery),
 	)
-	checkProblems()
+	p.problems.check(t)
+	p.checkAmounts()
+	p.checkFacts()
+	p.checkFilters()
+	p.problems.check(t)
+	saveScreenshot(t, ctx, "pricing.png")
+}
 
+// pricingPage is /pricing in a browser tab, and the price table the API
+// serves, to compare it with.
+type pricingPage struct {
+	t        *testing.T
+	ctx      context.Context
+	problems *pageProblems
+	table    []wirePriceModel
+}
+
+func (p *pricingPage) run(what string, actions ...chromedp.Action) {
+	p.t.Helper()
+	runActions(p.t, p.ctx, p.problems, what, actions...)
+}
+
+// checkAmounts checks that the page lists the API's models, in its order,
+// and shows every amount the API serves, exactly, with its saving.
+func (p *pricingPage) checkAmounts() {
+	t, table := p.t, p.table
+	t.Helper()
 	var cells []renderedCell
 	var names []string
-	run("read the table", chromedp.Evaluate(readCellsJS, &cells), chromedp.Evaluate(visibleModelsJS, &names))
+	p.run("read the table", chromedp.Evaluate(readCellsJS, &cells), chromedp.Evaluate(visibleModelsJS, &names))
 	var want []string
 	for _, pm := range table {
 		want = append(want, pm.ModelName)
@@ -207,12 +226,16 @@ func TestPricingPageInBrowser(t *testing.T) {
 		t.Fatalf("only %d amounts compared for %d models", checked, len(table))
 	}
 	t.Logf("compared %d rendered amounts of %d models with the API", checked, len(table))
+}
 
-	// Context window and maximum output.
+// checkFacts checks each model's context window and maximum output.
+func (p *pricingPage) checkFacts() {
+	t, table := p.t, p.table
+	t.Helper()
 	var facts []struct {
 		Model, Fact, Text string
 	}
-	run("read the facts", chromedp.Evaluate(`Array.from(document.querySelectorAll("[data-fact]")).map(function (b) {
+	p.run("read the facts", chromedp.Evaluate(`Array.from(document.querySelectorAll("[data-fact]")).map(function (b) {
 	  return {Model: b.closest("article").getAttribute("data-model"), Fact: b.getAttribute("data-fact"), Text: b.textContent};
 	})`, &facts))
 	gotFacts := map[string]string{}
@@ -237,35 +260,44 @@ func TestPricingPageInBrowser(t *testing.T) {
 			}
 		}
 	}
+}
 
-	// The filters.
-	visible := func() []string {
-		t.Helper()
-		var v []string
-		run("read the visible models", chromedp.Evaluate(visibleModelsJS, &v))
-		return v
-	}
-	expect := func(query, endpoint string) []string {
-		var out []string
-		for _, pm := range table {
-			if strings.Contains(strings.ToLower(pm.ModelName), strings.ToLower(query)) &&
-				(endpoint == "" || slices.Contains(pm.SupportedEndpointTypes, endpoint)) {
-				out = append(out, pm.ModelName)
-			}
-		}
-		return out
-	}
-	setQuery := func(q string) {
-		t.Helper()
-		run("clear the name filter", chromedp.Evaluate(`(function(){var q=document.getElementById("q");q.value="";q.dispatchEvent(new Event("input"));})()`, nil))
-		if q != "" {
-			run("type into the name filter", chromedp.SendKeys("#q", q, chromedp.ByID))
+// visible lists the models the page shows.
+func (p *pricingPage) visible() []string {
+	p.t.Helper()
+	var v []string
+	p.run("read the visible models", chromedp.Evaluate(visibleModelsJS, &v))
+	return v
+}
+
+// expect lists the models the filters should leave shown.
+func (p *pricingPage) expect(query, endpoint string) []string {
+	var out []string
+	for _, pm := range p.table {
+		if strings.Contains(strings.ToLower(pm.ModelName), strings.ToLower(query)) &&
+			(endpoint == "" || slices.Contains(pm.SupportedEndpointTypes, endpoint)) {
+			out = append(out, pm.ModelName)
 		}
 	}
-	chip := func(endpoint string) {
-		t.Helper()
-		run("click the "+endpoint+" chip", chromedp.Click(fmt.Sprintf(`button[data-endpoint=%q]`, endpoint), chromedp.ByQuery))
+	return out
+}
+
+// filter types query into the name filter and clicks endpoint's chip.
+func (p *pricingPage) filter(query, endpoint string) {
+	p.t.Helper()
+	p.run("clear the name filter", chromedp.Evaluate(`(function(){var q=document.getElementById("q");q.value="";q.dispatchEvent(new Event("input"));})()`, nil))
+	if query != "" {
+		p.run("type into the name filter", chromedp.SendKeys("#q", query, chromedp.ByID))
 	}
+	p.run("click the "+endpoint+" chip", chromedp.Click(fmt.Sprintf(`button[data-endpoint=%q]`, endpoint), chromedp.ByQuery))
+}
+
+// checkFilters checks the endpoint chips, then that each combination of
+// name and endpoint filter shows the models it should, the no-match notice
+// when none, and the chip pressed.
+func (p *pricingPage) checkFilters() {
+	t, table := p.t, p.table
+	t.Helper()
 	endpoints := map[string]bool{}
 	for _, pm := range table {
 		for _, ep := range pm.SupportedEndpointTypes {
@@ -273,7 +305,7 @@ func TestPricingPageInBrowser(t *testing.T) {
 		}
 	}
 	var chips []string
-	run("read the chips", chromedp.Evaluate(`Array.from(document.querySelectorAll("button[data-endpoint]")).map(function (b) { return b.getAttribute("data-endpoint"); })`, &chips))
+	p.run("read the chips", chromedp.Evaluate(`Array.from(document.querySelectorAll("button[data-endpoint]")).map(function (b) { return b.getAttribute("data-endpoint"); })`, &chips))
 	if len(chips) != len(endpoints)+1 || chips[0] != "" {
 		t.Errorf("chips %q for endpoints %v", chips, endpoints)
 	}
@@ -292,29 +324,25 @@ func TestPricingPageInBrowser(t *testing.T) {
 		steps = append(steps[:len(steps)-1], struct{ name, query, endpoint string }{"endpoint images", "", pricing.EndpointImages}, steps[len(steps)-1])
 	}
 	for _, s := range steps {
-		setQuery(s.query)
-		chip(s.endpoint)
-		got, want := visible(), expect(s.query, s.endpoint)
+		p.filter(s.query, s.endpoint)
+		got, want := p.visible(), p.expect(s.query, s.endpoint)
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: the page shows %q, want %q", s.name, got, want)
 		}
 		var empty bool
-		run("read the empty notice", chromedp.Evaluate(`!document.getElementById("empty").hidden`, &empty))
+		p.run("read the empty notice", chromedp.Evaluate(`!document.getElementById("empty").hidden`, &empty))
 		if empty != (len(want) == 0) {
 			t.Errorf("%s: the no-match notice shown = %v with %d models", s.name, empty, len(want))
 		}
 		var pressed []string
-		run("read the pressed chip", chromedp.Evaluate(`Array.from(document.querySelectorAll('button[aria-pressed="true"]')).map(function (b) { return b.getAttribute("data-endpoint"); })`, &pressed))
+		p.run("read the pressed chip", chromedp.Evaluate(`Array.from(document.querySelectorAll('button[aria-pressed="true"]')).map(function (b) { return b.getAttribute("data-endpoint"); })`, &pressed))
 		if !slices.Equal(pressed, []string{s.endpoint}) {
 			t.Errorf("%s: pressed chips %q", s.name, pressed)
 		}
 	}
-	if got := visible(); len(got) != len(table) {
+	if got := p.visible(); len(got) != len(table) {
 		t.Fatalf("after clearing the filters %d models are shown, want %d", len(got), len(table))
 	}
-	checkProblems()
-
-	saveScreenshot(t, ctx, "pricing.png")
 }
 
 // TestPricingPageShowsRateLimit: when /api/pricing answers 429 the page says
