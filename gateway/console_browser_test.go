@@ -12,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/modelrelay/modelrelay/pricing"
@@ -403,9 +407,10 @@ func (c *consoleTab) createKey(f consoleKeyForm) (store.Key, string) {
 		chromedp.SetValue("#key-allow", f.allow, chromedp.ByID))
 	c.submit("create the key", "button#create-key")
 	plain := strings.TrimSpace(c.text("code#new-key"))
-	if !strings.HasPrefix(plain, "sk-") || !c.has("button#copy-key") {
-		c.t.Fatalf("the new key reads %q (a copy button: %v)", plain, c.has("button#copy-key"))
+	if !strings.HasPrefix(plain, "sk-") {
+		c.t.Fatalf("the new key reads %q", plain)
 	}
+	c.checkCopy(plain)
 	k := c.storedKey(f, plain)
 	c.open("/console/keys", fmt.Sprintf("table#keys tr[data-key-id=%q]", k.ID), "")
 	var html string
@@ -414,6 +419,38 @@ func (c *consoleTab) createKey(f consoleKeyForm) (store.Key, string) {
 		c.t.Fatal("the key is shown again on the keys page")
 	}
 	return k, plain
+}
+
+// checkCopy clicks the copy button (shown by the console's script, so this
+// also proves the script ran under the page's CSP) and reads the clipboard.
+func (c *consoleTab) checkCopy(plain string) {
+	c.t.Helper()
+	origin := c.e.url
+	c.run("let the page use the clipboard", chromedp.ActionFunc(func(ctx context.Context) error {
+		cc := chromedp.FromContext(ctx)
+		exec := cdp.WithExecutor(ctx, cc.Browser)
+		info, err := target.GetTargetInfo().WithTargetID(cc.Target.TargetID).Do(exec)
+		if err != nil {
+			return err
+		}
+		for _, name := range []string{"clipboard-read", "clipboard-write"} {
+			err := cdpbrowser.SetPermission(&cdpbrowser.PermissionDescriptor{Name: name}, cdpbrowser.PermissionSettingGranted).
+				WithOrigin(origin).WithBrowserContextID(info.BrowserContextID).Do(exec)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	var copied string
+	c.run("copy the key",
+		chromedp.WaitVisible("button#copy-key", chromedp.ByQuery),
+		chromedp.Click("button#copy-key", chromedp.ByQuery),
+		chromedp.Poll(`document.getElementById("copy-status").textContent !== ""`, nil),
+		chromedp.Evaluate(`navigator.clipboard.readText()`, &copied, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+	if status := c.text("#copy-status"); copied != plain || status != "Copied." {
+		c.t.Errorf("the copy button put %d characters on the clipboard and says %q; want the key's %d", len(copied), status, len(plain))
+	}
 }
 
 // storedKey is the account's one key, checked against the form and the
