@@ -75,7 +75,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	operator.open("/console/admin/accounts", fmt.Sprintf("table#accounts tr[data-account=%q]", consoleAccount), "admin-accounts")
 	operator.credit(consoleAccount, "5", "e2e top-up")
 	operator.open("/console/admin/lines", "table#lines tr", "")
-	operator.open("/console/admin/lines", "table#plugins tr", "admin-lines")
+	operator.run("find the plugins", chromedp.WaitVisible("table#plugins tr", chromedp.ByQuery))
+	saveScreenshot(t, operator.ctx, "console-admin-lines.png")
 
 	holder.open("/console/", "#balance", "")
 	holder.checkAmount("#balance", e.balance(consoleAccount).Balance)
@@ -147,7 +148,9 @@ func (c *consoleTab) run(what string, actions ...chromedp.Action) {
 	defer cancel()
 	if err := chromedp.Run(ctx, actions...); err != nil {
 		var loc, text string
-		_ = chromedp.Run(c.ctx, chromedp.Location(&loc),
+		diag, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+		defer cancel()
+		_ = chromedp.Run(diag, chromedp.Location(&loc),
 			chromedp.Evaluate(`document.body ? document.body.innerText.slice(0, 600) : ""`, &text))
 		c.t.Fatalf("%s: %v\nat %s the page says:\n%s\nproblems: %q", what, err, loc, text, c.problems.all())
 	}
