@@ -149,7 +149,7 @@ func run(args []string) error {
 	fs.IntVar(&s.SUTCPU, "sut-cpu", -1, "CPU the systems under test are pinned to: record the time the hypervisor steals from it during each measurement (-1 = do not)")
 	fs.IntVar(&s.LoadCPU, "load-cpu", -1, "CPU loadgen is pinned to: latency also reports the calls clear of any stall of it or of -sut-cpu (-1 = only -sut-cpu)")
 	fs.DurationVar(&s.Jitter, "jitter", 3*time.Second, "measure the timer wake-up jitter of loadgen's CPU this long first (0 = skip)")
-	profileURL := fs.String("profile", "", "base URL of the gateway's net/http/pprof (relayprof): save CPU and heap profiles")
+	profileURL := fs.String("profile", "", "base URL of the gateway's net/http/pprof (its debug_listen): save CPU and heap profiles")
 	profileDir := fs.String("profile-dir", "build/bench-prof", "where -profile saves them")
 	callsDir := fs.String("calls-dir", "", "latency: write every answered call of each measurement (start in Unix ns, latency in ns) to a CSV file here, for analysis beside other traces (optional)")
 	microPath := fs.String("micro", "", "go test -bench output to check the plugin time in (optional)")
