@@ -452,7 +452,7 @@ type keyRef struct {
 
 func (g *Gateway) keyRefID(r *http.Request, ref keyRef) (string, error) {
 	if ref.Key != "" {
-		k, err := g.store.KeyByHash(r.Context(), hashKey(ref.Key))
+		k, err := g.store.KeyByHash(r.Context(), store.HashKey(ref.Key))
 		if err != nil {
 			return "", storeErr(err, "key")
 		}
