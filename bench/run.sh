@@ -89,22 +89,9 @@ for kv in $PG_SET; do
 	[[ "$kv" =~ ^[a-z_]+=[A-Za-z0-9_.]+$ ]] || die "PG_SET: \"$kv\" is not name=value (a setting's name, a plain value)"
 done
 [ -z "$PG_SET" ] || GATEWAY_EXPERIMENT+="${GATEWAY_EXPERIMENT:+, }PG_SET=$PG_SET"
-if [ "$POSTGRES" != off ]; then
-	# It must name a database: pg_url replaces that name with another.
-	case "$POSTGRES" in
-	postgres://*/* | postgresql://*/*) ;;
-	*) die "POSTGRES=$POSTGRES: a postgres:// URL naming a database (e.g. postgres://postgres@/postgres?host=/var/run/postgresql), or off" ;;
-	esac
-fi
-# pg_url DB: $POSTGRES pointed at database DB (everything up to the last /
-# before any query, DB, the query).
-pg_url() {
-	local base=${POSTGRES%%\?*} query=
-	[ "$base" = "$POSTGRES" ] || query="?${POSTGRES#*\?}"
-	printf '%s/%s%s' "${base%/*}" "$1" "$query"
-}
-# pg DB SQL: runs SQL on database DB and prints the result, unaligned.
-pg() { psql "$(pg_url "$1")" -X -q -At -v ON_ERROR_STOP=1 -c "$2"; }
+# shellcheck source=bench/pg.sh
+. "$ROOT/bench/pg.sh"
+[ "$POSTGRES" = off ] || pg_check_url "or off"
 
 # ---------------------------------------------------------------- outside: build
 if [ "${RELAY_BENCH_NETNS:-}" != 1 ]; then
