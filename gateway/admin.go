@@ -185,10 +185,16 @@ func validAccountID(s string) bool {
 }
 
 func (g *Gateway) adminBalance(w http.ResponseWriter, r *http.Request, ps httprouter.Params, _ *reqInfo) error {
-	g.waitSettled(r.Context(), ps.ByName("account"))
-	a, err := g.store.Balance(r.Context(), ps.ByName("account"))
+	return g.writeBalance(w, r, ps.ByName("account"))
+}
+
+// writeBalance answers with account id's balance, once the calls it has
+// in flight have settled.
+func (g *Gateway) writeBalance(w http.ResponseWriter, r *http.Request, id string) error {
+	g.waitSettled(r.Context(), id)
+	a, err := g.store.Balance(r.Context(), id)
 	if err != nil {
-		return storeErr(err, "account "+quoted(ps.ByName("account")))
+		return storeErr(err, "account "+quoted(id))
 	}
 	return writeJSON(w, http.StatusOK, accountView(a))
 }
@@ -215,12 +221,7 @@ func (g *Gateway) adminCredit(w http.ResponseWriter, r *http.Request, ps httprou
 	if _, err := g.store.Credit(r.Context(), id, amt, req.Note); err != nil {
 		return storeErr(err, "account "+quoted(id))
 	}
-	g.waitSettled(r.Context(), id)
-	a, err := g.store.Balance(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, accountView(a))
+	return g.writeBalance(w, r, id)
 }
 
 // EntryView is a journal entry as the admin API shows it: the store's entry
@@ -453,7 +454,7 @@ type keyRef struct {
 
 func (g *Gateway) keyRefID(r *http.Request, ref keyRef) (string, error) {
 	if ref.Key != "" {
-		k, err := g.store.KeyByHash(r.Context(), hashKey(ref.Key))
+		k, err := g.store.KeyByHash(r.Context(), store.HashKey(ref.Key))
 		if err != nil {
 			return "", storeErr(err, "key")
 		}
@@ -521,12 +522,7 @@ func (g *Gateway) adminUpdateAccount(w http.ResponseWriter, r *http.Request, ps 
 	if _, err := g.store.SetAlert(r.Context(), id, below); err != nil {
 		return storeErr(err, "account "+quoted(id))
 	}
-	g.waitSettled(r.Context(), id)
-	a, err := g.store.Balance(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, accountView(a))
+	return g.writeBalance(w, r, id)
 }
 
 func (g *Gateway) adminLines(w http.ResponseWriter, _ *http.Request, _ httprouter.Params, _ *reqInfo) error {

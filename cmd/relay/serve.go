@@ -67,6 +67,7 @@ type server struct {
 	gw      *gateway.Gateway
 	http    *http.Server
 	metrics *http.Server
+	debug   *http.Server // nil without debug_listen
 	store   store.Store
 	shared  *shared.Client // nil without redis.url
 	host    *plugins.Host
@@ -77,6 +78,9 @@ type server struct {
 // startServer opens the store (resolving holds left by a crash), loads the
 // plugins and starts serving. ln may be nil (listen on cfg.Listen).
 func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln net.Listener) (*server, error) {
+	if err := checkDebugListen(cfg); err != nil {
+		return nil, err
+	}
 	cfg.ApplyMemoryLimit(log)
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -116,7 +120,7 @@ func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln n
 			return nil, err
 		}
 	}
-	s := &server{addr: ln.Addr().String(), gw: gw, store: st, shared: sh, host: host, log: log, done: make(chan error, 2)}
+	s := &server{addr: ln.Addr().String(), gw: gw, store: st, shared: sh, host: host, log: log, done: make(chan error, 3)}
 	s.http = &http.Server{
 		Handler:  gw.Handler(),
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -132,6 +136,13 @@ func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln n
 		s.metrics = &http.Server{Handler: gw.OpsHandler()}
 		gw.ConfigureServer(s.metrics)
 		go func() { s.done <- s.metrics.Serve(mln) }()
+	}
+	if cfg.DebugListen != "" {
+		if s.debug, err = startDebug(cfg.DebugListen, s.done); err != nil {
+			s.shutdown(time.Second)
+			return nil, err
+		}
+		log.Info("profiler listening", "addr", cfg.DebugListen)
 	}
 	return s, nil
 }
@@ -150,6 +161,9 @@ func (s *server) shutdown(grace time.Duration) error {
 	}
 	if s.metrics != nil {
 		_ = s.metrics.Close()
+	}
+	if s.debug != nil {
+		_ = s.debug.Close()
 	}
 	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer dcancel()
