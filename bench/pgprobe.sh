@@ -32,16 +32,9 @@ for tool in psql pgbench taskset; do
 	command -v "$tool" >/dev/null || die "$tool is required"
 done
 [ -x "$ROOT/bin/relay" ] || die "bin/relay is missing: make build"
-case "$POSTGRES" in
-postgres://*/* | postgresql://*/*) ;;
-*) die "POSTGRES=$POSTGRES: a postgres:// URL naming a database" ;;
-esac
-pg_url() {
-	local base=${POSTGRES%%\?*} query=
-	[ "$base" = "$POSTGRES" ] || query="?${POSTGRES#*\?}"
-	printf '%s/%s%s' "${base%/*}" "$1" "$query"
-}
-pg() { psql "$(pg_url "$1")" -X -q -At -v ON_ERROR_STOP=1 -c "$2"; }
+# shellcheck source=bench/pg.sh
+. "$ROOT/bench/pg.sh"
+pg_check_url
 ADMIN_DB=${POSTGRES%%\?*}
 ADMIN_DB=${ADMIN_DB##*/}
 

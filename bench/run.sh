@@ -18,9 +18,9 @@
 #
 # Environment: QUICK=1 (short run for iterating), SIM_LATENCY (default 0s),
 # LOG_LEVEL (gateway log level, default info as in production), SKIP_MICRO=1
-# (no micro-benchmarks), PROFILE=1 (run the gateway as bench/cmd/relayprof
-# and save CPU and heap profiles to build/bench-prof; its numbers are then
-# not the benchmark's), WAIT_IDLE=N (wait up to N seconds for the 1-minute
+# (no micro-benchmarks), PROFILE=1 (save the gateway's CPU and heap
+# profiles, from its debug_listen, to build/bench-prof; the profiler's
+# sampling costs time, so the numbers are then not the benchmark's), WAIT_IDLE=N (wait up to N seconds for the 1-minute
 # load average to fall below 1.0 before measuring), NICE=-5 (run the
 # processes under test and the load generator at that nice level, so that
 # other work on a shared machine disturbs them less), RATES (the fixed rates,
@@ -75,9 +75,6 @@ export RELAY_WASM_CACHE=${RELAY_WASM_CACHE:-$ROOT/build/wasm-cache}
 log() { printf 'bench: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
-if [ "$PROFILE" = 1 ] && [ -n "${GATEWAY_BIN:-}${GATEWAY_GOGC:-}${GATEWAY_GODEBUG:-}" ]; then
-	die "PROFILE=1 runs bench/cmd/relayprof as the gateway: GATEWAY_BIN, GATEWAY_GOGC and GATEWAY_GODEBUG do not apply to it"
-fi
 # GATEWAY (for the report): how the gateway ran, when not as in production.
 GATEWAY_EXPERIMENT=""
 for v in GATEWAY_BIN GATEWAY_GOGC GATEWAY_GODEBUG MEMORY_LIMIT OVERLOAD_DELAY; do
@@ -92,22 +89,9 @@ for kv in $PG_SET; do
 	[[ "$kv" =~ ^[a-z_]+=[A-Za-z0-9_.]+$ ]] || die "PG_SET: \"$kv\" is not name=value (a setting's name, a plain value)"
 done
 [ -z "$PG_SET" ] || GATEWAY_EXPERIMENT+="${GATEWAY_EXPERIMENT:+, }PG_SET=$PG_SET"
-if [ "$POSTGRES" != off ]; then
-	# It must name a database: pg_url replaces that name with another.
-	case "$POSTGRES" in
-	postgres://*/* | postgresql://*/*) ;;
-	*) die "POSTGRES=$POSTGRES: a postgres:// URL naming a database (e.g. postgres://postgres@/postgres?host=/var/run/postgresql), or off" ;;
-	esac
-fi
-# pg_url DB: $POSTGRES pointed at database DB (everything up to the last /
-# before any query, DB, the query).
-pg_url() {
-	local base=${POSTGRES%%\?*} query=
-	[ "$base" = "$POSTGRES" ] || query="?${POSTGRES#*\?}"
-	printf '%s/%s%s' "${base%/*}" "$1" "$query"
-}
-# pg DB SQL: runs SQL on database DB and prints the result, unaligned.
-pg() { psql "$(pg_url "$1")" -X -q -At -v ON_ERROR_STOP=1 -c "$2"; }
+# shellcheck source=bench/pg.sh
+. "$ROOT/bench/pg.sh"
+[ "$POSTGRES" = off ] || pg_check_url "or off"
 
 # ---------------------------------------------------------------- outside: build
 if [ "${RELAY_BENCH_NETNS:-}" != 1 ]; then
@@ -118,12 +102,11 @@ if [ "${RELAY_BENCH_NETNS:-}" != 1 ]; then
 	if [ "$POSTGRES" != off ]; then
 		command -v psql >/dev/null || die "psql is required for gateway-pg (POSTGRES=off measures Badger alone)"
 	fi
-	log "building bin/relay, plugins, loadgen, bareproxy and relayprof"
+	log "building bin/relay, plugins, loadgen and bareproxy"
 	make -s build plugins GO="$GO"
 	mkdir -p "$BIN"
 	"$GO" build -o "$BIN/loadgen" ./bench/cmd/loadgen
 	"$GO" build -o "$BIN/bareproxy" ./bench/cmd/bareproxy
-	"$GO" build -o "$BIN/relayprof" ./bench/cmd/relayprof
 	if ! command -v benchstat >/dev/null && [ ! -x "$("$GO" env GOPATH)/bin/benchstat" ]; then
 		log "installing benchstat"
 		"$GO" install golang.org/x/perf/cmd/benchstat@latest
@@ -283,8 +266,10 @@ mkdir -p "$WORK/data"
 cat >"$WORK/relay.yaml" <<EOF
 # Written by bench/run.sh: production defaults except the rate limit and
 # the per-address connection bound (every load generator connection comes
-# from 127.0.0.1, as behind a load balancer).
+# from 127.0.0.1, as behind a load balancer), and the profiler's listener,
+# which costs nothing until PROFILE=1 asks it for a profile.
 listen: 127.0.0.1:8080
+debug_listen: 127.0.0.1:6060
 data_dir: $WORK/data
 admin_token: $ADMIN_TOKEN
 $MEMORY_LIMIT_LINE
@@ -314,11 +299,10 @@ EOF
 PROFILE_FLAG=()
 if [ "$PROFILE" = 1 ]; then
 	rm -rf "$PROFDIR"
-	start gateway "$CPU_SUT" "$BIN/relayprof" -config "$WORK/relay.yaml" -log-level "$LOG_LEVEL" -pprof 127.0.0.1:6060
 	PROFILE_FLAG=(-profile http://127.0.0.1:6060 -profile-dir "$PROFDIR")
-else
-	start gateway "$CPU_SUT" env ${GATEWAY_GOGC:+"GOGC=$GATEWAY_GOGC"} ${GATEWAY_GODEBUG:+"GODEBUG=$GATEWAY_GODEBUG"} "${GATEWAY_BIN:-$ROOT/bin/relay}" serve -config "$WORK/relay.yaml" -log-level "$LOG_LEVEL"
 fi
+GATEWAY_EXE=${GATEWAY_BIN:-$ROOT/bin/relay}
+start gateway "$CPU_SUT" env ${GATEWAY_GOGC:+"GOGC=$GATEWAY_GOGC"} ${GATEWAY_GODEBUG:+"GODEBUG=$GATEWAY_GODEBUG"} "$GATEWAY_EXE" serve -config "$WORK/relay.yaml" -log-level "$LOG_LEVEL"
 GATEWAY_PID=$STARTED_PID
 
 # The gateway compiles its plugins on the first start after they change
@@ -360,11 +344,12 @@ if [ "$POSTGRES" != off ]; then
 	# The server's processes inherit the postmaster's CPUs; its WAL writer is one of them.
 	PG_WALWRITER=$(pg "$PG_DB" "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'")
 	PG_CPUS=$(taskset -cp "$PG_WALWRITER" 2>/dev/null | sed 's/.*: //' || echo "unknown")
-	sed -e 's/^listen: .*/listen: 127.0.0.1:8081/' -e "s#^data_dir: .*#data_dir: $WORK/data-pg#" "$WORK/relay.yaml" >"$WORK/relay-pg.yaml"
+	sed -e 's/^listen: .*/listen: 127.0.0.1:8081/' -e 's/^debug_listen: .*/debug_listen: 127.0.0.1:6061/' \
+		-e "s#^data_dir: .*#data_dir: $WORK/data-pg#" "$WORK/relay.yaml" >"$WORK/relay-pg.yaml"
 	printf 'store:\n  driver: postgres\n  dsn: %s\n  max_conns: 16\n  statement_timeout: 5s\n  lease: 30s\n' \
 		"'$(pg_url "$PG_DB")'" >>"$WORK/relay-pg.yaml"
 	mkdir -p "$WORK/data-pg"
-	start gateway-pg "$CPU_SUT" env ${GATEWAY_GOGC:+"GOGC=$GATEWAY_GOGC"} ${GATEWAY_GODEBUG:+"GODEBUG=$GATEWAY_GODEBUG"} "${GATEWAY_BIN:-$ROOT/bin/relay}" serve -config "$WORK/relay-pg.yaml" -log-level "$LOG_LEVEL"
+	start gateway-pg "$CPU_SUT" env ${GATEWAY_GOGC:+"GOGC=$GATEWAY_GOGC"} ${GATEWAY_GODEBUG:+"GODEBUG=$GATEWAY_GODEBUG"} "$GATEWAY_EXE" serve -config "$WORK/relay-pg.yaml" -log-level "$LOG_LEVEL"
 	GATEWAY_PG_PID=$STARTED_PID
 	if ! wait_http http://127.0.0.1:8081/healthz "$GATEWAY_PG_PID" 120; then
 		log "gateway-pg did not come up; its log:"
@@ -447,15 +432,15 @@ fi
 if [ "$PROFILE" = 1 ]; then
 	for f in "$PROFDIR"/cpu-*.pprof; do
 		[ -e "$f" ] || continue
-		"$GO" tool pprof -top -nodecount 60 "$BIN/relayprof" "$f" >"${f%.pprof}.top.txt" 2>/dev/null || true
-		"$GO" tool pprof -top -cum -nodecount 60 "$BIN/relayprof" "$f" >"${f%.pprof}.cum.txt" 2>/dev/null || true
+		"$GO" tool pprof -top -nodecount 60 "$GATEWAY_EXE" "$f" >"${f%.pprof}.top.txt" 2>/dev/null || true
+		"$GO" tool pprof -top -cum -nodecount 60 "$GATEWAY_EXE" "$f" >"${f%.pprof}.cum.txt" 2>/dev/null || true
 	done
 	for f in "$PROFDIR"/heap-*.pprof; do
 		[ -e "$f" ] || continue
-		"$GO" tool pprof -sample_index=inuse_space -top -nodecount 40 "$BIN/relayprof" "$f" >"${f%.pprof}.top.txt" 2>/dev/null || true
+		"$GO" tool pprof -sample_index=inuse_space -top -nodecount 40 "$GATEWAY_EXE" "$f" >"${f%.pprof}.top.txt" 2>/dev/null || true
 	done
 	if [ -e "$PROFDIR/allocs-end.pprof" ]; then
-		"$GO" tool pprof -sample_index=alloc_space -top -nodecount 40 "$BIN/relayprof" "$PROFDIR/allocs-end.pprof" >"$PROFDIR/allocs-end.top.txt" 2>/dev/null || true
+		"$GO" tool pprof -sample_index=alloc_space -top -nodecount 40 "$GATEWAY_EXE" "$PROFDIR/allocs-end.pprof" >"$PROFDIR/allocs-end.top.txt" 2>/dev/null || true
 	fi
 	log "profiles and their pprof -top summaries: $PROFDIR"
 fi
@@ -473,7 +458,7 @@ MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
 	fi
 	echo
 	if [ "$PROFILE" = 1 ]; then
-		echo "**PROFILE=1: the gateway ran as bench/cmd/relayprof under the profiler; these numbers are not the benchmark's.**"
+		echo "**PROFILE=1: the gateway ran under the profiler (its debug_listen); these numbers are not the benchmark's.**"
 		echo
 	fi
 	if [ -n "$GATEWAY_EXPERIMENT" ]; then

@@ -186,10 +186,16 @@ func validAccountID(s string) bool {
 }
 
 func (g *Gateway) adminBalance(w http.ResponseWriter, r *http.Request, ps httprouter.Params, _ *reqInfo) error {
-	g.waitSettled(r.Context(), ps.ByName("account"))
-	a, err := g.store.Balance(r.Context(), ps.ByName("account"))
+	return g.writeBalance(w, r, ps.ByName("account"))
+}
+
+// writeBalance answers with account id's balance, once the calls it has
+// in flight have settled.
+func (g *Gateway) writeBalance(w http.ResponseWriter, r *http.Request, id string) error {
+	g.waitSettled(r.Context(), id)
+	a, err := g.store.Balance(r.Context(), id)
 	if err != nil {
-		return storeErr(err, "account "+quoted(ps.ByName("account")))
+		return storeErr(err, "account "+quoted(id))
 	}
 	return writeJSON(w, http.StatusOK, accountView(a))
 }
@@ -209,24 +215,23 @@ func (g *Gateway) adminCredit(w http.ResponseWriter, r *http.Request, ps httprou
 	if amt <= 0 {
 		return badRequest("usd", "usd must be more than zero")
 	}
-	a, err := g.credit(r.Context(), ps.ByName("account"), amt, req.Note)
-	if err != nil {
+	id := ps.ByName("account")
+	if err := g.credit(r.Context(), id, amt, req.Note); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, accountView(a))
+	return g.writeBalance(w, r, id)
 }
 
-// credit adds amt (> 0) to account with note and returns the account once
-// the calls it answered have settled.
-func (g *Gateway) credit(ctx context.Context, id string, amt pricing.Nano, note string) (store.Account, error) {
+// credit adds amt (> 0) to account with note; the admin API and the
+// console share it.
+func (g *Gateway) credit(ctx context.Context, id string, amt pricing.Nano, note string) error {
 	if !validAccountID(id) {
-		return store.Account{}, badRequest("account", "invalid account id")
+		return badRequest("account", "invalid account id")
 	}
 	if _, err := g.store.Credit(ctx, id, amt, note); err != nil {
-		return store.Account{}, storeErr(err, "account "+quoted(id))
+		return storeErr(err, "account "+quoted(id))
 	}
-	g.waitSettled(ctx, id)
-	return g.store.Balance(ctx, id)
+	return nil
 }
 
 // EntryView is a journal entry as the admin API shows it: the store's entry
@@ -481,7 +486,7 @@ type keyRef struct {
 
 func (g *Gateway) keyRefID(r *http.Request, ref keyRef) (string, error) {
 	if ref.Key != "" {
-		k, err := g.store.KeyByHash(r.Context(), hashKey(ref.Key))
+		k, err := g.store.KeyByHash(r.Context(), store.HashKey(ref.Key))
 		if err != nil {
 			return "", storeErr(err, "key")
 		}
@@ -558,12 +563,7 @@ func (g *Gateway) adminUpdateAccount(w http.ResponseWriter, r *http.Request, ps 
 	if _, err := g.store.SetAlert(r.Context(), id, below); err != nil {
 		return storeErr(err, "account "+quoted(id))
 	}
-	g.waitSettled(r.Context(), id)
-	a, err := g.store.Balance(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, accountView(a))
+	return g.writeBalance(w, r, id)
 }
 
 func (g *Gateway) adminLines(w http.ResponseWriter, _ *http.Request, _ httprouter.Params, _ *reqInfo) error {

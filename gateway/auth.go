@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/netip"
@@ -67,12 +65,6 @@ func (c *keyCache) evictID(id string) {
 	c.mu.Unlock()
 }
 
-// hashKey is the hex SHA-256 of a presented key; keys are looked up by it.
-func hashKey(k string) string {
-	sum := sha256.Sum256([]byte(k))
-	return hex.EncodeToString(sum[:])
-}
-
 // presentedKey extracts the API key: Bearer everywhere, x-api-key where
 // allowXAPIKey (docs/api.md#authentication).
 func presentedKey(r *http.Request, allowXAPIKey bool) (string, *Error) {
@@ -105,7 +97,7 @@ func (g *Gateway) authenticate(ctx context.Context, r *http.Request, allowXAPIKe
 	if !strings.HasPrefix(raw, "sk-") || len(raw) < 20 || len(raw) > 200 {
 		return store.Key{}, unauthorized("invalid API key")
 	}
-	hash := hashKey(raw)
+	hash := store.HashKey(raw)
 	now := g.now()
 	k, ok := g.keys.get(hash, now)
 	if !ok {

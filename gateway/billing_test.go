@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
@@ -37,7 +38,7 @@ func journalSum(t testing.TB, e *env, account string) (sum pricing.Nano, kinds m
 // expectedCharge prices usage with the plugin the gateway uses.
 func expectedCharge(t testing.TB, e *env, model, route string, u pricing.Usage) pricing.Nano {
 	t.Helper()
-	res, err := e.host.Settle(context.Background(), abi.SettleRequest{Model: model, Route: route, Endpoint: pricing.EndpointChat, Usage: usageToABI(u)})
+	res, err := e.host.Settle(context.Background(), abi.SettleRequest{Model: model, Route: route, Endpoint: pricing.EndpointChat, Usage: sdk.UsageToABI(u)})
 	if err != nil {
 		t.Fatal(err)
 	}

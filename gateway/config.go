@@ -31,6 +31,11 @@ type Config struct {
 	// MetricsListen, when set, serves /metrics, /healthz and /readyz on a
 	// separate address as well. Default "" (served on Listen only).
 	MetricsListen string `yaml:"metrics_listen"`
+	// DebugListen, when set, serves the Go profiler (net/http/pprof, under
+	// /debug/pprof/) and nothing else on its own address; never on Listen.
+	// It exposes the process's internals: bind it to a loopback or private
+	// address. Default "" (off).
+	DebugListen string `yaml:"debug_listen"`
 	// DataDir holds the Badger ledger. Default "./data".
 	DataDir string `yaml:"data_dir"`
 	// SupportEmail is quoted in every error message. Default "support@modelrelay.local".

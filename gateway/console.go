@@ -248,8 +248,11 @@ func (b *consoleBackend) CreateAccount(ctx context.Context, id string) (store.Ac
 }
 
 func (b *consoleBackend) Credit(ctx context.Context, account string, usd pricing.Nano, note string) (store.Account, error) {
-	a, err := b.g.credit(ctx, account, usd, note)
-	return a, consoleErr(err)
+	if err := b.g.credit(ctx, account, usd, note); err != nil {
+		return store.Account{}, consoleErr(err)
+	}
+	b.g.waitSettled(ctx, account)
+	return b.g.store.Balance(ctx, account)
 }
 
 func (b *consoleBackend) Settled(ctx context.Context, account string) { b.g.waitSettled(ctx, account) }

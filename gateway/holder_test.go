@@ -133,7 +133,7 @@ func holderEnv(t *testing.T) (e *env, keyStd, keyEco, keyBeta string) {
 // keyID is the id of the key whose plaintext is plain.
 func keyID(t *testing.T, e *env, plain string) store.Key {
 	t.Helper()
-	k, err := e.store.KeyByHash(context.Background(), hashKey(plain))
+	k, err := e.store.KeyByHash(context.Background(), store.HashKey(plain))
 	if err != nil {
 		t.Fatal(err)
 	}

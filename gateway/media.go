@@ -42,6 +42,19 @@ func numberText(field string, raw json.RawMessage) (string, *Error) {
 	return string(n), nil
 }
 
+// addNumberParam adds the number raw (its JSON text, checked by
+// numberText) to ps as param name, unless raw is absent or null.
+func addNumberParam(ps []abi.Param, name string, raw json.RawMessage) ([]abi.Param, *Error) {
+	if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return ps, nil
+	}
+	n, e := numberText(name, raw)
+	if e != nil {
+		return nil, e
+	}
+	return addParam(ps, name, n), nil
+}
+
 func addParam(ps []abi.Param, name, value string) []abi.Param {
 	return append(ps, abi.Param{Name: name, Value: value})
 }
@@ -77,12 +90,8 @@ func imageSummary(req imagesRequest) (*summary, error) {
 	if req.Size != nil {
 		s.params = addParam(s.params, "size", *req.Size)
 	}
-	if len(req.N) > 0 && !bytes.Equal(bytes.TrimSpace(req.N), []byte("null")) {
-		n, e := numberText("n", req.N)
-		if e != nil {
-			return nil, e
-		}
-		s.params = addParam(s.params, "n", n)
+	if s.params, e = addNumberParam(s.params, "n", req.N); e != nil {
+		return nil, e
 	}
 	if req.Quality != nil {
 		s.params = addParam(s.params, "quality", *req.Quality)
@@ -246,12 +255,8 @@ func decodeVideo(body []byte) (*summary, error) {
 		return nil, badRequest("prompt", "prompt is required")
 	}
 	s := &summary{model: model}
-	if len(req.Duration) > 0 && !bytes.Equal(bytes.TrimSpace(req.Duration), []byte("null")) {
-		d, e := numberText("duration", req.Duration)
-		if e != nil {
-			return nil, e
-		}
-		s.params = addParam(s.params, "duration", d)
+	if s.params, e = addNumberParam(s.params, "duration", req.Duration); e != nil {
+		return nil, e
 	}
 	if req.Resolution != nil {
 		s.params = addParam(s.params, "resolution", *req.Resolution)

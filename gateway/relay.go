@@ -22,6 +22,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -545,7 +546,7 @@ func (g *Gateway) settlement(ctx context.Context, c *call, u pricing.Usage, note
 		Endpoint: c.ep.name,
 		Model:    c.model.ID,
 		Route:    c.route,
-		Usage:    usageToABI(u),
+		Usage:    sdk.UsageToABI(u),
 		Params:   c.params,
 	})
 	g.observePlugin(c.model.ID, "settle", t0)
@@ -597,14 +598,6 @@ func fallbackCharge(c *call, u pricing.Usage) (charge pricing.Nano, priced bool,
 		return 0, false, fmt.Sprintf("charged nothing: the published price cannot price it (%v)", err)
 	}
 	return charge, true, "charged the usage at the published price"
-}
-
-func usageToABI(u pricing.Usage) abi.Usage {
-	return abi.Usage{
-		InputTokens: u.InputTokens, CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens,
-		CacheWrite1hTokens: u.CacheWrite1hTokens, OutputTokens: u.OutputTokens, Images: u.Images,
-		SizeTier: u.SizeTier, Seconds: u.Seconds, Resolution: u.Resolution, Requests: u.Requests,
-	}
 }
 
 // upstream is a response from the line that answered.

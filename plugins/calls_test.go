@@ -229,91 +229,11 @@ func TestFixtureRunner(t *testing.T) {
 	stage(t, dir, "tokens", "lines")
 
 	for _, plugin := range []string{"tokens", "lines"} {
-		t.Run(plugin, func(t *testing.T) {
-			files, _ := filepath.Glob(filepath.Join(fixtureDir(plugin), "*.json"))
-			if len(files) == 0 {
-				t.Fatalf("no fixtures in %s", fixtureDir(plugin))
-			}
-			var out bytes.Buffer
-			passed, failed, err := TestFixtures(ctx, filepath.Join(dir, plugin+".wasm"), fixtureDir(plugin), false, &out)
-			if err != nil || failed != 0 || passed != len(files) {
-				t.Fatalf("passed %d, failed %d, err %v; want %d passed\n%s", passed, failed, err, len(files), out.String())
-			}
-			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-			if len(lines) != len(files)+1 || lines[len(lines)-1] != strconv.Itoa(len(files))+" passed, 0 failed" {
-				t.Fatalf("output:\n%s", out.String())
-			}
-			for i, f := range files {
-				if want := "ok   " + strings.TrimSuffix(filepath.Base(f), ".json"); lines[i] != want {
-					t.Errorf("line %d = %q, want %q", i, lines[i], want)
-				}
-			}
-		})
+		t.Run(plugin, func(t *testing.T) { checkFixturesPass(t, filepath.Join(dir, plugin+".wasm"), fixtureDir(plugin)) })
 	}
-
 	t.Run("wrong expectation fails, -update fixes it", func(t *testing.T) {
-		fdir := t.TempDir()
-		orig, err := os.ReadFile(filepath.Join(fixtureDir("tokens"), "chat-plain.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := fixture.Parse(orig)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f.Expect.Charge == nil {
-			t.Fatal("chat-plain.json expects no charge")
-		}
-		right := *f.Expect.Charge
-		wrong := right + 7
-		f.Expect.Charge = &wrong
-		f.Path = filepath.Join(fdir, "chat-plain.json")
-		if err := f.Save(); err != nil {
-			t.Fatal(err)
-		}
-		// A fixture on which the plugin fails (no plugin serves the model):
-		// it fails, and -update must leave it alone.
-		ghost := f
-		ghost.Model = "no-such-model"
-		ghost.Path = filepath.Join(fdir, "ghost.json")
-		if err := ghost.Save(); err != nil {
-			t.Fatal(err)
-		}
-		ghostBytes, _ := os.ReadFile(ghost.Path)
-
-		var out bytes.Buffer
-		passed, failed, err := TestFixtures(ctx, filepath.Join(dir, "tokens.wasm"), fdir, false, &out)
-		if err != nil || passed != 0 || failed != 2 {
-			t.Fatalf("passed %d, failed %d, err %v\n%s", passed, failed, err, out.String())
-		}
-		wantLine := "FAIL chat-plain: settle: charge = " + strconv.FormatInt(right, 10) + ", want " + strconv.FormatInt(wrong, 10)
-		if !strings.Contains(out.String(), wantLine+"\n") || !strings.Contains(out.String(), "FAIL ghost: ") ||
-			!strings.HasSuffix(out.String(), "\n0 passed, 2 failed\n") {
-			t.Fatalf("output:\n%s\nwant a line %q", out.String(), wantLine)
-		}
-
-		out.Reset()
-		passed, failed, err = TestFixtures(ctx, filepath.Join(dir, "tokens.wasm"), fdir, true, &out)
-		if err != nil || passed != 1 || failed != 1 || !strings.Contains(out.String(), "ok   chat-plain\n") {
-			t.Fatalf("-update: passed %d, failed %d, err %v\n%s", passed, failed, err, out.String())
-		}
-		fixed, err := os.ReadFile(filepath.Join(fdir, "chat-plain.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var doc struct {
-			Expect struct {
-				Charge json.Number `json:"charge"`
-			} `json:"expect"`
-		}
-		if err := json.Unmarshal(fixed, &doc); err != nil || doc.Expect.Charge.String() != strconv.FormatInt(right, 10) {
-			t.Fatalf("rewritten expect.charge = %s (%v), want %d", doc.Expect.Charge, err, right)
-		}
-		if now, _ := os.ReadFile(ghost.Path); !bytes.Equal(now, ghostBytes) {
-			t.Fatalf("-update rewrote a fixture the plugin failed on:\n%s", now)
-		}
+		checkUpdateFixesCharge(t, filepath.Join(dir, "tokens.wasm"))
 	})
-
 	t.Run("setup errors", func(t *testing.T) {
 		var out bytes.Buffer
 		if _, _, err := TestFixtures(ctx, filepath.Join(dir, "missing.wasm"), fixtureDir("tokens"), false, &out); err == nil {
@@ -323,4 +243,106 @@ func TestFixtureRunner(t *testing.T) {
 			t.Error("an empty fixture directory is not an error")
 		}
 	})
+}
+
+// checkFixturesPass wants every fixture in fdir to pass on the plugin, and
+// the runner to print an "ok" line per fixture, in order, and the count.
+func checkFixturesPass(t *testing.T, wasm, fdir string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(fdir, "*.json"))
+	if len(files) == 0 {
+		t.Fatalf("no fixtures in %s", fdir)
+	}
+	var out bytes.Buffer
+	passed, failed, err := TestFixtures(context.Background(), wasm, fdir, false, &out)
+	if err != nil || failed != 0 || passed != len(files) {
+		t.Fatalf("passed %d, failed %d, err %v; want %d passed\n%s", passed, failed, err, len(files), out.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != len(files)+1 || lines[len(lines)-1] != strconv.Itoa(len(files))+" passed, 0 failed" {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	for i, f := range files {
+		if want := "ok   " + strings.TrimSuffix(filepath.Base(f), ".json"); lines[i] != want {
+			t.Errorf("line %d = %q, want %q", i, lines[i], want)
+		}
+	}
+}
+
+// checkUpdateFixesCharge runs the tokens plugin on two failing fixtures: a
+// copy of chat-plain.json expecting a wrong charge, and a fixture on which
+// the plugin fails (no plugin serves its model). Both fail, the wrong one
+// naming both charges; -update rewrites the charge and leaves the other
+// fixture alone.
+func checkUpdateFixesCharge(t *testing.T, wasm string) {
+	t.Helper()
+	ctx := context.Background()
+	fdir := t.TempDir()
+	right, wrong, ghost := writeWrongFixtures(t, fdir)
+	ghostBytes, _ := os.ReadFile(ghost)
+
+	var out bytes.Buffer
+	passed, failed, err := TestFixtures(ctx, wasm, fdir, false, &out)
+	if err != nil || passed != 0 || failed != 2 {
+		t.Fatalf("passed %d, failed %d, err %v\n%s", passed, failed, err, out.String())
+	}
+	wantLine := "FAIL chat-plain: settle: charge = " + strconv.FormatInt(right, 10) + ", want " + strconv.FormatInt(wrong, 10)
+	if !strings.Contains(out.String(), wantLine+"\n") || !strings.Contains(out.String(), "FAIL ghost: ") ||
+		!strings.HasSuffix(out.String(), "\n0 passed, 2 failed\n") {
+		t.Fatalf("output:\n%s\nwant a line %q", out.String(), wantLine)
+	}
+
+	out.Reset()
+	passed, failed, err = TestFixtures(ctx, wasm, fdir, true, &out)
+	if err != nil || passed != 1 || failed != 1 || !strings.Contains(out.String(), "ok   chat-plain\n") {
+		t.Fatalf("-update: passed %d, failed %d, err %v\n%s", passed, failed, err, out.String())
+	}
+	fixed, err := os.ReadFile(filepath.Join(fdir, "chat-plain.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Expect struct {
+			Charge json.Number `json:"charge"`
+		} `json:"expect"`
+	}
+	if err := json.Unmarshal(fixed, &doc); err != nil || doc.Expect.Charge.String() != strconv.FormatInt(right, 10) {
+		t.Fatalf("rewritten expect.charge = %s (%v), want %d", doc.Expect.Charge, err, right)
+	}
+	if now, _ := os.ReadFile(ghost); !bytes.Equal(now, ghostBytes) {
+		t.Fatalf("-update rewrote a fixture the plugin failed on:\n%s", now)
+	}
+}
+
+// writeWrongFixtures writes to fdir chat-plain.json, the tokens fixture of
+// that name expecting its charge plus 7, and ghost.json, the same call to a
+// model no plugin serves. It returns the right and the wrong charge and
+// ghost.json's path.
+func writeWrongFixtures(t *testing.T, fdir string) (right, wrong int64, ghostPath string) {
+	t.Helper()
+	orig, err := os.ReadFile(filepath.Join(fixtureDir("tokens"), "chat-plain.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fixture.Parse(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Expect.Charge == nil {
+		t.Fatal("chat-plain.json expects no charge")
+	}
+	right = *f.Expect.Charge
+	wrong = right + 7
+	f.Expect.Charge = &wrong
+	f.Path = filepath.Join(fdir, "chat-plain.json")
+	if err := f.Save(); err != nil {
+		t.Fatal(err)
+	}
+	ghost := f
+	ghost.Model = "no-such-model"
+	ghost.Path = filepath.Join(fdir, "ghost.json")
+	if err := ghost.Save(); err != nil {
+		t.Fatal(err)
+	}
+	return right, wrong, ghost.Path
 }

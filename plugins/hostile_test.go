@@ -50,15 +50,8 @@ func TestHostilePlugins(t *testing.T) {
 	// One instance per plugin, so that "the same instance" and "a fresh
 	// instance" are observable.
 	h, logs := openDir(t, dir, Config{PoolSize: 1, CallTimeout: 250 * time.Millisecond})
-	ctx := context.Background()
 
-	cases := []struct {
-		name   string
-		plugin string
-		model  string
-		mode   string
-		check  func(t *testing.T, err error, took time.Duration)
-	}{
+	cases := []hostileCase{
 		{name: "infinite loop", plugin: "loop", model: "loop-model", mode: "loop", check: func(t *testing.T, err error, took time.Duration) {
 			wantFailure(t, err, "loop")
 			if !errors.Is(err, context.DeadlineExceeded) {
@@ -79,82 +72,96 @@ func TestHostilePlugins(t *testing.T) {
 		}},
 	}
 	for _, mode := range []string{"status", "empty", "outside", "huge", "trailing", "negative", "truncated"} {
-		cases = append(cases, struct {
-			name   string
-			plugin string
-			model  string
-			mode   string
-			check  func(t *testing.T, err error, took time.Duration)
-		}{name: "garbage envelope " + mode, plugin: "garbage", model: "garbage-model", mode: mode, check: func(t *testing.T, err error, _ time.Duration) {
-			wantFailure(t, err, "garbage")
-			if !errors.Is(err, ErrMalformed) {
-				t.Errorf("err = %v, want ErrMalformed", err)
-			}
-		}})
+		cases = append(cases, hostileCase{name: "garbage envelope " + mode, plugin: "garbage", model: "garbage-model", mode: mode,
+			check: func(t *testing.T, err error, _ time.Duration) {
+				wantFailure(t, err, "garbage")
+				if !errors.Is(err, ErrMalformed) {
+					t.Errorf("err = %v, want ErrMalformed", err)
+				}
+			}})
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			before := stats(t, h, tc.plugin)
-			start := time.Now()
-			_, err := h.Admit(ctx, hostileAdmit(tc.model, tc.mode))
-			tc.check(t, err, time.Since(start))
-			if !strings.Contains(logs.String(), "plugin="+tc.plugin) {
-				t.Errorf("the failure was not logged with the plugin name")
-			}
-			after := stats(t, h, tc.plugin)
-			if after.Failures != before.Failures+1 {
-				t.Errorf("failures %d → %d, want one more", before.Failures, after.Failures)
-			}
-			// The same plugin answers the next normal call, on a fresh
-			// instance (the pool holds one).
-			res, err := h.Admit(ctx, hostileAdmit(tc.model, ""))
-			if err != nil || res.Hold != 1 {
-				t.Fatalf("next normal call: %+v, %v", res, err)
-			}
-			if s := stats(t, h, tc.plugin); s.Instances != 1 {
-				t.Errorf("instances = %d, want 1", s.Instances)
-			}
-			// Other plugins keep serving.
-			if _, err := h.Admit(ctx, tokensAdmit()); err != nil {
-				t.Fatalf("tokens after the failure: %v", err)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkHostileCall(t, h, logs, tc) })
 	}
-
-	t.Run("panic recovered by the sdk", func(t *testing.T) {
-		first, err := h.Admit(ctx, hostileAdmit("panic-model", ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = h.Admit(ctx, hostileAdmit("panic-model", "panic"))
-		var ae *abi.Error
-		if !errors.As(err, &ae) || ae.Code != abi.CodeInternal || !strings.Contains(ae.Message, "panic") || !strings.Contains(ae.Message, "boom") {
-			t.Fatalf("err = %v, want the guest's internal error about its panic", err)
-		}
-		var pe *Error
-		if errors.As(err, &pe) {
-			t.Fatalf("a recovered panic is a plugin failure: %v", err)
-		}
-		// The instance survived: its call counter went on.
-		next, err := h.Admit(ctx, hostileAdmit("panic-model", ""))
-		if err != nil || next.Hold != first.Hold+1 {
-			t.Fatalf("after the panic: %+v, %v; want hold %d from the same instance", next, err, first.Hold+1)
-		}
-		if s := stats(t, h, "panic"); s.Failures != 0 {
-			t.Errorf("failures = %d, want 0", s.Failures)
-		}
-	})
-
+	t.Run("panic recovered by the sdk", func(t *testing.T) { checkPanicRecovered(t, h) })
 	t.Run("no plugin for the model", func(t *testing.T) {
-		_, err := h.Admit(ctx, hostileAdmit("no-such-model", ""))
+		_, err := h.Admit(context.Background(), hostileAdmit("no-such-model", ""))
 		var pe *Error
 		if !errors.As(err, &pe) || !errors.Is(err, ErrNoPlugin) || !strings.Contains(err.Error(), `"no-such-model"`) {
 			t.Fatalf("err = %v", err)
 		}
-		if _, err := h.Settle(ctx, abi.SettleRequest{Model: "no-such-model"}); !errors.Is(err, ErrNoPlugin) {
+		if _, err := h.Settle(context.Background(), abi.SettleRequest{Model: "no-such-model"}); !errors.Is(err, ErrNoPlugin) {
 			t.Fatalf("settle err = %v", err)
 		}
 	})
+}
+
+// hostileCase is a call that makes plugin misbehave (the hostile plugin's
+// mode) and what its error must be.
+type hostileCase struct {
+	name   string
+	plugin string
+	model  string
+	mode   string
+	check  func(t *testing.T, err error, took time.Duration)
+}
+
+// checkHostileCall makes tc's call and checks its error, then wants the
+// failure logged with the plugin's name and counted once, the same plugin
+// to answer the next normal call on a fresh instance (the pool holds one),
+// and other plugins to keep serving.
+func checkHostileCall(t *testing.T, h *Host, logs *testLogger, tc hostileCase) {
+	t.Helper()
+	ctx := context.Background()
+	before := stats(t, h, tc.plugin)
+	start := time.Now()
+	_, err := h.Admit(ctx, hostileAdmit(tc.model, tc.mode))
+	tc.check(t, err, time.Since(start))
+	if !strings.Contains(logs.String(), "plugin="+tc.plugin) {
+		t.Errorf("the failure was not logged with the plugin name")
+	}
+	after := stats(t, h, tc.plugin)
+	if after.Failures != before.Failures+1 {
+		t.Errorf("failures %d → %d, want one more", before.Failures, after.Failures)
+	}
+	res, err := h.Admit(ctx, hostileAdmit(tc.model, ""))
+	if err != nil || res.Hold != 1 {
+		t.Fatalf("next normal call: %+v, %v", res, err)
+	}
+	if s := stats(t, h, tc.plugin); s.Instances != 1 {
+		t.Errorf("instances = %d, want 1", s.Instances)
+	}
+	if _, err := h.Admit(ctx, tokensAdmit()); err != nil {
+		t.Fatalf("tokens after the failure: %v", err)
+	}
+}
+
+// checkPanicRecovered wants a panic the sdk recovers to come back as the
+// guest's internal error, not a plugin failure, and the instance to survive
+// it: its call counter goes on.
+func checkPanicRecovered(t *testing.T, h *Host) {
+	t.Helper()
+	ctx := context.Background()
+	first, err := h.Admit(ctx, hostileAdmit("panic-model", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Admit(ctx, hostileAdmit("panic-model", "panic"))
+	var ae *abi.Error
+	if !errors.As(err, &ae) || ae.Code != abi.CodeInternal || !strings.Contains(ae.Message, "panic") || !strings.Contains(ae.Message, "boom") {
+		t.Fatalf("err = %v, want the guest's internal error about its panic", err)
+	}
+	var pe *Error
+	if errors.As(err, &pe) {
+		t.Fatalf("a recovered panic is a plugin failure: %v", err)
+	}
+	next, err := h.Admit(ctx, hostileAdmit("panic-model", ""))
+	if err != nil || next.Hold != first.Hold+1 {
+		t.Fatalf("after the panic: %+v, %v; want hold %d from the same instance", next, err, first.Hold+1)
+	}
+	if s := stats(t, h, "panic"); s.Failures != 0 {
+		t.Errorf("failures = %d, want 0", s.Failures)
+	}
 }
 
 // TestLoopingGuestLetsGCRun: a guest in an endless loop must not stop the

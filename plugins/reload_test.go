@@ -86,56 +86,22 @@ func TestHotReloadUnderLoad(t *testing.T) {
 	old := h.Catalog().versions["tokens"]
 	oldInfo := info(t, h, "tokens")
 
-	var (
-		stop     atomic.Bool
-		failures atomic.Int64
-		firstErr atomic.Value
-		mu       sync.Mutex
-		holds    = map[int64]int{}
-		wg       sync.WaitGroup
-	)
-	for range 4 {
-		wg.Go(func() {
-			for !stop.Load() {
-				res, err := h.Admit(ctx, req)
-				if err != nil {
-					failures.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-					continue
-				}
-				mu.Lock()
-				holds[res.Hold]++
-				mu.Unlock()
-			}
-		})
-	}
+	load := admitInLoop(h, req, 4)
 	time.Sleep(100 * time.Millisecond)
 	// Deploy: the same tokens.wasm copied over, with a tokens.json that
 	// raises the standard input price.
 	writeFile(t, filepath.Join(dir, "tokens.wasm"), wasmBytes(t, "tokens"))
 	writeFile(t, filepath.Join(dir, "tokens.json"), repriced(t, req.Model, "97.5"))
-
-	deadline := time.Now().Add(30 * time.Second)
-	var after abi.AdmitResult
-	for time.Now().Before(deadline) {
-		if info(t, h, "tokens").Config != oldInfo.Config {
-			after, err = h.Admit(ctx, req)
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	after, err := admitOnceReloaded(t, h, req, oldInfo.Config)
 	time.Sleep(100 * time.Millisecond) // keep calling on the new version
-	stop.Store(true)
-	wg.Wait()
+	holds := load.stop()
 
-	if n := failures.Load(); n > 0 {
-		t.Fatalf("%d calls failed during the reload; first: %v", n, firstErr.Load())
+	if n := load.failures.Load(); n > 0 {
+		t.Fatalf("%d calls failed during the reload; first: %v", n, load.firstErr.Load())
 	}
 	if err != nil || after.Hold <= before.Hold {
 		t.Fatalf("after the reload: hold %d (err %v), want above %d", after.Hold, err, before.Hold)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if holds[after.Hold] == 0 || holds[before.Hold] == 0 {
 		t.Fatalf("holds seen %v: want both the old price (%d) and the new (%d)", holds, before.Hold, after.Hold)
 	}
@@ -151,6 +117,59 @@ func TestHotReloadUnderLoad(t *testing.T) {
 	if !contains(logs.String(), "plugins reloaded", "replaced=[tokens]") {
 		t.Errorf("reload not logged:\n%s", logs.String())
 	}
+}
+
+// admitLoad is callers making the same Admit call in a loop until stopped.
+type admitLoad struct {
+	halt     atomic.Bool
+	wg       sync.WaitGroup
+	failures atomic.Int64
+	firstErr atomic.Value // the first error, if any
+	mu       sync.Mutex
+	holds    map[int64]int // how many calls answered each hold
+}
+
+// admitInLoop starts callers goroutines calling h.Admit(req) until stop.
+func admitInLoop(h *Host, req abi.AdmitRequest, callers int) *admitLoad {
+	l := &admitLoad{holds: map[int64]int{}}
+	for range callers {
+		l.wg.Go(func() {
+			for !l.halt.Load() {
+				res, err := h.Admit(context.Background(), req)
+				if err != nil {
+					l.failures.Add(1)
+					l.firstErr.CompareAndSwap(nil, err)
+					continue
+				}
+				l.mu.Lock()
+				l.holds[res.Hold]++
+				l.mu.Unlock()
+			}
+		})
+	}
+	return l
+}
+
+// stop stops the callers, waits for them and returns the holds they saw.
+func (l *admitLoad) stop() map[int64]int {
+	l.halt.Store(true)
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.holds
+}
+
+// admitOnceReloaded waits, up to 30 seconds, for the tokens plugin's config
+// to differ from oldConfig, and makes one call on the new version. The
+// zero result and a nil error mean the reload never came.
+func admitOnceReloaded(t *testing.T, h *Host, req abi.AdmitRequest, oldConfig string) (abi.AdmitResult, error) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if info(t, h, "tokens").Config != oldConfig {
+			return h.Admit(context.Background(), req)
+		}
+	}
+	return abi.AdmitResult{}, nil
 }
 
 func TestReloadBrokenReplacementKeepsServing(t *testing.T) {

@@ -181,7 +181,7 @@ func checkExports(wasm []byte) error {
 			}
 			return fmt.Errorf("%w: no export %s", ErrABI, want.name)
 		}
-		if !sameTypes(def.Params, want.params) || !sameTypes(def.Results, want.results) {
+		if !slices.Equal(def.Params, want.params) || !slices.Equal(def.Results, want.results) {
 			return fmt.Errorf("%w: export %s has type %s, want %s", ErrABI, want.name,
 				signature(def.Params, def.Results), signature(want.params, want.results))
 		}
@@ -195,18 +195,6 @@ func checkExports(wasm []byte) error {
 		return fmt.Errorf("%w: no exported memory named \"memory\"", ErrABI)
 	}
 	return nil
-}
-
-func sameTypes(a, b []api.ValueType) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func signature(params, results []api.ValueType) string {

@@ -396,14 +396,6 @@ func hasEndpoint(m pricing.Model, endpoint string) bool {
 // none (a plugin may embed its prices), and Describe, Admit and Settle are
 // the PriceList's.
 func TokenPlugin(name string, defaultConfig []byte) Plugin {
-	l := new(PriceList)
-	return Plugin{
-		Name: name,
-		Configure: func(config []byte) error {
-			return l.Load(name, config, defaultConfig, nil)
-		},
-		Describe: l.Describe,
-		Admit:    l.TokenAdmit,
-		Settle:   l.TokenSettle,
-	}
+	l := &CheckedList{Name: name, Fallback: defaultConfig}
+	return l.Plugin(l.TokenAdmit, l.TokenSettle)
 }

@@ -43,6 +43,45 @@ func (l *PriceList) Load(name string, config, fallback []byte, check func(pricin
 	return l.Set(models)
 }
 
+// CheckedList is the price list of a plugin that loads its own prices:
+// Configure loads NAME.json from the host, or Fallback (the plugin's
+// embedded default) when the host passes none, every model through Check
+// (Load). It is what a first-party plugin and TokenPlugin share; the
+// plugin adds its own Admit and Settle with Plugin.
+type CheckedList struct {
+	PriceList
+	// Name is the plugin's name (NAME.wasm, NAME.json).
+	Name string
+	// Fallback is the embedded default price list; nil for none.
+	Fallback []byte
+	// Check, when not nil, must accept every model of the list.
+	Check func(pricing.Model) error
+}
+
+// Configure loads config, or Fallback when config is empty; a failed load
+// keeps the previous list.
+func (c *CheckedList) Configure(config []byte) error {
+	return c.Load(c.Name, config, c.Fallback, c.Check)
+}
+
+// Plugin is the plugin that serves the list with admit and settle: its
+// Configure is c's and its Describe the list's.
+func (c *CheckedList) Plugin(admit func(abi.AdmitRequest) (abi.AdmitResult, error), settle func(abi.SettleRequest) (abi.SettleResult, error)) Plugin {
+	return Plugin{Name: c.Name, Configure: c.Configure, Describe: c.Describe, Admit: admit, Settle: settle}
+}
+
+// CheckEndpoints checks that m is served only on the endpoints in allowed;
+// the error names the endpoint at fault as not being what ("an image
+// endpoint") and lists allowed.
+func CheckEndpoints(m pricing.Model, what string, allowed ...string) error {
+	for i, e := range m.Endpoints {
+		if !slices.Contains(allowed, e) {
+			return fmt.Errorf("endpoints[%d]: %q is not %s (%s)", i, e, what, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}
+
 // CheckPrices runs check on every route price of m and on its reference
 // price, when it has one. The error names the price at fault:
 // "routes.NAME: …" or "reference_price: …".

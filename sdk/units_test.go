@@ -78,6 +78,47 @@ func TestLoadKeepsPreviousList(t *testing.T) {
 	}
 }
 
+// CheckedList's plugin loads the host's list, else its fallback, through
+// Check, describes the loaded models and answers with the handlers given.
+func TestCheckedList(t *testing.T) {
+	onlyVideo := func(m pricing.Model) error { return CheckEndpoints(m, "the video endpoint", pricing.EndpointVideo) }
+	c := &CheckedList{Name: "demo", Fallback: []byte(unitPrices)}
+	admitted := false
+	p := c.Plugin(func(abi.AdmitRequest) (abi.AdmitResult, error) { admitted = true; return abi.AdmitResult{}, nil }, nil)
+	if p.Name != "demo" || p.Settle != nil {
+		t.Fatalf("Plugin() = %+v, want name demo and no Settle", p)
+	}
+	if err := p.Configure(nil); err != nil {
+		t.Fatalf("Configure(nil) with a fallback: %v", err)
+	}
+	if d := p.Describe(); len(d.Models) != 2 {
+		t.Fatalf("Describe lists %d models, want the fallback's 2", len(d.Models))
+	}
+	if _, err := p.Admit(abi.AdmitRequest{}); err != nil || !admitted {
+		t.Fatalf("Admit did not reach the handler given: %v", err)
+	}
+	c.Check = onlyVideo
+	err := p.Configure([]byte(unitPrices))
+	if err == nil || !strings.Contains(err.Error(), `models[0] (img): endpoints[0]: "image_generation" is not the video endpoint (video_generation)`) {
+		t.Fatalf("Configure through Check = %v", err)
+	}
+	if _, ok := c.Model("img"); !ok {
+		t.Fatal("a refused list replaced the loaded one")
+	}
+}
+
+func TestCheckEndpoints(t *testing.T) {
+	m := pricing.Model{ID: "img", Endpoints: []string{pricing.EndpointImages, pricing.EndpointImageEdit}}
+	if err := CheckEndpoints(m, "an image endpoint", pricing.EndpointImages, pricing.EndpointImageEdit); err != nil {
+		t.Fatalf("both allowed: %v", err)
+	}
+	err := CheckEndpoints(m, "an image generation endpoint", pricing.EndpointImages)
+	want := `endpoints[1]: "image_edit" is not an image generation endpoint (image_generation)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("CheckEndpoints = %v, want %q", err, want)
+	}
+}
+
 func TestCheckPrices(t *testing.T) {
 	m := pricing.Model{
 		ID:        "m",

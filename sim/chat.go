@@ -6,6 +6,15 @@ import (
 
 const chatPath = "/v1/chat/completions"
 
+// chatReply is what every piece of a chat completion answer is written from.
+type chatReply struct {
+	model   string
+	created int64
+	rep     reply
+	c       Counts
+	finish  string // stop, or length when the reply was capped
+}
+
 // chat answers POST /v1/chat/completions.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request, cfg *config) {
 	sc := getScratch()
@@ -19,46 +28,53 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, cfg *config) {
 		kp := chatKeyedPrefix(req)
 		c.Cached = kp.cached(&s.cache, s.now().UnixNano())
 	}
-	rep := buildReply(req.Model, echo, limit)
-	c.Completion, c.Capped = rep.words(), rep.capped
-	finish := "stop"
-	if rep.capped {
-		finish = "length"
+	x := chatReply{model: req.Model, created: s.now().Unix(), rep: buildReply(req.Model, echo, limit), finish: "stop"}
+	c.Completion, c.Capped = x.rep.words(), x.rep.capped
+	if x.rep.capped {
+		x.finish = "length"
 	}
-	created := s.now().Unix()
-
+	x.c = c
 	if !req.Stream {
-		b := sc.out
-		b = append(b, `{"id":`...)
-		b = append(s.id(append(b, '"'), "chatcmpl-"), '"')
-		b = append(b, `,"object":"chat.completion","created":`...)
-		b = appendInt(b, created)
-		b = append(b, `,"model":`...)
-		b = appendString(b, req.Model)
-		b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
-		b = appendString(b, rep.text)
-		b = append(b, `,"refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"`...)
-		b = append(b, finish...)
-		b = append(b, `"}],"usage":`...)
-		b = appendChatUsage(b, c)
-		b = append(b, `,"service_tier":"default","system_fingerprint":"fp_sim"}`...)
-		sc.out = b
-		writeJSON(w, http.StatusOK, b)
+		sc.out = s.appendChat(sc.out, &x)
+		writeJSON(w, http.StatusOK, sc.out)
 		return
 	}
+	s.chatStream(w, r, cfg, sc, &x, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+}
 
-	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+// appendChat appends the whole chat.completion object.
+func (s *Server) appendChat(b []byte, x *chatReply) []byte {
+	b = append(b, `{"id":`...)
+	b = append(s.id(append(b, '"'), "chatcmpl-"), '"')
+	b = append(b, `,"object":"chat.completion","created":`...)
+	b = appendInt(b, x.created)
+	b = append(b, `,"model":`...)
+	b = appendString(b, x.model)
+	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	b = appendString(b, x.rep.text)
+	b = append(b, `,"refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"`...)
+	b = append(b, x.finish...)
+	b = append(b, `"}],"usage":`...)
+	b = appendChatUsage(b, x.c)
+	return append(b, `,"service_tier":"default","system_fingerprint":"fp_sim"}`...)
+}
+
+// chatStream streams the answer as chat.completion.chunk events: the role,
+// one per content chunk, the finish reason, the usage when the caller
+// asked for it (stream_options.include_usage), then [DONE].
+func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, cfg *config, sc *scratch, x *chatReply, includeUsage bool) {
 	usageNull := ""
 	if includeUsage {
 		usageNull = `,"usage":null`
 	}
+	// pre is every chunk's start, up to its choices.
 	pre := sc.pre
 	pre = append(pre, `{"id":`...)
 	pre = append(s.id(append(pre, '"'), "chatcmpl-"), '"')
 	pre = append(pre, `,"object":"chat.completion.chunk","created":`...)
-	pre = appendInt(pre, created)
+	pre = appendInt(pre, x.created)
 	pre = append(pre, `,"model":`...)
-	pre = appendString(pre, req.Model)
+	pre = appendString(pre, x.model)
 	pre = append(pre, `,"service_tier":"default","system_fingerprint":"fp_sim","choices":[`...)
 	sc.pre = pre
 
@@ -67,6 +83,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, cfg *config) {
 		return
 	}
 	b := append(frameData(sc.out[:0]), pre...)
+	defer func() { sc.out = b }()
 	b = append(b, `{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]`...)
 	b = frameEnd(append(append(b, usageNull...), '}'))
 	if !st.event(b) {
@@ -76,37 +93,33 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, cfg *config) {
 	for i := 0; i < n; i++ {
 		b = append(frameData(b[:0]), pre...)
 		b = append(b, `{"index":0,"delta":{"content":`...)
-		b = appendString(b, rep.chunk(i, n))
+		b = appendString(b, x.rep.chunk(i, n))
 		b = append(b, `},"logprobs":null,"finish_reason":null}]`...)
 		b = frameEnd(append(append(b, usageNull...), '}'))
 		if !st.content(i, b) {
-			sc.out = b
 			return
 		}
 	}
 	st.contentDone()
 	b = append(frameData(b[:0]), pre...)
 	b = append(b, `{"index":0,"delta":{},"logprobs":null,"finish_reason":"`...)
-	b = append(b, finish...)
+	b = append(b, x.finish...)
 	b = append(b, `"}]`...)
 	b = frameEnd(append(append(b, usageNull...), '}'))
 	if !st.event(b) {
-		sc.out = b
 		return
 	}
 	if includeUsage {
 		b = append(frameData(b[:0]), pre...)
 		b = append(b, `],"usage":`...)
-		b = appendChatUsage(b, c)
+		b = appendChatUsage(b, x.c)
 		b = frameEnd(append(b, '}'))
 		if !st.event(b) {
-			sc.out = b
 			return
 		}
 	}
 	b = append(b[:0], "data: [DONE]\n\n"...)
 	st.event(b)
-	sc.out = b
 }
 
 // appendChatUsage appends a chat completion usage object.

@@ -20,6 +20,24 @@ func hasVersion(r *http.Request) bool {
 	return false
 }
 
+// msgReply is what every piece of a messages answer is written from.
+type msgReply struct {
+	id    []byte
+	model string
+	rep   reply
+	c     Counts
+	stop  string // end_turn, or max_tokens when the reply was capped
+}
+
+// head appends the message object up to its content array.
+func (x *msgReply) head(b []byte) []byte {
+	b = append(b, `{"id":"`...)
+	b = append(b, x.id...)
+	b = append(b, `","type":"message","role":"assistant","model":`...)
+	b = appendString(b, x.model)
+	return append(b, `,"content":[`...)
+}
+
 // messages answers POST /v1/messages.
 func (s *Server) messages(w http.ResponseWriter, r *http.Request, cfg *config) {
 	if !hasVersion(r) {
@@ -34,47 +52,41 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, cfg *config) {
 	}
 	p := messagesPrefix(req)
 	c := p.counts(&s.cache, s.now().UnixNano())
-	rep := buildReply(req.Model, lastText(req.Messages, "user"), *req.MaxTokens)
-	c.Completion, c.Capped = rep.words(), rep.capped
-	stop := "end_turn"
-	if rep.capped {
-		stop = "max_tokens"
-	}
 	var idBuf [48]byte
-	id := s.id(idBuf[:0], "msg_")
-
-	// head appends the message object up to its content array.
-	head := func(b []byte) []byte {
-		b = append(b, `{"id":"`...)
-		b = append(b, id...)
-		b = append(b, `","type":"message","role":"assistant","model":`...)
-		b = appendString(b, req.Model)
-		return append(b, `,"content":[`...)
+	x := msgReply{id: s.id(idBuf[:0], "msg_"), model: req.Model, rep: buildReply(req.Model, lastText(req.Messages, "user"), *req.MaxTokens), stop: "end_turn"}
+	c.Completion, c.Capped = x.rep.words(), x.rep.capped
+	if x.rep.capped {
+		x.stop = "max_tokens"
 	}
-
+	x.c = c
 	if !req.Stream {
-		b := head(sc.out)
+		b := x.head(sc.out)
 		b = append(b, `{"type":"text","text":`...)
-		b = appendString(b, rep.text)
+		b = appendString(b, x.rep.text)
 		b = append(b, `}],"stop_reason":"`...)
-		b = append(b, stop...)
+		b = append(b, x.stop...)
 		b = append(b, `","stop_sequence":null,"usage":`...)
-		b = appendMessagesUsage(b, c, c.Completion)
-		b = append(b, '}')
-		sc.out = b
-		writeJSON(w, http.StatusOK, b)
+		b = appendMessagesUsage(b, x.c, x.c.Completion)
+		sc.out = append(b, '}')
+		writeJSON(w, http.StatusOK, sc.out)
 		return
 	}
+	s.messagesStream(w, r, cfg, sc, &x)
+}
 
+// messagesStream streams the answer as the messages API's events:
+// message_start, one text block (a delta per content chunk), message_delta
+// with the stop reason and output tokens, message_stop.
+func (s *Server) messagesStream(w http.ResponseWriter, r *http.Request, cfg *config, sc *scratch, x *msgReply) {
 	st, ok := s.startStream(w, r, cfg)
 	if !ok {
 		return
 	}
 	b := frameEvent(sc.out[:0], "message_start")
 	b = append(b, `{"type":"message_start","message":`...)
-	b = head(b)
+	b = x.head(b)
 	b = append(b, `],"stop_reason":null,"stop_sequence":null,"usage":`...)
-	b = appendMessagesUsage(b, c, 1)
+	b = appendMessagesUsage(b, x.c, 1)
 	b = frameEnd(append(b, "}}"...))
 	defer func() { sc.out = b }()
 	if !st.event(b) {
@@ -94,7 +106,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, cfg *config) {
 	for i := 0; i < n; i++ {
 		b = frameEvent(b[:0], "content_block_delta")
 		b = append(b, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`...)
-		b = appendString(b, rep.chunk(i, n))
+		b = appendString(b, x.rep.chunk(i, n))
 		b = frameEnd(append(b, "}}"...))
 		if !st.content(i, b) {
 			return
@@ -108,9 +120,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, cfg *config) {
 	}
 	b = frameEvent(b[:0], "message_delta")
 	b = append(b, `{"type":"message_delta","delta":{"stop_reason":"`...)
-	b = append(b, stop...)
+	b = append(b, x.stop...)
 	b = append(b, `","stop_sequence":null},"usage":{"output_tokens":`...)
-	b = appendInt(b, c.Completion)
+	b = appendInt(b, x.c.Completion)
 	b = frameEnd(append(b, "}}"...))
 	if !st.event(b) {
 		return

@@ -64,107 +64,117 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, cfg *config) 
 		return
 	}
 
+	s.responsesStream(w, r, cfg, sc, &x)
+}
+
+// respEvents frames the events of a streamed responses answer into b, each
+// with its type and the next sequence number.
+type respEvents struct {
+	b   []byte
+	seq int64
+}
+
+// begin starts event name with its type and sequence number.
+func (e *respEvents) begin(name string) {
+	b := frameEvent(e.b[:0], name)
+	b = append(b, `{"type":"`...)
+	b = append(b, name...)
+	b = append(b, `","sequence_number":`...)
+	e.b = appendInt(b, e.seq)
+	e.seq++
+}
+
+// end closes the event begun.
+func (e *respEvents) end() { e.b = frameEnd(append(e.b, '}')) }
+
+// item frames event name carrying x's output item, in progress or done.
+func (e *respEvents) item(x *respReply, name string, done bool) []byte {
+	e.begin(name)
+	e.b = append(e.b, `,"output_index":0,"item":`...)
+	e.b = x.appendItem(e.b, done)
+	e.end()
+	return e.b
+}
+
+// response frames event name carrying x's response, in progress or done.
+func (e *respEvents) response(x *respReply, name string, done bool) []byte {
+	e.begin(name)
+	e.b = append(e.b, `,"response":`...)
+	e.b = x.appendResponse(e.b, done)
+	e.end()
+	return e.b
+}
+
+// responsesStream streams the answer: created and in_progress, then the
+// compaction item or the text item with its content part, then the final
+// response.
+func (s *Server) responsesStream(w http.ResponseWriter, r *http.Request, cfg *config, sc *scratch, x *respReply) {
 	st, ok := s.startStream(w, r, cfg)
 	if !ok {
 		return
 	}
-	seq := int64(0)
-	b := sc.out[:0]
-	// begin starts event `name` with its type and sequence number.
-	begin := func(name string) {
-		b = frameEvent(b[:0], name)
-		b = append(b, `{"type":"`...)
-		b = append(b, name...)
-		b = append(b, `","sequence_number":`...)
-		b = appendInt(b, seq)
-		seq++
-	}
-	end := func() { b = frameEnd(append(b, '}')) }
-	// itemEvent and responseEvent frame event `name` carrying the output
-	// item or the response, in progress or done.
-	itemEvent := func(name string, done bool) {
-		begin(name)
-		b = append(b, `,"output_index":0,"item":`...)
-		b = x.appendItem(b, done)
-		end()
-	}
-	responseEvent := func(name string, done bool) {
-		begin(name)
-		b = append(b, `,"response":`...)
-		b = x.appendResponse(b, done)
-		end()
-	}
-	defer func() { sc.out = b }()
-
-	for _, name := range [2]string{"response.created", "response.in_progress"} {
-		responseEvent(name, false)
-		if !st.event(b) {
-			return
-		}
+	e := respEvents{b: sc.out[:0]}
+	defer func() { sc.out = e.b }()
+	if !st.event(e.response(x, "response.created", false)) || !st.event(e.response(x, "response.in_progress", false)) {
+		return
 	}
 	if x.compaction != nil {
 		// One item, whole when added; its done event is the one content
 		// event (timing and cuts apply to it).
-		itemEvent("response.output_item.added", true)
-		if !st.event(b) {
-			return
-		}
-		itemEvent("response.output_item.done", true)
-		if !st.content(0, b) {
+		if !st.event(e.item(x, "response.output_item.added", true)) || !st.content(0, e.item(x, "response.output_item.done", true)) {
 			return
 		}
 		st.contentDone()
-		responseEvent("response.completed", true)
-		st.event(b)
+		st.event(e.response(x, "response.completed", true))
 		return
 	}
-	itemEvent("response.output_item.added", false)
-	if !st.event(b) {
+	if !st.event(e.item(x, "response.output_item.added", false)) || !streamText(st, &e, x, cfg.chunks) {
 		return
 	}
-	begin("response.content_part.added")
-	b = x.appendPartRef(b)
-	b = append(b, `,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}`...)
-	end()
-	if !st.event(b) {
+	if !st.event(e.item(x, "response.output_item.done", true)) {
 		return
 	}
-	n := cfg.chunks
+	st.event(e.response(x, "response."+x.finalStatus(), true))
+}
+
+// streamText writes the text item's content part: added, a delta per
+// content chunk of n, the text done and the part done. It reports whether
+// the stream is still open.
+func streamText(st *stream, e *respEvents, x *respReply, n int) bool {
+	e.begin("response.content_part.added")
+	e.b = x.appendPartRef(e.b)
+	e.b = append(e.b, `,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}`...)
+	e.end()
+	if !st.event(e.b) {
+		return false
+	}
 	for i := 0; i < n; i++ {
-		begin("response.output_text.delta")
-		b = x.appendPartRef(b)
-		b = append(b, `,"delta":`...)
-		b = appendString(b, x.rep.chunk(i, n))
-		b = append(b, `,"logprobs":[]`...)
-		end()
-		if !st.content(i, b) {
-			return
+		e.begin("response.output_text.delta")
+		e.b = x.appendPartRef(e.b)
+		e.b = append(e.b, `,"delta":`...)
+		e.b = appendString(e.b, x.rep.chunk(i, n))
+		e.b = append(e.b, `,"logprobs":[]`...)
+		e.end()
+		if !st.content(i, e.b) {
+			return false
 		}
 	}
 	st.contentDone()
-	begin("response.output_text.done")
-	b = x.appendPartRef(b)
-	b = append(b, `,"text":`...)
-	b = appendString(b, x.rep.text)
-	b = append(b, `,"logprobs":[]`...)
-	end()
-	if !st.event(b) {
-		return
+	e.begin("response.output_text.done")
+	e.b = x.appendPartRef(e.b)
+	e.b = append(e.b, `,"text":`...)
+	e.b = appendString(e.b, x.rep.text)
+	e.b = append(e.b, `,"logprobs":[]`...)
+	e.end()
+	if !st.event(e.b) {
+		return false
 	}
-	begin("response.content_part.done")
-	b = x.appendPartRef(b)
-	b = append(b, `,"part":`...)
-	b = x.appendPart(b)
-	end()
-	if !st.event(b) {
-		return
-	}
-	itemEvent("response.output_item.done", true)
-	if !st.event(b) {
-		return
-	}
-	responseEvent("response."+x.finalStatus(), true)
-	st.event(b)
+	e.begin("response.content_part.done")
+	e.b = x.appendPartRef(e.b)
+	e.b = append(e.b, `,"part":`...)
+	e.b = x.appendPart(e.b)
+	e.end()
+	return st.event(e.b)
 }
 
 // appendPartRef appends the item_id/output_index/content_index fields.

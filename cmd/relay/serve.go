@@ -70,6 +70,7 @@ type server struct {
 	gw          *gateway.Gateway
 	http        *http.Server
 	metrics     *http.Server
+	debug       *http.Server // nil without debug_listen
 	console     *http.Server // on console.listen; nil when the console shares the gateway's listener
 	consoleAddr string
 	store       store.Store
@@ -82,6 +83,9 @@ type server struct {
 // startServer opens the store (resolving holds left by a crash), loads the
 // plugins and starts serving. ln may be nil (listen on cfg.Listen).
 func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln net.Listener) (*server, error) {
+	if err := checkDebugListen(cfg); err != nil {
+		return nil, err
+	}
 	cfg.ApplyMemoryLimit(log)
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -121,7 +125,7 @@ func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln n
 			return nil, err
 		}
 	}
-	s := &server{addr: ln.Addr().String(), gw: gw, store: st, shared: sh, host: host, log: log, done: make(chan error, 2)}
+	s := &server{addr: ln.Addr().String(), gw: gw, store: st, shared: sh, host: host, log: log, done: make(chan error, 3)}
 	s.http = &http.Server{
 		Handler:  gw.Handler(),
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -137,6 +141,13 @@ func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln n
 		s.metrics = &http.Server{Handler: gw.OpsHandler()}
 		gw.ConfigureServer(s.metrics)
 		go func() { s.done <- s.metrics.Serve(mln) }()
+	}
+	if cfg.DebugListen != "" {
+		if s.debug, err = startDebug(cfg.DebugListen, s.done); err != nil {
+			s.shutdown(time.Second)
+			return nil, err
+		}
+		log.Info("profiler listening", "addr", cfg.DebugListen)
 	}
 	if err := s.startConsole(cfg); err != nil {
 		s.shutdown(time.Second)
@@ -177,6 +188,9 @@ func (s *server) shutdown(grace time.Duration) error {
 	}
 	if s.metrics != nil {
 		_ = s.metrics.Close()
+	}
+	if s.debug != nil {
+		_ = s.debug.Close()
 	}
 	if s.console != nil {
 		_ = s.console.Close()

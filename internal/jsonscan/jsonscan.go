@@ -37,17 +37,7 @@ func Member(body []byte, key string) (val []byte, start int, found, ok bool) {
 	for ; i < len(body); i++ {
 		switch c := body[i]; c {
 		case '"':
-			j := i + 1
-			plain := true
-			for j < len(body) && body[j] != '"' {
-				if body[j] == '\\' {
-					plain = false
-					j++
-				} else if body[j] >= 0x80 {
-					plain = false
-				}
-				j++
-			}
+			j, plain := stringEnd(body, i+1)
 			if j >= len(body) {
 				return nil, 0, false, false
 			}
@@ -106,6 +96,23 @@ func Member(body []byte, key string) (val []byte, start int, found, ok bool) {
 		}
 	}
 	return nil, 0, false, false // the top-level object never closed
+}
+
+// stringEnd returns the index of the quote that closes the string whose
+// text starts at b[i] (len(b) when none does), and whether the text is
+// plain: no escapes and no bytes above ASCII.
+func stringEnd(b []byte, i int) (end int, plain bool) {
+	plain = true
+	for i < len(b) && b[i] != '"' {
+		if b[i] == '\\' {
+			plain = false
+			i++
+		} else if b[i] >= 0x80 {
+			plain = false
+		}
+		i++
+	}
+	return i, plain
 }
 
 func skipSpace(b []byte, i int) int {

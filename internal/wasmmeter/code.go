@@ -69,6 +69,36 @@ func (m *module) function(out []byte, i int, b []byte, sc *scratch) ([]byte, err
 	r := &reader{b: b}
 	decls := r.count(2)
 	declStart := r.off
+	locals, err := m.locals(r, typ, decls)
+	if err != nil {
+		return nil, err
+	}
+	codeStart := r.off
+	hasBulk, err := m.meterCode(r, b, locals, sc)
+	if err != nil {
+		return nil, err
+	}
+
+	sc.entry = m.charge(sc.entry[:0], len(b)-codeStart)
+	header := codeStart // the local declarations, count included
+	if hasBulk {
+		header = len(appendU32(nil, uint32(decls+1))) + codeStart - declStart + 2
+	}
+	out = appendU32(out, uint32(header+len(sc.entry)+len(sc.code)))
+	if hasBulk {
+		out = appendU32(out, uint32(decls+1))
+		out = append(out, b[declStart:codeStart]...)
+		out = append(out, 0x01, typeI32)
+	} else {
+		out = append(out, b[:codeStart]...)
+	}
+	out = append(out, sc.entry...)
+	return append(out, sc.code...), nil
+}
+
+// locals reads the body's decls local declarations at r and returns how
+// many locals the function has, its parameters (of type typ) included.
+func (m *module) locals(r *reader, typ uint32, decls int) (uint64, error) {
 	locals := uint64(len(m.types[typ].Params))
 	for j := 0; j < decls && r.err == nil; j++ {
 		locals += uint64(r.u32())
@@ -77,16 +107,22 @@ func (m *module) function(out []byte, i int, b []byte, sc *scratch) ([]byte, err
 		}
 	}
 	if r.err != nil {
-		return nil, r.err
+		return 0, r.err
 	}
 	if locals > maxLocals {
-		return nil, fmt.Errorf("%d locals, more than %d", locals, maxLocals)
+		return 0, fmt.Errorf("%d locals, more than %d", locals, maxLocals)
 	}
-	codeStart := r.off
-	temp := uint32(locals)
+	return locals, nil
+}
 
+// meterCode copies the instructions at r (of body b, with locals locals)
+// into sc.code with their charges: after every loop header (patched at the
+// loop's end) and before every bulk operation, whose count it keeps in a
+// new local after the others. It reports whether there was one.
+func (m *module) meterCode(r *reader, b []byte, locals uint64, sc *scratch) (hasBulk bool, err error) {
+	temp := uint32(locals)
 	code, open := sc.code[:0], sc.open[:0]
-	hasBulk, ended := false, false
+	ended := false
 	var in instr
 	for !r.done() {
 		if ended {
@@ -95,7 +131,7 @@ func (m *module) function(out []byte, i int, b []byte, sc *scratch) ([]byte, err
 		}
 		next(r, &in)
 		if err := m.checkIndex(&in, locals); err != nil {
-			return nil, err
+			return false, err
 		}
 		if in.bulk() {
 			hasBulk = true
@@ -124,27 +160,12 @@ func (m *module) function(out []byte, i int, b []byte, sc *scratch) ([]byte, err
 	}
 	sc.code, sc.open = code, open
 	if r.err != nil {
-		return nil, r.err
+		return false, r.err
 	}
 	if !ended {
-		return nil, errors.New("the body does not end")
+		return false, errors.New("the body does not end")
 	}
-
-	sc.entry = m.charge(sc.entry[:0], len(b)-codeStart)
-	header := codeStart // the local declarations, count included
-	if hasBulk {
-		header = len(appendU32(nil, uint32(decls+1))) + codeStart - declStart + 2
-	}
-	out = appendU32(out, uint32(header+len(sc.entry)+len(code)))
-	if hasBulk {
-		out = appendU32(out, uint32(decls+1))
-		out = append(out, b[declStart:codeStart]...)
-		out = append(out, 0x01, typeI32)
-	} else {
-		out = append(out, b[:codeStart]...)
-	}
-	out = append(out, sc.entry...)
-	return append(out, code...), nil
+	return hasBulk, nil
 }
 
 // checkIndex refuses a local, global, type or element segment index the

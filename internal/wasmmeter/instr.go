@@ -196,51 +196,65 @@ func next(r *reader, in *instr) {
 			r.fail("ref.null: unknown reference type %#x", c)
 		}
 	case immFC:
-		in.sub = r.u32()
-		switch in.sub {
-		case 0, 1, 2, 3, 4, 5, 6, 7: // saturating conversions
-		case 12: // table.init: element segment, table
-			in.idx = r.u32()
-			r.skipLEB(5)
-		case 13: // elem.drop: element segment
-			in.idx = r.u32()
-		case 8, 10, 14: // memory.init, memory.copy, table.copy
-			r.skipLEB(5)
-			r.skipLEB(5)
-		case 9, 11, 15, 16, 17: // data.drop, memory.fill, table.grow/size/fill
-			r.skipLEB(5)
-		default:
-			r.fail("unknown instruction 0xfc %d", in.sub)
-		}
+		prefixFC(r, in)
 	case immFD:
-		// wazero reads the sub-opcode as one byte, not as the LEB128 the
-		// specification says, and the second byte of a two-byte one (0x80
-		// and above: 0x01) then decodes as a nop. Any other second byte
-		// would let the two decoders disagree on where instructions begin,
-		// which could hide code from the meter: it is refused.
-		in.sub = uint32(r.byte())
-		if in.sub >= 0x80 {
-			if c := r.byte(); c != 0x01 && r.err == nil {
-				r.fail("instruction 0xfd %#x: LEB128 sub-opcode continues with %#x", in.sub, c)
-			}
-		}
-		switch s := in.sub; {
-		case s <= 11 || s == 92 || s == 93: // loads, store, load_zero
-			memarg(r)
-		case s == 12 || s == 13: // v128.const, i8x16.shuffle
-			r.bytes(16)
-		case s >= 21 && s <= 34: // extract_lane, replace_lane
-			r.byte()
-		case s >= 84 && s <= 91: // load_lane, store_lane
-			memarg(r)
-			r.byte()
-		default: // the rest have no immediates
-		}
+		prefixFD(r, in)
 	default:
 		r.off--
 		r.fail("unsupported instruction %#x", op)
 	}
 	in.end = r.off
+}
+
+// prefixFC decodes the rest of an 0xfc instruction (saturating
+// conversions, bulk memory, table operations) into in: its sub-opcode and,
+// for table.init and elem.drop, the element segment index.
+func prefixFC(r *reader, in *instr) {
+	in.sub = r.u32()
+	switch in.sub {
+	case 0, 1, 2, 3, 4, 5, 6, 7: // saturating conversions
+	case 12: // table.init: element segment, table
+		in.idx = r.u32()
+		r.skipLEB(5)
+	case 13: // elem.drop: element segment
+		in.idx = r.u32()
+	case 8, 10, 14: // memory.init, memory.copy, table.copy
+		r.skipLEB(5)
+		r.skipLEB(5)
+	case 9, 11, 15, 16, 17: // data.drop, memory.fill, table.grow/size/fill
+		r.skipLEB(5)
+	default:
+		r.fail("unknown instruction 0xfc %d", in.sub)
+	}
+}
+
+// prefixFD decodes the rest of an 0xfd (SIMD) instruction into in: its
+// sub-opcode, then skips its immediates.
+//
+// wazero reads the sub-opcode as one byte, not as the LEB128 the
+// specification says, and the second byte of a two-byte one (0x80 and
+// above: 0x01) then decodes as a nop. Any other second byte would let the
+// two decoders disagree on where instructions begin, which could hide code
+// from the meter: it is refused.
+func prefixFD(r *reader, in *instr) {
+	in.sub = uint32(r.byte())
+	if in.sub >= 0x80 {
+		if c := r.byte(); c != 0x01 && r.err == nil {
+			r.fail("instruction 0xfd %#x: LEB128 sub-opcode continues with %#x", in.sub, c)
+		}
+	}
+	switch s := in.sub; {
+	case s <= 11 || s == 92 || s == 93: // loads, store, load_zero
+		memarg(r)
+	case s == 12 || s == 13: // v128.const, i8x16.shuffle
+		r.bytes(16)
+	case s >= 21 && s <= 34: // extract_lane, replace_lane
+		r.byte()
+	case s >= 84 && s <= 91: // load_lane, store_lane
+		memarg(r)
+		r.byte()
+	default: // the rest have no immediates
+	}
 }
 
 // blockType skips a block type (empty, or a value type) and returns

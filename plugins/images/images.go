@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk"
@@ -29,40 +27,24 @@ var tiers = []string{tier1K, tier2K}
 // endpoints are the endpoints this plugin can serve.
 var endpoints = []string{pricing.EndpointImages, pricing.EndpointImageEdit}
 
-// plugin is the images plugin: its price list and the embedded default.
-type plugin struct {
-	list     sdk.PriceList
-	fallback []byte // the embedded images.json, used when the host passes none
-}
+// plugin is the images plugin: its price list, loaded from images.json or
+// the embedded default (defaultConfig), every model through checkModel.
+type plugin struct{ list sdk.CheckedList }
 
-func newPlugin(defaultConfig []byte) *plugin { return &plugin{fallback: defaultConfig} }
+func newPlugin(defaultConfig []byte) *plugin {
+	return &plugin{list: sdk.CheckedList{Name: pluginName, Fallback: defaultConfig, Check: checkModel}}
+}
 
 // Plugin wires the handlers for sdk.Register.
-func (p *plugin) Plugin() sdk.Plugin {
-	return sdk.Plugin{
-		Name:      pluginName,
-		Configure: p.configure,
-		Describe:  p.list.Describe,
-		Admit:     p.admit,
-		Settle:    p.settle,
-	}
-}
+func (p *plugin) Plugin() sdk.Plugin { return p.list.Plugin(p.admit, p.settle) }
 
-// configure loads config (images.json from the host), or the embedded list
-// when config is empty. Besides pricing.ParseModels' rules, every model must
-// be served only on image endpoints, and every route price (and the
-// reference price) must be per_image with exactly the tiers 1K and 2K. A
-// failed configure keeps the previous list.
-func (p *plugin) configure(config []byte) error {
-	return p.list.Load(pluginName, config, p.fallback, checkModel)
-}
-
-// checkModel reports why m cannot be priced by this plugin.
+// checkModel reports why m cannot be priced by this plugin, besides
+// pricing.ParseModels' rules: every model must be served only on image
+// endpoints, and every route price (and the reference price) must be
+// per_image with exactly the tiers 1K and 2K.
 func checkModel(m pricing.Model) error {
-	for i, e := range m.Endpoints {
-		if !slices.Contains(endpoints, e) {
-			return fmt.Errorf("endpoints[%d]: %q is not an image endpoint (%s)", i, e, strings.Join(endpoints, ", "))
-		}
+	if err := sdk.CheckEndpoints(m, "an image endpoint", endpoints...); err != nil {
+		return err
 	}
 	if m.ContextWindow != 0 || m.MaxOutput != 0 {
 		return fmt.Errorf("context_window and max_output do not apply to an image model")

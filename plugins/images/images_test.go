@@ -13,7 +13,7 @@ import (
 func configured(t testing.TB) *plugin {
 	t.Helper()
 	p := newPlugin(prices)
-	if err := p.configure(nil); err != nil {
+	if err := p.list.Configure(nil); err != nil {
 		t.Fatalf("images.json: %v", err)
 	}
 	return p
@@ -172,7 +172,7 @@ func TestConfigure(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := configured(t)
-			err := p.configure([]byte(tt.config))
+			err := p.list.Configure([]byte(tt.config))
 			if tt.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -190,7 +190,7 @@ func TestConfigure(t *testing.T) {
 			}
 		})
 	}
-	if err := newPlugin(nil).configure(nil); err == nil || !strings.Contains(err.Error(), "put images.json beside images.wasm") {
+	if err := newPlugin(nil).list.Configure(nil); err == nil || !strings.Contains(err.Error(), "put images.json beside images.wasm") {
 		t.Fatalf("no price list at all: %v", err)
 	}
 }

@@ -11,42 +11,26 @@ import (
 // pluginName is the plugin's name: systemone.wasm, systemone.json.
 const pluginName = "systemone"
 
-// plugin is the systemone plugin: its price list and the embedded default.
-type plugin struct {
-	list     sdk.PriceList
-	fallback []byte // the embedded systemone.json, used when the host passes none
-}
+// plugin is the systemone plugin: its price list, loaded from systemone.json or
+// the embedded default (defaultConfig), every model through checkModel.
+type plugin struct{ list sdk.CheckedList }
 
-func newPlugin(defaultConfig []byte) *plugin { return &plugin{fallback: defaultConfig} }
+func newPlugin(defaultConfig []byte) *plugin {
+	return &plugin{list: sdk.CheckedList{Name: pluginName, Fallback: defaultConfig, Check: checkModel}}
+}
 
 // Plugin wires the handlers for sdk.Register.
-func (p *plugin) Plugin() sdk.Plugin {
-	return sdk.Plugin{
-		Name:      pluginName,
-		Configure: p.configure,
-		Describe:  p.list.Describe,
-		Admit:     p.admit,
-		Settle:    p.list.TokenSettle,
-	}
-}
+func (p *plugin) Plugin() sdk.Plugin { return p.list.Plugin(p.admit, p.list.TokenSettle) }
 
-// configure loads config (systemone.json from the host), or the embedded
-// list when config is empty. Besides pricing.ParseModels' rules, every
-// model must be served only on systemone, and every route price (and the
-// reference price) must be per_million_tokens with an output price of 0 and
-// no cache or long-context prices: the typed-question usage is input tokens
-// (and free output), and the hold covers input only. A failed configure
-// keeps the previous list.
-func (p *plugin) configure(config []byte) error {
-	return p.list.Load(pluginName, config, p.fallback, checkModel)
-}
-
-// checkModel reports why m cannot be priced by this plugin.
+// checkModel reports why m cannot be priced by this plugin, besides
+// pricing.ParseModels' rules: every model must be served only on systemone,
+// and every route price (and the reference price) must be
+// per_million_tokens with an output price of 0 and no cache or long-context
+// prices: the typed-question usage is input tokens (and free output), and
+// the hold covers input only.
 func checkModel(m pricing.Model) error {
-	for i, e := range m.Endpoints {
-		if e != pricing.EndpointSystemOne {
-			return fmt.Errorf("endpoints[%d]: %q is not the typed-question endpoint (%s)", i, e, pricing.EndpointSystemOne)
-		}
+	if err := sdk.CheckEndpoints(m, "the typed-question endpoint", pricing.EndpointSystemOne); err != nil {
+		return err
 	}
 	return sdk.CheckPrices(m, checkPrice)
 }

@@ -18,40 +18,24 @@ const pluginName = "video"
 // price list must price exactly these.
 var resolutions = []string{"480p", "720p", "1080p"}
 
-// plugin is the video plugin: its price list and the embedded default.
-type plugin struct {
-	list     sdk.PriceList
-	fallback []byte // the embedded video.json, used when the host passes none
-}
+// plugin is the video plugin: its price list, loaded from video.json or
+// the embedded default (defaultConfig), every model through checkModel.
+type plugin struct{ list sdk.CheckedList }
 
-func newPlugin(defaultConfig []byte) *plugin { return &plugin{fallback: defaultConfig} }
+func newPlugin(defaultConfig []byte) *plugin {
+	return &plugin{list: sdk.CheckedList{Name: pluginName, Fallback: defaultConfig, Check: checkModel}}
+}
 
 // Plugin wires the handlers for sdk.Register.
-func (p *plugin) Plugin() sdk.Plugin {
-	return sdk.Plugin{
-		Name:      pluginName,
-		Configure: p.configure,
-		Describe:  p.list.Describe,
-		Admit:     p.admit,
-		Settle:    p.settle,
-	}
-}
+func (p *plugin) Plugin() sdk.Plugin { return p.list.Plugin(p.admit, p.settle) }
 
-// configure loads config (video.json from the host), or the embedded list
-// when config is empty. Besides pricing.ParseModels' rules, every model must
-// be served only on video_generation, and every route price (and the
-// reference price) must be per_second with exactly the resolutions 480p,
-// 720p and 1080p. A failed configure keeps the previous list.
-func (p *plugin) configure(config []byte) error {
-	return p.list.Load(pluginName, config, p.fallback, checkModel)
-}
-
-// checkModel reports why m cannot be priced by this plugin.
+// checkModel reports why m cannot be priced by this plugin, besides
+// pricing.ParseModels' rules: every model must be served only on
+// video_generation, and every route price (and the reference price) must be
+// per_second with exactly the resolutions 480p, 720p and 1080p.
 func checkModel(m pricing.Model) error {
-	for i, e := range m.Endpoints {
-		if e != pricing.EndpointVideo {
-			return fmt.Errorf("endpoints[%d]: %q is not the video endpoint (%s)", i, e, pricing.EndpointVideo)
-		}
+	if err := sdk.CheckEndpoints(m, "the video endpoint", pricing.EndpointVideo); err != nil {
+		return err
 	}
 	if m.ContextWindow != 0 || m.MaxOutput != 0 {
 		return fmt.Errorf("context_window and max_output do not apply to a video model")

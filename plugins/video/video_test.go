@@ -15,7 +15,7 @@ const model = "modelc-imagine-video-1.5"
 func configured(t testing.TB) *plugin {
 	t.Helper()
 	p := newPlugin(prices)
-	if err := p.configure(nil); err != nil {
+	if err := p.list.Configure(nil); err != nil {
 		t.Fatalf("video.json: %v", err)
 	}
 	return p
@@ -149,7 +149,7 @@ func TestConfigure(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := configured(t)
-			err := p.configure([]byte(tt.config))
+			err := p.list.Configure([]byte(tt.config))
 			if tt.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -167,7 +167,7 @@ func TestConfigure(t *testing.T) {
 			}
 		})
 	}
-	if err := newPlugin(nil).configure(nil); err == nil || !strings.Contains(err.Error(), "put video.json beside video.wasm") {
+	if err := newPlugin(nil).list.Configure(nil); err == nil || !strings.Contains(err.Error(), "put video.json beside video.wasm") {
 		t.Fatalf("no price list at all: %v", err)
 	}
 }

@@ -272,9 +272,49 @@ func TestRecordTimes(t *testing.T) {
 // journal of both kinds audits clean.
 func TestLegacyJSONRecords(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	b := openAt(t, dir, "boot-new", false)
-	hash := store.HashKey("sk-old")
+	b := openAt(t, t.TempDir(), "boot-new", false)
+	hash := writeLegacyRecords(t, b)
+	checkLegacyRead(t, b, hash)
+
+	// Work on the legacy records: each rewrites what it changes in binary.
+	// Both legacy holds are released: this build keeps its own in memory.
+	if n, err := b.RecoverHolds(ctx); err != nil || n != 2 {
+		t.Fatalf("RecoverHolds = %d, %v; want both legacy holds", n, err)
+	}
+	hold(t, b, "acme", "req_new", usd)
+	if _, err := b.Settle(ctx, store.Settlement{RequestID: "req_new", Account: "acme", Charge: 1_000_000_000}); err != nil {
+		t.Fatalf("settling after recovering legacy holds: %v", err)
+	}
+	if refunded, err := b.RefundJob(ctx, "vid_old", "failed"); err != nil || !refunded {
+		t.Fatalf("refunding a legacy job: %v, %v", refunded, err)
+	}
+	if k, err := b.RevokeKey(ctx, "key_old"); err != nil || !k.Revoked || !reflect.DeepEqual(k.Exclude, []string{"gpt-x"}) {
+		t.Fatalf("revoking a legacy key: %+v, %v", k, err)
+	}
+	for _, key := range []string{"acct/acme", "acct/globex", "key/" + hash, "done/req_mine", "done/req_crashed", "job/vid_old"} {
+		if tagOf(t, b, key) == tagJSON {
+			t.Errorf("%s is still JSON after it changed", key)
+		}
+	}
+	if a := balance(t, b, "acme"); a.Balance != 8_350_000_000 || a.Held != 0 {
+		t.Errorf("acme after settling: %+v, want 8.35 USD and nothing held", a)
+	}
+	if g := balance(t, b, "globex"); g.Balance != 2_300_000_000 {
+		t.Errorf("globex after the refund: %+v, want 2.3 USD", g)
+	}
+	r := audit(t, b, "acme") // three JSON entries, two binary recoveries and a binary charge
+	if r.Entries != 6 || r.Charges != 1_650_000_000 {
+		t.Errorf("mixed audit: %+v", r)
+	}
+	audit(t, b, "globex")
+}
+
+// writeLegacyRecords writes the JSON records of two accounts, a key, two
+// holds (one of this process's owner, one of a crashed one), an outcome, a
+// job and their journals, and returns the key's hash.
+func writeLegacyRecords(t *testing.T, b *Store) (hash string) {
+	t.Helper()
+	hash = store.HashKey("sk-old")
 	legacy := map[string]string{
 		"acct/acme":        `{"id":"acme","balance":9350000000,"held":2000000000,"seq":3,"created":"2026-11-21T18:34:08.278710818Z"}`,
 		"acct/globex":      `{"id":"globex","balance":2000000000,"held":0,"seq":1,"created":"2026-11-21T18:34:08.278710818Z"}`,
@@ -312,7 +352,14 @@ func TestLegacyJSONRecords(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	return hash
+}
 
+// checkLegacyRead wants the legacy records read through the API as they
+// were written, and a legacy outcome to refuse a second settlement.
+func checkLegacyRead(t *testing.T, b *Store, hash string) {
+	t.Helper()
+	ctx := context.Background()
 	if a := balance(t, b, "acme"); a.Balance != 9_350_000_000 || a.Held != 2*usd || !a.Created.Equal(time.Date(2026, 11, 21, 18, 34, 8, 278710818, time.UTC)) {
 		t.Errorf("legacy account: %+v", a)
 	}
@@ -340,52 +387,6 @@ func TestLegacyJSONRecords(t *testing.T) {
 	if _, err := b.Settle(ctx, store.Settlement{RequestID: "req_old", Account: "acme"}); !errors.Is(err, store.ErrExists) {
 		t.Errorf("settling a hold on the id of a legacy outcome: %v, want ErrExists", err)
 	}
-
-	// Work on the legacy records: each rewrites what it changes in binary.
-	// Both legacy holds are released: this build keeps its own in memory.
-	if n, err := b.RecoverHolds(ctx); err != nil || n != 2 {
-		t.Fatalf("RecoverHolds = %d, %v; want both legacy holds", n, err)
-	}
-	hold(t, b, "acme", "req_new", usd)
-	if _, err := b.Settle(ctx, store.Settlement{RequestID: "req_new", Account: "acme", Charge: 1_000_000_000}); err != nil {
-		t.Fatalf("settling after recovering legacy holds: %v", err)
-	}
-	if refunded, err := b.RefundJob(ctx, "vid_old", "failed"); err != nil || !refunded {
-		t.Fatalf("refunding a legacy job: %v, %v", refunded, err)
-	}
-	if k, err := b.RevokeKey(ctx, "key_old"); err != nil || !k.Revoked || !reflect.DeepEqual(k.Exclude, []string{"gpt-x"}) {
-		t.Fatalf("revoking a legacy key: %+v, %v", k, err)
-	}
-	if err := b.db.View(func(txn *badger.Txn) error {
-		for _, key := range []string{"acct/acme", "acct/globex", "key/" + hash, "done/req_mine", "done/req_crashed", "job/vid_old"} {
-			item, err := txn.Get([]byte(key))
-			if err != nil {
-				return err
-			}
-			if err := item.Value(func(v []byte) error {
-				if v[0] == tagJSON {
-					t.Errorf("%s is still JSON after it changed", key)
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if a := balance(t, b, "acme"); a.Balance != 8_350_000_000 || a.Held != 0 {
-		t.Errorf("acme after settling: %+v, want 8.35 USD and nothing held", a)
-	}
-	if g := balance(t, b, "globex"); g.Balance != 2_300_000_000 {
-		t.Errorf("globex after the refund: %+v, want 2.3 USD", g)
-	}
-	r = audit(t, b, "acme") // three JSON entries, two binary recoveries and a binary charge
-	if r.Entries != 6 || r.Charges != 1_650_000_000 {
-		t.Errorf("mixed audit: %+v", r)
-	}
-	audit(t, b, "globex")
 }
 
 // testdata/ledger-json is the data directory of a demo run by the build

@@ -16,7 +16,6 @@ import (
 // admitted, none fails for any other reason, and after settling them the
 // balance is exactly the credits plus the journal.
 func TestConcurrentHoldsOneAccount(t *testing.T) {
-	ctx := context.Background()
 	b := openTemp(t)
 	const (
 		callers = 200
@@ -24,6 +23,23 @@ func TestConcurrentHoldsOneAccount(t *testing.T) {
 		each    = 1 * usd
 	)
 	credit(t, b, "acme", credits)
+	ids, refused := raceHolds(t, b, callers, each)
+	if len(ids) != int(credits/each) || refused != callers-len(ids) {
+		t.Fatalf("%d admitted and %d refused, want %d and %d", len(ids), refused, credits/each, callers-credits/each)
+	}
+	if a := balance(t, b, "acme"); a.Held != credits || a.Available() != 0 {
+		t.Fatalf("after the holds: %+v, want all credit held", a)
+	}
+	charged := settleConcurrently(t, b, ids)
+	checkBooksAddUp(t, b, credits, charged)
+}
+
+// raceHolds has callers goroutines hold each against acme at once, and
+// returns the request ids admitted and how many were refused as
+// insufficient. Any other failure, or an insufficient error with the wrong
+// numbers, fails the test.
+func raceHolds(t *testing.T, b *Store, callers int, each pricing.Nano) (admittedIDs []string, refusedCount int) {
+	t.Helper()
 	var (
 		wg       sync.WaitGroup
 		start    = make(chan struct{})
@@ -37,7 +53,7 @@ func TestConcurrentHoldsOneAccount(t *testing.T) {
 			defer wg.Done()
 			<-start
 			id := fmt.Sprintf("req_%03d", i)
-			err := b.Hold(ctx, store.Hold{RequestID: id, Account: "acme", Model: "m", Amount: each})
+			err := b.Hold(context.Background(), store.Hold{RequestID: id, Account: "acme", Model: "m", Amount: each})
 			var ie *store.InsufficientError
 			switch {
 			case err == nil:
@@ -59,25 +75,25 @@ func TestConcurrentHoldsOneAccount(t *testing.T) {
 	for err := range failures {
 		t.Error(err)
 	}
-	var ids []string
 	for id := range admitted {
-		ids = append(ids, id)
+		admittedIDs = append(admittedIDs, id)
 	}
-	if len(ids) != int(credits/each) || refused.Load() != callers-int64(len(ids)) {
-		t.Fatalf("%d admitted and %d refused, want %d and %d", len(ids), refused.Load(), credits/each, callers-credits/each)
-	}
-	if a := balance(t, b, "acme"); a.Held != credits || a.Available() != 0 {
-		t.Fatalf("after the holds: %+v, want all credit held", a)
-	}
+	return admittedIDs, int(refused.Load())
+}
 
-	// Settle them concurrently at different charges, one above its hold.
+// settleConcurrently settles the holds all at once at different charges
+// (0.3 … 1.5 USD: the last overruns its 1 USD hold) and returns the total
+// charged.
+func settleConcurrently(t *testing.T, b *Store, ids []string) pricing.Nano {
+	t.Helper()
+	var wg sync.WaitGroup
 	var charged atomic.Int64
 	for i, id := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			charge := pricing.Nano(i+1) * 300_000_000 // 0.3 … 1.5 USD: the last overruns
-			if _, err := b.Settle(ctx, store.Settlement{RequestID: id, Charge: charge}); err != nil {
+			charge := pricing.Nano(i+1) * 300_000_000
+			if _, err := b.Settle(context.Background(), store.Settlement{RequestID: id, Charge: charge}); err != nil {
 				t.Errorf("Settle %s: %v", id, err)
 				return
 			}
@@ -85,15 +101,22 @@ func TestConcurrentHoldsOneAccount(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	return pricing.Nano(charged.Load())
+}
 
+// checkBooksAddUp wants acme's balance to be exactly the credits less the
+// charges, by Audit and by the journal as the API lists it, and no hold
+// left open.
+func checkBooksAddUp(t *testing.T, b *Store, credits, charged pricing.Nano) {
+	t.Helper()
+	ctx := context.Background()
 	r := audit(t, b, "acme")
-	if want := credits - pricing.Nano(charged.Load()); r.Account.Balance != want {
+	if want := credits - charged; r.Account.Balance != want {
 		t.Errorf("balance %d, want credits − charges = %d", r.Account.Balance, want)
 	}
-	if r.Credits != credits || r.Charges != pricing.Nano(charged.Load()) {
+	if r.Credits != credits || r.Charges != charged {
 		t.Errorf("audit %+v does not add up", r)
 	}
-	// The same, from the journal as the API lists it.
 	entries, err := b.Charges(ctx, "acme", 1000)
 	if err != nil {
 		t.Fatal(err)

@@ -62,8 +62,46 @@ func (c *collect) Login(l store.Login) error {
 func TestExport(t *testing.T) {
 	ctx := context.Background()
 	b := openTemp(t)
-	// "acme-eu/" sorts before "acme/": the journal must still come in
-	// account id order.
+	seedExport(t, b)
+
+	var c collect
+	if err := b.Export(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	rank := map[string]int{"account": 0, "key": 1, "entry": 2, "job": 3, "outcome": 4}
+	if !slices.IsSortedFunc(c.order, func(x, y string) int { return rank[x] - rank[y] }) {
+		t.Errorf("sections out of order: %v", c.order)
+	}
+	checkExportedAccounts(t, b, c.accounts)
+	checkExportedKeys(t, b, c.keys)
+	checkExportedJournal(t, b, c.entries)
+	checkExportedJobs(t, b, c.jobs, c.outcomes)
+
+	t.Run("held counts the holds open in this process", func(t *testing.T) {
+		hold(t, b, "acme", "req_open", usd)
+		c := collect{}
+		if err := b.Export(ctx, &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.accounts[0].Held != usd {
+			t.Errorf("Held with an open hold: %s", c.accounts[0].Held)
+		}
+	})
+	t.Run("a sink's error stops the export and is returned", func(t *testing.T) {
+		boom := errors.New("boom")
+		c := collect{failAt: 5, err: boom}
+		if err := b.Export(ctx, &c); !errors.Is(err, boom) || len(c.order) != 5 {
+			t.Errorf("Export with a failing sink: %v after %d records", err, len(c.order))
+		}
+	})
+}
+
+// seedExport writes three accounts ("acme-eu/" sorts before "acme/", so the
+// journal must still come in account id order), three keys, a settled and a
+// released hold, and two jobs, one refunded.
+func seedExport(t *testing.T, b *Store) {
+	t.Helper()
+	ctx := context.Background()
 	credit(t, b, "acme-eu", 5*usd)
 	credit(t, b, "acme", 10*usd)
 	if _, err := b.CreateAccount(ctx, "zeta"); err != nil {
@@ -100,19 +138,14 @@ func TestExport(t *testing.T) {
 	if _, err := b.RefundJob(ctx, "vid_1", "provider failed"); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	var c collect
-	if err := b.Export(ctx, &c); err != nil {
-		t.Fatal(err)
-	}
-	// Sections in order.
-	rank := map[string]int{"account": 0, "key": 1, "entry": 2, "job": 3, "outcome": 4}
-	if !slices.IsSortedFunc(c.order, func(x, y string) int { return rank[x] - rank[y] }) {
-		t.Errorf("sections out of order: %v", c.order)
-	}
-	// Accounts, by id, with the journal counter.
+// checkExportedAccounts wants the accounts by id, each as Balance has it,
+// with the journal counter Audit reports.
+func checkExportedAccounts(t *testing.T, b *Store, accounts []store.ExportedAccount) {
+	t.Helper()
 	ids := []string{}
-	for _, a := range c.accounts {
+	for _, a := range accounts {
 		ids = append(ids, a.ID)
 		want := balance(t, b, a.ID)
 		r := audit(t, b, a.ID)
@@ -123,62 +156,59 @@ func TestExport(t *testing.T) {
 	if want := []string{"acme", "acme-eu", "zeta"}; !slices.Equal(ids, want) {
 		t.Errorf("accounts %v, want %v", ids, want)
 	}
-	// Keys by hash, each as KeyByHash has it.
+}
+
+// checkExportedKeys wants the three keys by hash, each as KeyByHash has it.
+func checkExportedKeys(t *testing.T, b *Store, keys []store.Key) {
+	t.Helper()
 	byHash := func(x, y store.Key) int { return strings.Compare(x.Hash, y.Hash) }
-	if len(c.keys) != 3 || !slices.IsSortedFunc(c.keys, byHash) {
-		t.Errorf("%d keys, want 3 in hash order", len(c.keys))
+	if len(keys) != 3 || !slices.IsSortedFunc(keys, byHash) {
+		t.Errorf("%d keys, want 3 in hash order", len(keys))
 	}
-	for _, k := range c.keys {
-		got, err := b.KeyByHash(ctx, k.Hash)
+	for _, k := range keys {
+		got, err := b.KeyByHash(context.Background(), k.Hash)
 		if err != nil || !keysEqual(got, k) {
 			t.Errorf("exported key %s differs from KeyByHash: %v", k.ID, err)
 		}
 	}
-	// The journal, account by account, each oldest first, as Charges has it.
+}
+
+// checkExportedJournal wants the journal account by account, each oldest
+// first, as Charges has it.
+func checkExportedJournal(t *testing.T, b *Store, entries []store.Entry) {
+	t.Helper()
 	var want []store.Entry
 	for _, id := range []string{"acme", "acme-eu", "zeta"} {
-		es, err := b.Charges(ctx, id, 1000)
+		es, err := b.Charges(context.Background(), id, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
 		slices.Reverse(es)
 		want = append(want, es...)
 	}
-	if !slices.Equal(c.entries, want) {
-		t.Errorf("journal:\n got %+v\nwant %+v", c.entries, want)
+	if !slices.Equal(entries, want) {
+		t.Errorf("journal:\n got %+v\nwant %+v", entries, want)
 	}
-	// Jobs by request id; outcomes complete, as Outcome has them.
-	if len(c.jobs) != 2 || c.jobs[0].RequestID != "vid_1" || !c.jobs[0].Refunded || c.jobs[1].Refunded {
-		t.Errorf("jobs %+v", c.jobs)
+}
+
+// checkExportedJobs wants the jobs by request id and the outcomes complete,
+// as Outcome has them.
+func checkExportedJobs(t *testing.T, b *Store, jobs []store.Job, outcomes []store.Outcome) {
+	t.Helper()
+	if len(jobs) != 2 || jobs[0].RequestID != "vid_1" || !jobs[0].Refunded || jobs[1].Refunded {
+		t.Errorf("jobs %+v", jobs)
 	}
-	if len(c.outcomes) != 2 || c.outcomes[0].RequestID != "req_released" || c.outcomes[1].RequestID != "req_settled" {
-		t.Fatalf("outcomes %+v", c.outcomes)
+	if len(outcomes) != 2 || outcomes[0].RequestID != "req_released" || outcomes[1].RequestID != "req_settled" {
+		t.Fatalf("outcomes %+v", outcomes)
 	}
-	for _, o := range c.outcomes {
-		got, err := b.Outcome(ctx, o.RequestID)
+	for _, o := range outcomes {
+		got, err := b.Outcome(context.Background(), o.RequestID)
 		if err != nil || got != o {
 			t.Errorf("exported outcome %+v; Outcome %+v, %v", o, got, err)
 		}
 	}
-	if s := c.outcomes[1]; s.HoldAmount != usd || s.Reason != "estimated" || s.Charge != 400_000_000 {
+	if s := outcomes[1]; s.HoldAmount != usd || s.Reason != "estimated" || s.Charge != 400_000_000 {
 		t.Errorf("settled outcome not completed from its journal entry: %+v", s)
-	}
-
-	// Held counts the holds open in this process.
-	hold(t, b, "acme", "req_open", usd)
-	c = collect{}
-	if err := b.Export(ctx, &c); err != nil {
-		t.Fatal(err)
-	}
-	if c.accounts[0].Held != usd {
-		t.Errorf("Held with an open hold: %s", c.accounts[0].Held)
-	}
-
-	// A sink's error stops the export and is returned.
-	boom := errors.New("boom")
-	c = collect{failAt: 5, err: boom}
-	if err := b.Export(ctx, &c); !errors.Is(err, boom) || len(c.order) != 5 {
-		t.Errorf("Export with a failing sink: %v after %d records", err, len(c.order))
 	}
 }
 

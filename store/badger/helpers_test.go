@@ -2,11 +2,13 @@ package badger
 
 import (
 	"context"
-	"github.com/modelrelay/modelrelay/store"
 	"log/slog"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/store"
 )
 
 const usd = pricing.NanoPerUSD
@@ -67,4 +69,19 @@ func audit(t testing.TB, b *Store, account string) store.AuditReport {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// tagOf returns the first byte, the layout tag, of the record stored at key.
+func tagOf(t testing.TB, b *Store, key string) byte {
+	t.Helper()
+	var tag byte
+	if err := b.db.View(func(txn *badger.Txn) error {
+		return getValue(txn, []byte(key), func(v []byte) error {
+			tag = v[0]
+			return nil
+		})
+	}); err != nil {
+		t.Fatalf("reading %s: %v", key, err)
+	}
+	return tag
 }

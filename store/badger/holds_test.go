@@ -243,11 +243,48 @@ func TestHoldsSurviveTheProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	credit(t, b, "acme", usd)
+	held, sum := holdUntilClosed(t, b)
+
+	again := openAt(t, dir, "second", false)
+	before := balance(t, again, "acme")
+	hold(t, again, "acme", "req_mine", 5) // taken before recovery: never touched
+	n, err := again.RecoverHolds(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(n) != held {
+		t.Errorf("recovered %d holds, %d were open", n, held)
+	}
+	checkRecoveryEntries(t, again, "first", held, sum)
+	a := audit(t, again, "acme").Account
+	if a.Balance != before.Balance || a.Held != 5 {
+		t.Errorf("after recovery %+v; before %+v: recovery moves no money, and req_mine holds 5", a, before)
+	}
+	if got := segments(t, dir); len(got) != 1 {
+		t.Errorf("segments after recovery %v: want only this process's", got)
+	}
+	if n, err := again.RecoverHolds(ctx); err != nil || n != 0 {
+		t.Errorf("second RecoverHolds: %d, %v", n, err)
+	}
+	if _, err := again.Settle(ctx, store.Settlement{RequestID: "req_mine", Account: "acme", Charge: 5}); err != nil {
+		t.Errorf("this process's hold after recovery: %v", err)
+	}
+}
+
+// holdUntilClosed has eight goroutines hold against acme (settling every
+// third hold at once) until Close, which it calls once each has held ten
+// times, and returns how many holds, for how much, were open when the
+// store closed. A Hold refused for any reason but errClosed, during Close or
+// after it, fails the test.
+func holdUntilClosed(t *testing.T, b *Store) (held, sum int64) {
+	t.Helper()
+	ctx := context.Background()
 	var (
-		wg   sync.WaitGroup
-		held atomic.Int64
-		sum  atomic.Int64
-		ran  = make(chan struct{}, 8)
+		wg        sync.WaitGroup
+		heldN     atomic.Int64
+		heldSum   atomic.Int64
+		ran       = make(chan struct{}, 8)
+		stillOpen = func(amount int64) { heldN.Add(1); heldSum.Add(amount) }
 	)
 	for c := range 8 {
 		wg.Go(func() {
@@ -265,13 +302,10 @@ func TestHoldsSurviveTheProcess(t *testing.T) {
 					if _, err := b.Settle(ctx, store.Settlement{RequestID: id, Account: "acme", Charge: 1}); err == nil {
 						continue
 					}
-					// Closed meanwhile: the hold stays open.
-					held.Add(1)
-					sum.Add(amount)
+					stillOpen(amount) // closed meanwhile: the hold stays open
 					return
 				}
-				held.Add(1)
-				sum.Add(amount)
+				stillOpen(amount)
 				if i == 10 {
 					ran <- struct{}{}
 				}
@@ -288,18 +322,14 @@ func TestHoldsSurviveTheProcess(t *testing.T) {
 	if err := b.Hold(ctx, store.Hold{RequestID: "req_after", Account: "acme", Amount: 1}); !errors.Is(err, errClosed) {
 		t.Errorf("Hold after Close: %v, want errClosed", err)
 	}
+	return heldN.Load(), heldSum.Load()
+}
 
-	again := openAt(t, dir, "second", false)
-	before := balance(t, again, "acme")
-	hold(t, again, "acme", "req_mine", 5) // taken before recovery: never touched
-	n, err := again.RecoverHolds(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if int64(n) != held.Load() {
-		t.Errorf("recovered %d holds, %d were open", n, held.Load())
-	}
-	entries, err := again.Charges(ctx, "acme", 100_000)
+// checkRecoveryEntries wants acme's journal to hold one recovery entry, of
+// owner's note and no money, per hold that was open: held of them, for sum.
+func checkRecoveryEntries(t *testing.T, b *Store, owner string, held, sum int64) {
+	t.Helper()
+	entries, err := b.Charges(context.Background(), "acme", 100_000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,26 +338,13 @@ func TestHoldsSurviveTheProcess(t *testing.T) {
 		if e.Kind == store.KindRecovery {
 			recovered++
 			recoveredSum += int64(e.HoldAmount)
-			if e.Note != store.RecoveryNote("first") || e.Amount != 0 {
+			if e.Note != store.RecoveryNote(owner) || e.Amount != 0 {
 				t.Errorf("recovery entry %+v", e)
 			}
 		}
 	}
-	if recovered != held.Load() || recoveredSum != sum.Load() {
-		t.Errorf("%d recovery entries for %d nano-USD; the open holds were %d for %d", recovered, recoveredSum, held.Load(), sum.Load())
-	}
-	a := audit(t, again, "acme").Account
-	if a.Balance != before.Balance || a.Held != 5 {
-		t.Errorf("after recovery %+v; before %+v: recovery moves no money, and req_mine holds 5", a, before)
-	}
-	if got := segments(t, dir); len(got) != 1 {
-		t.Errorf("segments after recovery %v: want only this process's", got)
-	}
-	if n, err := again.RecoverHolds(ctx); err != nil || n != 0 {
-		t.Errorf("second RecoverHolds: %d, %v", n, err)
-	}
-	if _, err := again.Settle(ctx, store.Settlement{RequestID: "req_mine", Account: "acme", Charge: 5}); err != nil {
-		t.Errorf("this process's hold after recovery: %v", err)
+	if recovered != held || recoveredSum != sum {
+		t.Errorf("%d recovery entries for %d nano-USD; the open holds were %d for %d", recovered, recoveredSum, held, sum)
 	}
 }
 

@@ -61,6 +61,59 @@ func TestKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	plain1, k1, k2, k3 := seedKeys(t, b)
+
+	t.Run("refused", func(t *testing.T) { checkKeysRefused(t, b, plain1, k1) })
+	t.Run("KeyByHash", func(t *testing.T) {
+		got, err := b.KeyByHash(ctx, store.HashKey(plain1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ID != k1.ID || got.Account != "acme" || got.Route != store.AutoRoute || got.Revoked || got.Created.IsZero() {
+			t.Errorf("KeyByHash: %+v", got)
+		}
+		for _, h := range []string{store.HashKey("unknown"), "", plain1} {
+			if _, err := b.KeyByHash(ctx, h); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("KeyByHash(%q): %v, want ErrNotFound", h, err)
+			}
+		}
+	})
+	t.Run("ListKeys", func(t *testing.T) { checkListKeys(t, b, k1.ID, k2.ID, k3.ID) })
+	t.Run("RevokeKey", func(t *testing.T) {
+		revoked, err := b.RevokeKey(ctx, k2.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !revoked.Revoked || revoked.ID != k2.ID || len(revoked.Exclude) != 1 {
+			t.Errorf("RevokeKey: %+v", revoked)
+		}
+		if again, err := b.RevokeKey(ctx, k2.ID); err != nil || !again.Revoked {
+			t.Errorf("revoking twice: %+v, %v", again, err)
+		}
+		if _, err := b.RevokeKey(ctx, "key_unknown"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("RevokeKey of an unknown id: %v", err)
+		}
+	})
+
+	// Everything survives a reopen.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = openAt(t, dir, "", false)
+	if k, err := b.KeyByHash(ctx, k2.Hash); err != nil || !k.Revoked || k.Exclude[0] != "big-model" {
+		t.Errorf("after reopen: %+v, %v", k, err)
+	}
+	if k, err := b.KeyByHash(ctx, k1.Hash); err != nil || k.Revoked {
+		t.Errorf("after reopen: %+v, %v", k, err)
+	}
+}
+
+// seedKeys creates the accounts acme and beta and three keys: two of acme's
+// (the second with a model excluded) and one of beta's. It returns the first
+// key's plaintext and the keys.
+func seedKeys(t *testing.T, b *Store) (plain1 string, k1, k2, k3 store.Key) {
+	t.Helper()
+	ctx := context.Background()
 	for _, a := range []string{"acme", "beta"} {
 		if _, err := b.CreateAccount(ctx, a); err != nil {
 			t.Fatal(err)
@@ -69,23 +122,28 @@ func TestKeys(t *testing.T) {
 	plain1, id1, hash1, _ := store.NewKey()
 	_, id2, hash2, _ := store.NewKey()
 	_, id3, hash3, _ := store.NewKey()
-	k1 := store.Key{ID: id1, Hash: hash1, Account: "acme", Route: store.AutoRoute}
-	k2 := store.Key{ID: id2, Hash: hash2, Account: "acme", Route: "budget", Exclude: []string{"big-model"}}
-	k3 := store.Key{ID: id3, Hash: hash3, Account: "beta", Route: "budget"}
+	k1 = store.Key{ID: id1, Hash: hash1, Account: "acme", Route: store.AutoRoute}
+	k2 = store.Key{ID: id2, Hash: hash2, Account: "acme", Route: "budget", Exclude: []string{"big-model"}}
+	k3 = store.Key{ID: id3, Hash: hash3, Account: "beta", Route: "budget"}
 	for _, k := range []store.Key{k1, k2, k3} {
 		if err := b.CreateKey(ctx, k); err != nil {
 			t.Fatalf("CreateKey %s: %v", k.ID, err)
 		}
 	}
+	return plain1, k1, k2, k3
+}
 
+// checkKeysRefused wants CreateKey to refuse a key that repeats k1's hash or
+// id, names an unknown account or is malformed, naming what is wrong.
+func checkKeysRefused(t *testing.T, b *Store, plain1 string, k1 store.Key) {
 	refused := []struct {
 		name    string
 		key     store.Key
 		wantErr error
 		wantMsg string
 	}{
-		{"duplicate hash", store.Key{ID: "key_other", Hash: hash1, Account: "acme", Route: "r"}, store.ErrExists, "hash"},
-		{"duplicate id", store.Key{ID: id1, Hash: store.HashKey("x"), Account: "acme", Route: "r"}, store.ErrExists, "id"},
+		{"duplicate hash", store.Key{ID: "key_other", Hash: k1.Hash, Account: "acme", Route: "r"}, store.ErrExists, "hash"},
+		{"duplicate id", store.Key{ID: k1.ID, Hash: store.HashKey("x"), Account: "acme", Route: "r"}, store.ErrExists, "id"},
 		{"unknown account", store.Key{ID: "key_x", Hash: store.HashKey("y"), Account: "nobody", Route: "r"}, store.ErrNotFound, "nobody"},
 		{"plaintext as hash", store.Key{ID: "key_x", Hash: plain1, Account: "acme", Route: "r"}, nil, "key hash is 51 characters"},
 		{"uppercase hash", store.Key{ID: "key_x", Hash: strings.ToUpper(store.HashKey("z")), Account: "acme", Route: "r"}, nil, "not lowercase hex"},
@@ -94,7 +152,7 @@ func TestKeys(t *testing.T) {
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
-			err := b.CreateKey(ctx, tc.key)
+			err := b.CreateKey(context.Background(), tc.key)
 			if err == nil {
 				t.Fatal("CreateKey succeeded")
 			}
@@ -106,20 +164,11 @@ func TestKeys(t *testing.T) {
 			}
 		})
 	}
+}
 
-	got, err := b.KeyByHash(ctx, store.HashKey(plain1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.ID != id1 || got.Account != "acme" || got.Route != store.AutoRoute || got.Revoked || got.Created.IsZero() {
-		t.Errorf("KeyByHash: %+v", got)
-	}
-	for _, h := range []string{store.HashKey("unknown"), "", plain1} {
-		if _, err := b.KeyByHash(ctx, h); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("KeyByHash(%q): %v, want ErrNotFound", h, err)
-		}
-	}
-
+// checkListKeys wants ListKeys to list each account's keys, every key for
+// the empty account, and ErrNotFound for an unknown account.
+func checkListKeys(t *testing.T, b *Store, id1, id2, id3 string) {
 	lists := []struct {
 		account string
 		want    []string
@@ -129,7 +178,7 @@ func TestKeys(t *testing.T) {
 		{"", []string{id1, id2, id3}},
 	}
 	for _, tc := range lists {
-		keys, err := b.ListKeys(ctx, tc.account)
+		keys, err := b.ListKeys(context.Background(), tc.account)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,34 +190,8 @@ func TestKeys(t *testing.T) {
 			t.Errorf("ListKeys(%q) = %v, want %v", tc.account, ids, tc.want)
 		}
 	}
-	if _, err := b.ListKeys(ctx, "nobody"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.ListKeys(context.Background(), "nobody"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ListKeys of an unknown account: %v", err)
-	}
-
-	revoked, err := b.RevokeKey(ctx, id2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !revoked.Revoked || revoked.ID != id2 || len(revoked.Exclude) != 1 {
-		t.Errorf("RevokeKey: %+v", revoked)
-	}
-	if again, err := b.RevokeKey(ctx, id2); err != nil || !again.Revoked {
-		t.Errorf("revoking twice: %+v, %v", again, err)
-	}
-	if _, err := b.RevokeKey(ctx, "key_unknown"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("RevokeKey of an unknown id: %v", err)
-	}
-
-	// Everything survives a reopen.
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b = openAt(t, dir, "", false)
-	if k, err := b.KeyByHash(ctx, hash2); err != nil || !k.Revoked || k.Exclude[0] != "big-model" {
-		t.Errorf("after reopen: %+v, %v", k, err)
-	}
-	if k, err := b.KeyByHash(ctx, hash1); err != nil || k.Revoked {
-		t.Errorf("after reopen: %+v, %v", k, err)
 	}
 }
 

@@ -273,35 +273,7 @@ func TestExportKeyLimits(t *testing.T) {
 func TestLedgerBeforeKeyLimits(t *testing.T) {
 	ctx := context.Background()
 	b := openTemp(t)
-	old := make(map[string][]byte)
-	for _, r := range beforeKeyLimits { // acct/acme, key/ab (key_1, revoked), done/req_1
-		val, err := hex.DecodeString(r.hex)
-		if err != nil {
-			t.Fatal(err)
-		}
-		old[r.key] = val
-	}
-	old["keyid/key_1"] = []byte("ab")
-	if err := b.db.Update(func(txn *badger.Txn) error {
-		for k, v := range old {
-			if err := txn.Set([]byte(k), v); err != nil {
-				return err
-			}
-		}
-		// The journal of the v1 account (seq 3, 9.35 USD).
-		for seq := uint64(1); seq <= 3; seq++ {
-			e := entryRec{Seq: seq, Kind: store.KindRecovery, Account: "acme", BalanceAfter: 9_350_000_000, Time: t0}
-			if seq == 1 {
-				e.Kind, e.Amount = store.KindCredit, 9_350_000_000
-			}
-			if err := putEntry(txn, &e); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	writeBeforeKeyLimits(t, b)
 	oldKey := func() store.Key {
 		t.Helper()
 		keys, err := b.ListKeys(ctx, "acme")
@@ -334,14 +306,40 @@ func TestLedgerBeforeKeyLimits(t *testing.T) {
 	if k, err := b.UpdateKey(ctx, "key_1", store.KeyUpdate{Label: &label}); err != nil || k.Label != "old" || k.Spent != 25*cent || !k.Revoked {
 		t.Errorf("the old key, labelled: %+v, %v", k, err)
 	}
-	if err := b.db.View(func(txn *badger.Txn) error {
-		for key, tag := range map[string]byte{"acct/acme": tagAccountV2, "key/ab": tagKeyV2, "spend/key_1": tagSpendV1} {
-			if err := getValue(txn, []byte(key), func(v []byte) error {
-				if v[0] != tag {
-					t.Errorf("%s is %s after it changed, want %s", key, tagName(v[0]), tagName(tag))
-				}
-				return nil
-			}); err != nil {
+	for key, tag := range map[string]byte{"acct/acme": tagAccountV2, "key/ab": tagKeyV2, "spend/key_1": tagSpendV1} {
+		if got := tagOf(t, b, key); got != tag {
+			t.Errorf("%s is %s after it changed, want %s", key, tagName(got), tagName(tag))
+		}
+	}
+	audit(t, b, "acme")
+}
+
+// writeBeforeKeyLimits writes the records of beforeKeyLimits (acct/acme,
+// key/ab for key_1, revoked, and done/req_1), key_1's id index and the v1
+// account's journal (seq 3, 9.35 USD).
+func writeBeforeKeyLimits(t *testing.T, b *Store) {
+	t.Helper()
+	old := make(map[string][]byte)
+	for _, r := range beforeKeyLimits {
+		val, err := hex.DecodeString(r.hex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old[r.key] = val
+	}
+	old["keyid/key_1"] = []byte("ab")
+	if err := b.db.Update(func(txn *badger.Txn) error {
+		for k, v := range old {
+			if err := txn.Set([]byte(k), v); err != nil {
+				return err
+			}
+		}
+		for seq := uint64(1); seq <= 3; seq++ {
+			e := entryRec{Seq: seq, Kind: store.KindRecovery, Account: "acme", BalanceAfter: 9_350_000_000, Time: t0}
+			if seq == 1 {
+				e.Kind, e.Amount = store.KindCredit, 9_350_000_000
+			}
+			if err := putEntry(txn, &e); err != nil {
 				return err
 			}
 		}
@@ -349,7 +347,6 @@ func TestLedgerBeforeKeyLimits(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	audit(t, b, "acme")
 }
 
 // Callers race on one key across a period boundary, holding, settling and

@@ -53,38 +53,11 @@ func BenchmarkHoldSettleKeyed(b *testing.B) {
 }
 
 func benchHoldSettle(b *testing.B, sync string, accounts int, parallel, keyed bool) {
-	u, err := url.Parse(freshDSN(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("synchronous_commit", sync)
-	u.RawQuery = q.Encode()
-	s := openStore(b, u.String(), Options{RenewEvery: -1})
+	s := openBenchStore(b, sync, accounts, keyed)
 	ctx := context.Background()
 	keyOf := func(int) string { return "key_b" }
 	if keyed {
 		keyOf = func(a int) string { return "key_acct_" + strconv.Itoa(a) }
-	}
-	for a := range accounts {
-		account := "acct_" + strconv.Itoa(a)
-		if _, err := s.Credit(ctx, account, 1_000_000*usd, "bench"); err != nil {
-			b.Fatal(err)
-		}
-		if keyed {
-			k := store.Key{ID: "key_" + account, Hash: store.HashKey("bench-" + account), Account: account, Route: store.AutoRoute,
-				Limit: 1_000_000 * usd, Reset: store.ResetMonthly}
-			if err := s.CreateKey(ctx, k); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	var got string
-	if err := s.pool.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&got); err != nil {
-		b.Fatal(err)
-	}
-	if got != sync {
-		b.Fatalf("synchronous_commit is %q, want %q", got, sync)
 	}
 	var n, inHold, inSettle atomic.Int64
 	pair := func() error {
@@ -128,8 +101,46 @@ func benchHoldSettle(b *testing.B, sync string, accounts int, parallel, keyed bo
 	b.ReportMetric(float64(inHold.Load())/float64(b.N)/1e3, "hold-µs")
 	b.ReportMetric(float64(inSettle.Load())/float64(b.N)/1e3, "settle-µs")
 	on := 0.0
-	if got == "on" {
+	if sync == "on" {
 		on = 1
 	}
 	b.ReportMetric(on, "sync_commit")
+}
+
+// openBenchStore opens a fresh store whose sessions run with
+// synchronous_commit set to sync (and checks that they do), with accounts
+// accounts acct_0… of a million USD each and, if keyed, a key of each,
+// key_acct_0…, limited to a million USD a month.
+func openBenchStore(b *testing.B, sync string, accounts int, keyed bool) *Store {
+	b.Helper()
+	u, err := url.Parse(freshDSN(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("synchronous_commit", sync)
+	u.RawQuery = q.Encode()
+	s := openStore(b, u.String(), Options{RenewEvery: -1})
+	ctx := context.Background()
+	for a := range accounts {
+		account := "acct_" + strconv.Itoa(a)
+		if _, err := s.Credit(ctx, account, 1_000_000*usd, "bench"); err != nil {
+			b.Fatal(err)
+		}
+		if keyed {
+			k := store.Key{ID: "key_" + account, Hash: store.HashKey("bench-" + account), Account: account, Route: store.AutoRoute,
+				Limit: 1_000_000 * usd, Reset: store.ResetMonthly}
+			if err := s.CreateKey(ctx, k); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var got string
+	if err := s.pool.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&got); err != nil {
+		b.Fatal(err)
+	}
+	if got != sync {
+		b.Fatalf("synchronous_commit is %q, want %q", got, sync)
+	}
+	return s
 }

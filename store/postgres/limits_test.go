@@ -94,85 +94,37 @@ func TestKeyLimitThreeReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustCreateKey(t, s, store.Key{ID: "key_l", Account: "acme", Limit: 10 * cent, Reset: store.ResetMonthly})
-	march := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
-	const callers, overrun = 200, 1234
+	const callers = 200
 	var (
-		wg                         sync.WaitGroup
-		admitted, refused, overran atomic.Int64
-		charged                    atomic.Int64
-		start                      = make(chan struct{})
-		stop                       = make(chan struct{})
+		wg    sync.WaitGroup
+		tally keyLimitTally
+		start = make(chan struct{})
+		stop  = make(chan struct{})
 	)
-	go func() { // the operator, meanwhile
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			label := fmt.Sprint("label ", i)
-			if _, err := replicas[i%3].UpdateKey(ctx, "key_l", store.KeyUpdate{Label: &label}); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}()
+	go relabel(t, replicas[:], "key_l", stop) // the operator, meanwhile
 	for i := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := replicas[i%3]
-			id := fmt.Sprint("req_", i)
+		wg.Go(func() {
 			<-start
-			h := store.Hold{RequestID: id, Account: "acme", KeyID: "key_l", Model: "m", Endpoint: pricing.EndpointChat, Amount: cent, Created: march}
-			err := r.Hold(ctx, h)
-			var ie *store.InsufficientError
-			switch {
-			case err == nil:
-				admitted.Add(1)
-			case errors.As(err, &ie) && ie.Limit == store.LimitKey && ie.Needed == cent && ie.Available >= 0 && ie.Available < cent:
-				refused.Add(1)
-				return
-			default:
-				t.Errorf("Hold %s: %v", id, err)
-				return
-			}
-			var charge pricing.Nano
-			switch i % 3 {
-			case 0:
-				charge = cent + overrun
-				overran.Add(1)
-			case 1:
-				charge = cent / 3
-			default:
-				if err := r.Release(ctx, id, "upstream 500"); err != nil {
-					t.Error(err)
-				}
-				return
-			}
-			if _, err := r.Settle(ctx, store.Settlement{RequestID: id, Account: "acme", Charge: charge}); err != nil {
-				t.Error(err)
-				return
-			}
-			charged.Add(int64(charge))
-		}()
+			tally.call(t, replicas[i%3], i)
+		})
 	}
 	close(start)
 	wg.Wait()
 	close(stop)
-	if admitted.Load()+refused.Load() != callers || admitted.Load() < 9 { // nine holds of 1 cent always fit, whatever overran
-		t.Fatalf("admitted %d, refused %d of %d", admitted.Load(), refused.Load(), callers)
+	if tally.admitted.Load()+tally.refused.Load() != callers || tally.admitted.Load() < 9 { // nine holds of 1 cent always fit, whatever overran
+		t.Fatalf("admitted %d, refused %d of %d", tally.admitted.Load(), tally.refused.Load(), callers)
 	}
+	charged := pricing.Nano(tally.charged.Load())
 	k := keyOf(t, replicas[1], "key_l")
-	if k.Spent != pricing.Nano(charged.Load()) || k.Held != 0 {
-		t.Errorf("key spent %s, held %s; the charges were %s", k.Spent, k.Held, pricing.Nano(charged.Load()))
+	if k.Spent != charged || k.Held != 0 {
+		t.Errorf("key spent %s, held %s; the charges were %s", k.Spent, k.Held, charged)
 	}
-	if bound := 10*cent + pricing.Nano(overran.Load())*overrun; k.Spent > bound {
+	if bound := 10*cent + pricing.Nano(tally.overran.Load())*limitOverrun; k.Spent > bound {
 		t.Errorf("the key spent %s, above its limit plus the overruns (%s)", k.Spent, bound)
 	}
 	r := audit(t, replicas[2], "acme")
-	if r.Account.Held != 0 || r.Charges != pricing.Nano(charged.Load()) {
-		t.Errorf("books %+v, charged %d", r, charged.Load())
+	if r.Account.Held != 0 || r.Charges != charged {
+		t.Errorf("books %+v, charged %d", r, charged)
 	}
 	// April: a new period, from nothing.
 	april := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
@@ -189,6 +141,73 @@ func TestKeyLimitThreeReplicas(t *testing.T) {
 	}
 	if n := deadlocks(t, dsn) - before; n != 0 {
 		t.Errorf("%d deadlocks", n)
+	}
+}
+
+// limitOverrun is what a keyLimitTally call that overruns charges above its
+// 1 cent hold.
+const limitOverrun = 1234
+
+// keyLimitTally counts what keyLimitTally.call's callers met.
+type keyLimitTally struct {
+	admitted, refused, overran atomic.Int64
+	charged                    atomic.Int64 // nano-USD
+}
+
+// call is caller i: it holds 1 cent on key_l of acme in March 2026 and, if
+// admitted, settles above the hold (i%3 == 0), below it (1) or releases it
+// (2). A refusal is counted only if it is the key's limit with the right
+// numbers; anything else fails the test.
+func (c *keyLimitTally) call(t *testing.T, r *Store, i int) {
+	ctx := context.Background()
+	march := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	id := fmt.Sprint("req_", i)
+	h := store.Hold{RequestID: id, Account: "acme", KeyID: "key_l", Model: "m", Endpoint: pricing.EndpointChat, Amount: cent, Created: march}
+	err := r.Hold(ctx, h)
+	var ie *store.InsufficientError
+	switch {
+	case err == nil:
+		c.admitted.Add(1)
+	case errors.As(err, &ie) && ie.Limit == store.LimitKey && ie.Needed == cent && ie.Available >= 0 && ie.Available < cent:
+		c.refused.Add(1)
+		return
+	default:
+		t.Errorf("Hold %s: %v", id, err)
+		return
+	}
+	var charge pricing.Nano
+	switch i % 3 {
+	case 0:
+		charge = cent + limitOverrun
+		c.overran.Add(1)
+	case 1:
+		charge = cent / 3
+	default:
+		if err := r.Release(ctx, id, "upstream 500"); err != nil {
+			t.Error(err)
+		}
+		return
+	}
+	if _, err := r.Settle(ctx, store.Settlement{RequestID: id, Account: "acme", Charge: charge}); err != nil {
+		t.Error(err)
+		return
+	}
+	c.charged.Add(int64(charge))
+}
+
+// relabel changes the key's label, round the replicas, until stop closes.
+func relabel(t *testing.T, replicas []*Store, keyID string, stop <-chan struct{}) {
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		label := fmt.Sprint("label ", i)
+		if _, err := replicas[i%len(replicas)].UpdateKey(context.Background(), keyID, store.KeyUpdate{Label: &label}); err != nil {
+			t.Error(err)
+			return
+		}
 	}
 }
 

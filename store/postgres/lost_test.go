@@ -111,28 +111,64 @@ func TestHoldWhoseAnswerIsLost(t *testing.T) {
 	if _, err := other.Credit(ctx, "acme", 10*usd, "c"); err != nil {
 		t.Fatal(err)
 	}
-	// Plain text, and the simple protocol, which sends each statement in
-	// one message, its text included: what the proxy watches for.
+	p, proxied := lossyDSN(t, dsn, "SELECT relay_hold(")
+	s := openStore(t, proxied, Options{Owner: "cut", Lease: lease, RenewEvery: -1})
+	holdAnswerLost(t, s, other, p, "lost")
+
+	// A hold this replica's call does own, for contrast.
+	if err := s.Hold(ctx, hold("acme", "kept", usd)); err != nil {
+		t.Fatal(err)
+	}
+	renewUntilSwept(t, s, other, "lost")
+	if _, err := other.Outcome(ctx, "kept"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the kept hold ended: %v", err)
+	}
+	if err := s.Release(ctx, "kept", "done"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.RenewLeases(ctx); err != nil || n != 0 {
+		t.Fatalf("RenewLeases after the release = %d, %v; want 0", n, err)
+	}
+	r := audit(t, other, "acme")
+	if r.Account.Balance != 10*usd || r.Account.Held != 0 || r.OpenHolds != 0 {
+		t.Fatalf("books after the lost hold: %+v", r)
+	}
+}
+
+// lossyDSN starts a lossyProxy to dsn's server that drops the answers after
+// trigger, and returns it with a DSN through it: plain text, and the simple
+// protocol, which sends each statement in one message, its text included:
+// what the proxy watches for.
+func lossyDSN(t *testing.T, dsn, trigger string) (*lossyProxy, string) {
+	t.Helper()
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newLossyProxy(t, u.Host, "SELECT relay_hold(")
+	p := newLossyProxy(t, u.Host, trigger)
 	u.Host = p.ln.Addr().String()
 	q := u.Query()
 	q.Set("default_query_exec_mode", "simple_protocol")
 	q.Set("sslmode", "disable")
 	u.RawQuery = q.Encode()
-	s := openStore(t, u.String(), Options{Owner: "cut", Lease: lease, RenewEvery: -1})
+	return p, u.String()
+}
 
+// holdAnswerLost has s hold 2 USD of acme as request id, waits until other
+// sees the hold committed, owned by "cut", then cuts the proxy's
+// connections: Hold, whose answer is lost, must report the store
+// unavailable.
+func holdAnswerLost(t *testing.T, s, other *Store, p *lossyProxy, id string) {
+	t.Helper()
+	ctx := context.Background()
 	errc := make(chan error, 1)
-	go func() { errc <- s.Hold(ctx, hold("acme", "lost", 2*usd)) }()
+	go func() { errc <- s.Hold(ctx, hold("acme", id, 2*usd)) }()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		hs, err := other.OpenHolds(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(hs) == 1 && hs[0].RequestID == "lost" && hs[0].Owner == "cut" {
+		if len(hs) == 1 && hs[0].RequestID == id && hs[0].Owner == "cut" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -148,13 +184,14 @@ func TestHoldWhoseAnswerIsLost(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Hold did not return when its connection was cut")
 	}
+}
 
-	// A hold this replica's call does own, for contrast.
-	if err := s.Hold(ctx, hold("acme", "kept", usd)); err != nil {
-		t.Fatal(err)
-	}
-	// The owner's loop renews, a sweep comes: the lost hold goes, the kept
-	// one stays.
+// renewUntilSwept has s renew its leases, which must renew exactly one hold
+// (not the lost one), and other sweep, until other finds the lost hold
+// recovered, uncharged, as "cut"'s.
+func renewUntilSwept(t *testing.T, s, other *Store, lost string) {
+	t.Helper()
+	ctx := context.Background()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		n, err := s.RenewLeases(ctx)
 		if err != nil || n != 1 {
@@ -163,27 +200,14 @@ func TestHoldWhoseAnswerIsLost(t *testing.T) {
 		if _, err := other.Sweep(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if o, err := other.Outcome(ctx, "lost"); err == nil {
+		if o, err := other.Outcome(ctx, lost); err == nil {
 			if o.State != store.OutcomeRecovered || o.Owner != "cut" || o.Charge != 0 {
 				t.Fatalf("outcome of the lost hold: %+v", o)
 			}
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the lost hold was never released: its replica kept renewing it")
 		}
-	}
-	if _, err := other.Outcome(ctx, "kept"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("the kept hold ended: %v", err)
-	}
-	if err := s.Release(ctx, "kept", "done"); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := s.RenewLeases(ctx); err != nil || n != 0 {
-		t.Fatalf("RenewLeases after the release = %d, %v; want 0", n, err)
-	}
-	r := audit(t, other, "acme")
-	if r.Account.Balance != 10*usd || r.Account.Held != 0 || r.OpenHolds != 0 {
-		t.Fatalf("books after the lost hold: %+v", r)
 	}
 }

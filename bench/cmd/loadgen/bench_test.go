@@ -56,19 +56,8 @@ func TestPhasesEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs load for a few seconds")
 	}
-	fast := simServer(t, sim.Options{Chunks: 5, ChunkGap: 2 * time.Millisecond})
-	slow := simServer(t, sim.Options{Chunks: 30, ChunkGap: 200 * time.Millisecond})
 	pid := os.Getpid()
-	targets := []target{
-		{Name: "direct", URL: fast.URL, Key: "sk-x"},
-		{Name: "proxy", URL: proxyTo(t, fast.URL).URL, Key: "sk-x", PID: pid},
-		{Name: "control", URL: proxyTo(t, fast.URL).URL, Key: "sk-x"},
-		{Name: "gateway", URL: proxyTo(t, fast.URL).URL, Key: "sk-x", PID: pid},
-	}
-	hold := []target{
-		{Name: "proxy", URL: proxyTo(t, slow.URL).URL, Key: "sk-y", PID: pid},
-		{Name: "gateway", URL: proxyTo(t, slow.URL).URL, Key: "sk-y", PID: pid},
-	}
+	targets, hold := phaseTargets(t, pid)
 	s := Settings{
 		Model: "modelf-flash", Rates: []int{50, 100}, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond,
 		Rounds: 1, MaxWorkers: 64, Timeout: 5 * time.Second, TPDuration: 300 * time.Millisecond, Conns: 4,
@@ -90,21 +79,67 @@ func TestPhasesEndToEnd(t *testing.T) {
 	// No upper bound: the kernel charges steal when the CPU runs again, so a
 	// short window can be charged with a stall that began before it.
 	stolenOK := func(f *float64) bool { return (f != nil) == (statErr == nil) && (f == nil || *f >= 0) }
-	if len(res.Latency) != 8 {
-		t.Fatalf("%d latency runs", len(res.Latency))
+	checkLatencyRuns(t, res.Latency, s.Duration, calls, cpuErr == nil, stolenOK)
+	checkLoadRuns(t, res, stolenOK)
+	// start + four phases, three processes each (proxy, gateway, proxy (slow streams)).
+	if len(res.Peak) != 5*3 {
+		t.Errorf("%d peak readings", len(res.Peak))
 	}
-	for _, r := range res.Latency {
+	if res.Jitter == nil || res.Jitter.P50 < 0 || res.Jitter.Max < res.Jitter.P99 || res.Jitter.Max > time.Second {
+		t.Errorf("jitter %+v", res.Jitter)
+	}
+	md := renderReport(res)
+	if !strings.Contains(md, "Noise floor: 1 ms sleeps") {
+		t.Errorf("no noise floor in the report")
+	}
+	if !strings.Contains(md, "| 100 | gateway |") || !strings.Contains(md, "| 100 | **control/proxy** |") || !strings.Contains(md, "| control |") ||
+		!strings.Contains(md, "plugin time ≤ 30 µs per request | not measured") {
+		t.Errorf("report:\n%s", md)
+	}
+}
+
+// phaseTargets starts a fast and a slow simulated provider and returns the
+// targets of the load phases (direct to the fast one, and three reverse
+// proxies to it) and of the open-stream phase (two proxies to the slow
+// one). The proxy and gateway targets name pid as their process.
+func phaseTargets(t *testing.T, pid int) (targets, hold []target) {
+	t.Helper()
+	fast := simServer(t, sim.Options{Chunks: 5, ChunkGap: 2 * time.Millisecond})
+	slow := simServer(t, sim.Options{Chunks: 30, ChunkGap: 200 * time.Millisecond})
+	targets = []target{
+		{Name: "direct", URL: fast.URL, Key: "sk-x"},
+		{Name: "proxy", URL: proxyTo(t, fast.URL).URL, Key: "sk-x", PID: pid},
+		{Name: "control", URL: proxyTo(t, fast.URL).URL, Key: "sk-x"},
+		{Name: "gateway", URL: proxyTo(t, fast.URL).URL, Key: "sk-x", PID: pid},
+	}
+	hold = []target{
+		{Name: "proxy", URL: proxyTo(t, slow.URL).URL, Key: "sk-y", PID: pid},
+		{Name: "gateway", URL: proxyTo(t, slow.URL).URL, Key: "sk-y", PID: pid},
+	}
+	return targets, hold
+}
+
+// checkLatencyRuns wants eight latency runs (two rates, four targets), each
+// all successful, with about the requests its rate sends in window, sane
+// percentiles and steal, CPU per call where schedstat is (haveCPU), and
+// every answered call in its CSV under calls.
+func checkLatencyRuns(t *testing.T, runs []LatencyRun, window time.Duration, calls string, haveCPU bool, stolenOK func(*float64) bool) {
+	t.Helper()
+	if len(runs) != 8 {
+		t.Fatalf("%d latency runs", len(runs))
+	}
+	for _, r := range runs {
 		// An open loop never sends early, but a machine busy with the
 		// rest of the suite (-race, packages in parallel) can keep it from
 		// sending for a good part of a 400 ms window: at least half.
-		want := uint64(float64(r.Rate) * s.Duration.Seconds())
+		want := uint64(float64(r.Rate) * window.Seconds())
 		if r.Success != 1 || r.Requests < want/2 || r.Requests > want*12/10 || r.Lat.P50 <= 0 || r.Lat.P99 < r.Lat.P50 || r.Lat.Max < r.Lat.P99 || !stolenOK(r.Stolen) {
 			t.Errorf("latency run %+v (want about %d requests)", r, want)
 		}
-		// CPU per call where schedstat is: a hop only for the targets
-		// with a pid (proxy, gateway), the provider for every one.
+		// CPU per call: a hop only for the targets with a pid (proxy,
+		// gateway), the provider for every one.
 		hasPID := r.Target == "proxy" || r.Target == "gateway"
-		if cpuErr == nil && (r.CPU == nil || r.CPU.Provider <= 0 || (r.CPU.Hop > 0) != hasPID) {
+		if haveCPU && (r.CPU == nil || r.CPU.Provider <= 0 || (r.CPU.Hop > 0) != hasPID) {
 			t.Errorf("latency run %s at %d/s: CPU %+v", r.Target, r.Rate, r.CPU)
 		}
 		// Every answered call in its CSV, one line each after the header.
@@ -113,6 +148,12 @@ func TestPhasesEndToEnd(t *testing.T) {
 			t.Errorf("calls of %s at %d/s: %d lines for %d requests, %v", r.Target, r.Rate, lines, r.Requests, err)
 		}
 	}
+}
+
+// checkLoadRuns wants four throughput and four stream runs and two
+// open-stream (rss) runs, each all successful and sane.
+func checkLoadRuns(t *testing.T, res *Results, stolenOK func(*float64) bool) {
+	t.Helper()
 	if len(res.Throughput) != 4 {
 		t.Fatalf("%d throughput runs", len(res.Throughput))
 	}
@@ -140,21 +181,6 @@ func TestPhasesEndToEnd(t *testing.T) {
 		if r.Opened != 20 || r.Failed != 0 || r.OpenNow != 20 || r.During <= 0 || r.HWM < r.During || len(r.Errors) != 0 {
 			t.Errorf("rss run %+v", r)
 		}
-	}
-	// start + four phases, three processes each (proxy, gateway, proxy (slow streams)).
-	if len(res.Peak) != 5*3 {
-		t.Errorf("%d peak readings", len(res.Peak))
-	}
-	if res.Jitter == nil || res.Jitter.P50 < 0 || res.Jitter.Max < res.Jitter.P99 || res.Jitter.Max > time.Second {
-		t.Errorf("jitter %+v", res.Jitter)
-	}
-	md := renderReport(res)
-	if !strings.Contains(md, "Noise floor: 1 ms sleeps") {
-		t.Errorf("no noise floor in the report")
-	}
-	if !strings.Contains(md, "| 100 | gateway |") || !strings.Contains(md, "| 100 | **control/proxy** |") || !strings.Contains(md, "| control |") ||
-		!strings.Contains(md, "plugin time ≤ 30 µs per request | not measured") {
-		t.Errorf("report:\n%s", md)
 	}
 }
 

@@ -107,28 +107,103 @@ func (s Settings) stallCPUs() []int {
 
 var allPhases = []string{"latency", "throughput", "stream", "rss"}
 
+// options are loadgen's command line: the settings, the targets and
+// where the results go.
+type options struct {
+	s                                    Settings
+	direct, proxy, gateway, control, key string
+	gatewayPG, keyPG, holdProxy, holdKey string
+	gatewayPID, gatewayPGPID, proxyPID   int
+	controlPID, simPID, holdProxyPID     int
+	profileURL, profileDir, callsDir     string
+	microPath, jsonOut, mdOut            string
+}
+
 func run(args []string) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	targets, hold, err := o.targets()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res := &Results{Settings: o.s, Started: time.Now().UTC()}
+	b := &bench{s: o.s, log: os.Stderr, callsDir: o.callsDir, simPID: o.simPID}
+	if b.callsDir != "" {
+		if err := os.MkdirAll(b.callsDir, 0o755); err != nil {
+			return err
+		}
+	}
+	if o.profileURL != "" {
+		if b.prof, err = newProfiler(o.profileURL, o.profileDir, b.logf); err != nil {
+			return err
+		}
+	}
+	if err := b.runAll(ctx, targets, hold, res); err != nil {
+		return err
+	}
+	return o.write(res)
+}
+
+// parseFlags reads the command line and checks the settings.
+func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
-	var s Settings
-	direct := fs.String("direct", "", "base URL of the simulated provider (required)")
-	proxy := fs.String("proxy", "", "base URL of the bare proxy in front of it (required)")
-	gateway := fs.String("gateway", "", "base URL of the gateway in front of it (required)")
-	control := fs.String("control", "", "base URL of a second bare proxy like -proxy: the A/A control, measured like the others (optional)")
-	key := fs.String("key", "", "gateway key whose route reaches -direct (required); several, comma-separated, of as many accounts, are taken in turn")
-	gatewayPGURL := fs.String("gateway-pg", "", "base URL of a second gateway in front of -direct, its ledger in PostgreSQL: measured beside -gateway (optional)")
-	keyPG := fs.String("key-pg", "", "gateway-pg's key whose route reaches -direct (with -gateway-pg); several as with -key")
-	gatewayPGPID := fs.Int("gateway-pg-pid", 0, "gateway-pg process id (memory; CPU per call with -sim-pid)")
-	fs.StringVar(&s.PGDB, "pg-db", "", "gateway-pg's database: CPU per call also counts its server processes (backends titled with this name) (with -gateway-pg)")
-	fs.StringVar(&s.PGSync, "pg-sync", "", "gateway-pg's synchronous_commit, for the report (with -gateway-pg)")
-	holdProxy := fs.String("hold-proxy", "", "rss: base URL of a bare proxy in front of a provider with a long chunk gap")
-	holdKey := fs.String("hold-key", "", "rss: gateway key whose route reaches that provider")
-	gatewayPID := fs.Int("gateway-pid", 0, "gateway process id (memory; CPU per call with -sim-pid)")
-	proxyPID := fs.Int("proxy-pid", 0, "pid of the -proxy process (memory; CPU per call with -sim-pid)")
-	controlPID := fs.Int("control-pid", 0, "pid of the -control process (memory; CPU per call with -sim-pid)")
-	simPID := fs.Int("sim-pid", 0, "pid of the -direct provider: latency then reports the CPU time per call of it and of each hop with a pid (optional)")
-	holdProxyPID := fs.Int("hold-proxy-pid", 0, "pid of the -hold-proxy process (memory)")
+	o := &options{}
+	o.targetFlags(fs)
+	o.s.flags(fs)
 	rates := fs.String("rates", "500,1000,2000,4000", "latency: fixed rates, requests/s")
 	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run")
+	fs.StringVar(&o.profileURL, "profile", "", "base URL of the gateway's net/http/pprof (its debug_listen): save CPU and heap profiles")
+	fs.StringVar(&o.profileDir, "profile-dir", "build/bench-prof", "where -profile saves them")
+	fs.StringVar(&o.callsDir, "calls-dir", "", "latency: write every answered call of each measurement (start in Unix ns, latency in ns) to a CSV file here, for analysis beside other traces (optional)")
+	fs.StringVar(&o.microPath, "micro", "", "go test -bench output to check the plugin time in (optional)")
+	fs.StringVar(&o.jsonOut, "json", "", "write the results as JSON here (optional)")
+	fs.StringVar(&o.mdOut, "md", "", "write the markdown report here (default: stdout)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	var err error
+	if o.s.Rates, err = parseRates(*rates); err != nil {
+		return nil, err
+	}
+	if o.s.Phases, err = parsePhases(*phases); err != nil {
+		return nil, err
+	}
+	if err := o.s.validate(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// targetFlags defines the flags that say where the targets are.
+func (o *options) targetFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.direct, "direct", "", "base URL of the simulated provider (required)")
+	fs.StringVar(&o.proxy, "proxy", "", "base URL of the bare proxy in front of it (required)")
+	fs.StringVar(&o.gateway, "gateway", "", "base URL of the gateway in front of it (required)")
+	fs.StringVar(&o.control, "control", "", "base URL of a second bare proxy like -proxy: the A/A control, measured like the others (optional)")
+	fs.StringVar(&o.key, "key", "", "gateway key whose route reaches -direct (required); several, comma-separated, of as many accounts, are taken in turn")
+	fs.StringVar(&o.gatewayPG, "gateway-pg", "", "base URL of a second gateway in front of -direct, its ledger in PostgreSQL: measured beside -gateway (optional)")
+	fs.StringVar(&o.keyPG, "key-pg", "", "gateway-pg's key whose route reaches -direct (with -gateway-pg); several as with -key")
+	fs.IntVar(&o.gatewayPGPID, "gateway-pg-pid", 0, "gateway-pg process id (memory; CPU per call with -sim-pid)")
+	fs.StringVar(&o.s.PGDB, "pg-db", "", "gateway-pg's database: CPU per call also counts its server processes (backends titled with this name) (with -gateway-pg)")
+	fs.StringVar(&o.s.PGSync, "pg-sync", "", "gateway-pg's synchronous_commit, for the report (with -gateway-pg)")
+	fs.StringVar(&o.holdProxy, "hold-proxy", "", "rss: base URL of a bare proxy in front of a provider with a long chunk gap")
+	fs.StringVar(&o.holdKey, "hold-key", "", "rss: gateway key whose route reaches that provider")
+	fs.IntVar(&o.gatewayPID, "gateway-pid", 0, "gateway process id (memory; CPU per call with -sim-pid)")
+	fs.IntVar(&o.proxyPID, "proxy-pid", 0, "pid of the -proxy process (memory; CPU per call with -sim-pid)")
+	fs.IntVar(&o.controlPID, "control-pid", 0, "pid of the -control process (memory; CPU per call with -sim-pid)")
+	fs.IntVar(&o.simPID, "sim-pid", 0, "pid of the -direct provider: latency then reports the CPU time per call of it and of each hop with a pid (optional)")
+	fs.IntVar(&o.holdProxyPID, "hold-proxy-pid", 0, "pid of the -hold-proxy process (memory)")
+}
+
+// flags defines the flags of the benchmark's knobs.
+func (s *Settings) flags(fs *flag.FlagSet) {
 	fs.StringVar(&s.Model, "model", "modelf-flash", "model of every call")
 	fs.DurationVar(&s.Duration, "duration", 5*time.Second, "latency: measured time per rate and target")
 	fs.DurationVar(&s.Warmup, "warmup", time.Second, "warm-up before every measurement (discarded)")
@@ -149,108 +224,80 @@ func run(args []string) error {
 	fs.IntVar(&s.SUTCPU, "sut-cpu", -1, "CPU the systems under test are pinned to: record the time the hypervisor steals from it during each measurement (-1 = do not)")
 	fs.IntVar(&s.LoadCPU, "load-cpu", -1, "CPU loadgen is pinned to: latency also reports the calls clear of any stall of it or of -sut-cpu (-1 = only -sut-cpu)")
 	fs.DurationVar(&s.Jitter, "jitter", 3*time.Second, "measure the timer wake-up jitter of loadgen's CPU this long first (0 = skip)")
-	profileURL := fs.String("profile", "", "base URL of the gateway's net/http/pprof (relayprof): save CPU and heap profiles")
-	profileDir := fs.String("profile-dir", "build/bench-prof", "where -profile saves them")
-	callsDir := fs.String("calls-dir", "", "latency: write every answered call of each measurement (start in Unix ns, latency in ns) to a CSV file here, for analysis beside other traces (optional)")
-	microPath := fs.String("micro", "", "go test -bench output to check the plugin time in (optional)")
-	jsonOut := fs.String("json", "", "write the results as JSON here (optional)")
-	mdOut := fs.String("md", "", "write the markdown report here (default: stdout)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	var err error
-	if s.Rates, err = parseRates(*rates); err != nil {
-		return err
-	}
-	if s.Phases, err = parsePhases(*phases); err != nil {
-		return err
-	}
-	if err := s.validate(); err != nil {
-		return err
-	}
-	for name, v := range map[string]string{"-direct": *direct, "-proxy": *proxy, "-gateway": *gateway, "-key": *key} {
+}
+
+// targets are the systems the latency, throughput and stream phases load,
+// and hold those the rss phase holds streams open on; it sets
+// o.s.Accounts from -key.
+func (o *options) targets() (targets, hold []target, err error) {
+	for name, v := range map[string]string{"-direct": o.direct, "-proxy": o.proxy, "-gateway": o.gateway, "-key": o.key} {
 		if v == "" {
-			return fmt.Errorf("%s is required", name)
+			return nil, nil, fmt.Errorf("%s is required", name)
 		}
 	}
-	s.Accounts = len(strings.Split(*key, ","))
-	targets := []target{
-		target{Name: "direct", URL: *direct}.withKeys(*key),
-		target{Name: "proxy", URL: *proxy, PID: *proxyPID}.withKeys(*key),
-		target{Name: "gateway", URL: *gateway, PID: *gatewayPID}.withKeys(*key),
+	o.s.Accounts = len(strings.Split(o.key, ","))
+	targets = []target{
+		target{Name: "direct", URL: o.direct}.withKeys(o.key),
+		target{Name: "proxy", URL: o.proxy, PID: o.proxyPID}.withKeys(o.key),
+		target{Name: "gateway", URL: o.gateway, PID: o.gatewayPID}.withKeys(o.key),
 	}
-	if *control != "" {
-		targets = slices.Insert(targets, 2, target{Name: "control", URL: *control, PID: *controlPID}.withKeys(*key))
+	if o.control != "" {
+		targets = slices.Insert(targets, 2, target{Name: "control", URL: o.control, PID: o.controlPID}.withKeys(o.key))
 	}
-	if *gatewayPGURL != "" {
-		if *keyPG == "" {
-			return errors.New("-gateway-pg needs -key-pg")
+	if o.gatewayPG != "" {
+		if o.keyPG == "" {
+			return nil, nil, errors.New("-gateway-pg needs -key-pg")
 		}
-		if n := len(strings.Split(*keyPG, ",")); n != s.Accounts {
-			return fmt.Errorf("-key-pg has %d keys and -key %d: both gateways spread their calls over as many accounts", n, s.Accounts)
+		if n := len(strings.Split(o.keyPG, ",")); n != o.s.Accounts {
+			return nil, nil, fmt.Errorf("-key-pg has %d keys and -key %d: both gateways spread their calls over as many accounts", n, o.s.Accounts)
 		}
-		targets = append(targets, target{Name: gatewayPG, URL: *gatewayPGURL, PID: *gatewayPGPID}.withKeys(*keyPG))
-	} else if s.PGDB != "" || s.PGSync != "" || *keyPG != "" {
-		return errors.New("-pg-db, -pg-sync and -key-pg need -gateway-pg")
+		targets = append(targets, target{Name: gatewayPG, URL: o.gatewayPG, PID: o.gatewayPGPID}.withKeys(o.keyPG))
+	} else if o.s.PGDB != "" || o.s.PGSync != "" || o.keyPG != "" {
+		return nil, nil, errors.New("-pg-db, -pg-sync and -key-pg need -gateway-pg")
 	}
-	var hold []target
-	if s.has("rss") {
-		if *holdProxy == "" || *holdKey == "" || *holdProxyPID == 0 || *gatewayPID == 0 {
-			return errors.New("rss: -hold-proxy, -hold-key, -hold-proxy-pid and -gateway-pid are required")
+	if o.s.has("rss") {
+		if o.holdProxy == "" || o.holdKey == "" || o.holdProxyPID == 0 || o.gatewayPID == 0 {
+			return nil, nil, errors.New("rss: -hold-proxy, -hold-key, -hold-proxy-pid and -gateway-pid are required")
 		}
 		hold = []target{
-			{Name: "proxy", URL: *holdProxy, Key: *holdKey, PID: *holdProxyPID},
-			{Name: "gateway", URL: *gateway, Key: *holdKey, PID: *gatewayPID},
+			{Name: "proxy", URL: o.holdProxy, Key: o.holdKey, PID: o.holdProxyPID},
+			{Name: "gateway", URL: o.gateway, Key: o.holdKey, PID: o.gatewayPID},
 		}
 	}
+	return targets, hold, nil
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	res := &Results{Settings: s, Started: time.Now().UTC()}
-	b := &bench{s: s, log: os.Stderr, callsDir: *callsDir, simPID: *simPID}
-	if b.callsDir != "" {
-		if err := os.MkdirAll(b.callsDir, 0o755); err != nil {
-			return err
-		}
-	}
-	if *profileURL != "" {
-		if b.prof, err = newProfiler(*profileURL, *profileDir, b.logf); err != nil {
-			return err
-		}
-	}
-	if err := b.runAll(ctx, targets, hold, res); err != nil {
-		return err
-	}
-	if *microPath != "" {
-		f, err := os.Open(*microPath)
+// write adds the micro-benchmarks' summary to res, when -micro names their
+// output, and writes res as JSON (-json) and as the markdown report (-md,
+// else stdout).
+func (o *options) write(res *Results) error {
+	if o.microPath != "" {
+		f, err := os.Open(o.microPath)
 		if err != nil {
 			return err
 		}
 		samples, err := parseMicro(f)
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("%s: %w", *microPath, err)
+			return fmt.Errorf("%s: %w", o.microPath, err)
 		}
 		res.Micro = microSummary(samples)
 	}
-	if *jsonOut != "" {
+	if o.jsonOut != "" {
 		data, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(*jsonOut, append(data, '\n'), 0o644); err != nil {
+		if err := os.WriteFile(o.jsonOut, append(data, '\n'), 0o644); err != nil {
 			return err
 		}
 	}
 	md := renderReport(res)
-	if *mdOut == "" {
+	if o.mdOut == "" {
 		_, err := os.Stdout.WriteString(md)
 		return err
 	}
-	return os.WriteFile(*mdOut, []byte(md), 0o644)
+	return os.WriteFile(o.mdOut, []byte(md), 0o644)
 }
 
 func (s Settings) has(phase string) bool {

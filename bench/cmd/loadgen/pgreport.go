@@ -18,84 +18,101 @@ const (
 // A/A control gives the noise: how far two identical bare proxies measured
 // apart in any round, on each limit's terms.
 func pgTargetRows(res *Results) [][3]string {
-	var rows [][3]string
-	notMeasured := func(name string) { rows = append(rows, [3]string{name, "not measured", "—"}) }
-	d, g, pg := aggLatency(res.Latency, "direct", targetRate), aggLatency(res.Latency, "gateway", targetRate), aggLatency(res.Latency, gatewayPG, targetRate)
-	px, c := aggLatency(res.Latency, "proxy", targetRate), aggLatency(res.Latency, "control", targetRate)
-	d.ok, g.ok, pg.ok = d.ok && !d.Lat.none(), g.ok && !g.Lat.none(), pg.ok && !pg.Lat.none()
-	px.ok, c.ok = px.ok && !px.Lat.none(), c.ok && !c.Lat.none()
-	latKey := func(r LatencyRun) (int, string, Lat, bool) {
-		return r.Round, r.Target, r.Lat, r.Rate == targetRate && !r.Lat.none()
-	}
-	aa := func(pick func(Lat) time.Duration) []float64 {
-		return perRound(res.Latency, latKey, func(m map[string]Lat) (float64, bool) {
-			p, okp := m["proxy"]
-			c, okc := m["control"]
-			return float64(pick(c) - pick(p)), okp && okc
-		})
-	}
-	// A latency compares only calls answered: a gateway that refused calls
-	// at the target's rate did not carry it.
-	answered := func() string {
-		var s []string
-		for _, a := range []struct {
-			name string
-			agg  latAgg
-		}{{"gateway-pg", pg}, {"gateway", g}} {
-			if a.agg.Success < minAnswered {
-				s = append(s, fmt.Sprintf("%s answered only %s of the calls", a.name, pct(a.agg.Success)))
-			}
-		}
-		if len(s) == 0 {
-			return ""
-		}
-		return " (" + strings.Join(s, "; ") + ")"
-	}
+	l := newPGLatency(res)
+	return [][3]string{l.p50Row(), l.p99Row(), pgThroughputRow(res)}
+}
 
+// pgLatency are the fixed-rate medians at the targets' rate.
+type pgLatency struct {
+	d, g, pg, px, c latAgg
+	latency         []LatencyRun
+}
+
+func newPGLatency(res *Results) *pgLatency {
+	l := &pgLatency{
+		d: aggLatency(res.Latency, "direct", targetRate), g: aggLatency(res.Latency, "gateway", targetRate),
+		pg: aggLatency(res.Latency, gatewayPG, targetRate), px: aggLatency(res.Latency, "proxy", targetRate),
+		c: aggLatency(res.Latency, "control", targetRate), latency: res.Latency,
+	}
+	// A target with no call answered has no latency to compare.
+	for _, a := range []*latAgg{&l.d, &l.g, &l.pg, &l.px, &l.c} {
+		a.ok = a.ok && !a.Lat.none()
+	}
+	return l
+}
+
+// aa is how far the control measured from the proxy in each round, at the
+// targets' rate, on the percentile pick reads.
+func (l *pgLatency) aa(pick func(Lat) time.Duration) []float64 {
+	return perRound(l.latency, atTargetRate, func(m map[string]Lat) (float64, bool) {
+		p, okp := m["proxy"]
+		c, okc := m["control"]
+		return float64(pick(c) - pick(p)), okp && okc
+	})
+}
+
+// answered says which gateway refused calls at the targets' rate: a
+// latency compares only calls answered, and a gateway that refused some did
+// not carry the rate. It is "" when neither did.
+func (l *pgLatency) answered() string {
+	var s []string
+	for _, a := range []struct {
+		name string
+		agg  latAgg
+	}{{"gateway-pg", l.pg}, {"gateway", l.g}} {
+		if a.agg.Success < minAnswered {
+			s = append(s, fmt.Sprintf("%s answered only %s of the calls", a.name, pct(a.agg.Success)))
+		}
+	}
+	if len(s) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(s, "; ") + ")"
+}
+
+func (l *pgLatency) p50Row() [3]string {
+	d, g, pg, px, c := l.d, l.g, l.pg, l.px, l.c
 	name := "added p50 at 1,000 req/s ≤ the Badger gateway's + 0.5 ms"
 	if d.ok && g.ok && pg.ok {
 		og, opg := g.Lat.P50-d.Lat.P50, pg.Lat.P50-d.Lat.P50
 		diff := opg - og
-		short := answered()
+		short := l.answered()
 		m := fmt.Sprintf("gateway-pg %s, gateway %s: %s", signedMs(opg), signedMs(og), signedMs(diff))
 		v := verdict(diff <= limitPGAddedP50 && short == "")
 		if px.ok && c.ok {
-			spreads := aa(func(l Lat) time.Duration { return l.P50 })
+			spreads := l.aa(func(l Lat) time.Duration { return l.P50 })
 			m += fmt.Sprintf(" (control − proxy %s", signedMs(c.Lat.P50-px.Lat.P50))
 			m += spreadRange(spreads, "", func(f float64) string { return signedMs(time.Duration(f)) }) + ")"
 			v += noise(float64(diff-limitPGAddedP50), widest(spreads, float64(c.Lat.P50-px.Lat.P50)))
 		}
 		v += short + stolenNote(stolenLimit, d.Stolen, g.Stolen, pg.Stolen)
-		rows = append(rows, [3]string{name, m, v})
-	} else {
-		notMeasured(name)
+		return [3]string{name, m, v}
 	}
+	return notMeasured(name)
+}
 
-	name = "added p99 at 1,000 req/s"
+func (l *pgLatency) p99Row() [3]string {
+	d, g, pg, px, c := l.d, l.g, l.pg, l.px, l.c
+	name := "added p99 at 1,000 req/s"
 	if d.ok && g.ok && pg.ok {
 		og, opg := g.Lat.P99-d.Lat.P99, pg.Lat.P99-d.Lat.P99
 		m := fmt.Sprintf("gateway-pg %s, gateway %s: %s", signedMs(opg), signedMs(og), signedMs(opg-og))
 		if px.ok && c.ok {
 			m += fmt.Sprintf(" (proxy %s, control %s", signedMs(px.Lat.P99-d.Lat.P99), signedMs(c.Lat.P99-d.Lat.P99))
-			m += spreadRange(aa(func(l Lat) time.Duration { return l.P99 }), "control − proxy ", func(f float64) string { return signedMs(time.Duration(f)) }) + ")"
+			m += spreadRange(l.aa(func(l Lat) time.Duration { return l.P99 }), "control − proxy ", func(f float64) string { return signedMs(time.Duration(f)) }) + ")"
 		}
-		rows = append(rows, [3]string{name, m, "for information" + answered() + stolenNote(stolenLimitP99, d.Stolen, g.Stolen, pg.Stolen)})
-	} else {
-		notMeasured(name)
+		return [3]string{name, m, "for information" + l.answered() + stolenNote(stolenLimitP99, d.Stolen, g.Stolen, pg.Stolen)}
 	}
+	return notMeasured(name)
+}
 
-	name = "max throughput ≥ 0.6× the Badger gateway's"
+func pgThroughputRow(res *Results) [3]string {
+	name := "max throughput ≥ 0.6× the Badger gateway's"
 	if tg, tpg := aggThroughput(res.Throughput, "gateway"), aggThroughput(res.Throughput, gatewayPG); tg.ok && tpg.ok && tg.Throughput > 0 {
 		m := fmt.Sprintf("gateway-pg %.0f/s, gateway %.0f/s: %s", tpg.Throughput, tg.Throughput, ratio(tpg.Throughput, tg.Throughput))
 		v := verdict(tpg.Throughput >= limitPGThroughput*tg.Throughput)
 		if tp, tc := aggThroughput(res.Throughput, "proxy"), aggThroughput(res.Throughput, "control"); tp.ok && tc.ok && tp.Throughput > 0 {
-			spreads := perRound(res.Throughput, func(r ThroughputRun) (int, string, float64, bool) {
-				return r.Round, r.Target, r.Throughput, true
-			}, func(m map[string]float64) (float64, bool) {
-				p, okp := m["proxy"]
-				c, okc := m["control"]
-				return c/p - 1, okp && okc && p > 0
-			})
+			spreads := throughputSpreads(res)
 			m += fmt.Sprintf(" (control/proxy %s", ratio(tc.Throughput, tp.Throughput))
 			m += spreadRange(spreads, "", func(f float64) string { return fmt.Sprintf("%.2f×", 1+f) }) + ")"
 			v += noise(tpg.Throughput/tg.Throughput-limitPGThroughput, widest(spreads, tc.Throughput/tp.Throughput-1))
@@ -104,11 +121,9 @@ func pgTargetRows(res *Results) [][3]string {
 			m += fmt.Sprintf("; gateway-pg answered %s", pct(tpg.Success))
 		}
 		v += stolenNote(stolenLimit, tg.Stolen, tpg.Stolen)
-		rows = append(rows, [3]string{name, m, v})
-	} else {
-		notMeasured(name)
+		return [3]string{name, m, v}
 	}
-	return rows
+	return notMeasured(name)
 }
 
 // LedgerMicro is one case of the stores' BenchmarkHoldSettle: the median

@@ -12,7 +12,7 @@ import (
 )
 
 // profiler fetches profiles of the gateway from its net/http/pprof endpoint
-// (bench/cmd/relayprof) at chosen moments of the run: a CPU profile over a
+// (relay serve's debug_listen) at chosen moments of the run: a CPU profile over a
 // measurement, a heap profile while the streams are open.
 type profiler struct {
 	base string // e.g. http://127.0.0.1:6060

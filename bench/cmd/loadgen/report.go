@@ -313,8 +313,22 @@ func hasControl(res *Results) bool {
 // renderReport writes the markdown tables.
 func renderReport(res *Results) string {
 	var w strings.Builder
-	s := res.Settings
 	p := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
+	renderIntro(p, res)
+	renderLatency(p, res)
+	renderThroughput(p, res)
+	renderStreaming(p, res)
+	renderRSS(p, res)
+	renderPeak(p, res)
+	renderTargets(p, res)
+	renderLedgerMicro(p, res)
+	renderErrors(p, res)
+	return w.String()
+}
+
+// renderIntro says what the targets are and how to read the tables.
+func renderIntro(p func(string, ...any), res *Results) {
+	s := res.Settings
 	p("## Load (loadgen, %s)\n\n", res.Started.Format(time.RFC3339))
 	p("Targets: **direct** = the simulated provider (`relay sim -latency %s`), **proxy** = a bare "+
 		"`httputil.ReverseProxy` in front of it (the floor), **gateway** = ModelRelay in front of it. "+
@@ -349,159 +363,187 @@ func renderReport(res *Results) string {
 			"Latency percentiles at or below these values are the machine's, not the targets'.\n\n",
 			ms(j.P50), ms(j.P99), ms(j.Max), s.Jitter)
 	}
+}
 
-	if len(res.Latency) > 0 {
-		p("### Fixed-rate latency\n\n")
-		p("Small non-streaming chat call (`%s`, max_tokens 64), open loop (vegeta), %v per rate and target after a %v warm-up at that rate. "+
-			"Latencies are the answered (2xx) calls'; **success** is the share answered (past its capacity the gateway refuses calls with 503 `overloaded`).\n\n",
-			s.Model, s.Duration, s.Warmup)
-		p("| rate/s | target | p50 | p90 | p99 | max | success | sent/s | stolen | overhead p50 | overhead p90 | overhead p99 | overhead max |\n")
-		p("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for _, rate := range s.Rates {
-			d := aggLatency(res.Latency, "direct", rate)
-			px := aggLatency(res.Latency, "proxy", rate)
-			for _, name := range targetNames {
-				a := aggLatency(res.Latency, name, rate)
-				if !a.ok {
-					continue
-				}
-				over := "— | — | — | —"
-				if name != "direct" && d.ok && !a.Lat.none() && !d.Lat.none() {
-					o := a.Lat.sub(d.Lat)
-					over = fmt.Sprintf("%s | %s | %s | %s", signedMs(o.P50), signedMs(o.P90), signedMs(o.P99), signedMs(o.Max))
-				}
-				p("| %d | %s | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", rate, name, msOf(a.Lat, a.Lat.P50), msOf(a.Lat, a.Lat.P90),
-					msOf(a.Lat, a.Lat.P99), msOf(a.Lat, a.Lat.Max), pct(a.Success), a.Sent, stolenCell(a.Stolen), over)
-			}
-			for _, r := range [][2]string{{"gateway", "gw/proxy"}, {gatewayPG, "pg/proxy"}, {"control", "control/proxy"}} {
-				if g := aggLatency(res.Latency, r[0], rate); g.ok && px.ok && d.ok && !g.Lat.none() && !px.Lat.none() && !d.Lat.none() {
-					og, op := g.Lat.sub(d.Lat), px.Lat.sub(d.Lat)
-					p("| %d | **%s** | | | | | | | | %s | %s | %s | %s |\n", rate, r[1],
-						ratio(float64(og.P50), float64(op.P50)), ratio(float64(og.P90), float64(op.P90)),
-						ratio(float64(og.P99), float64(op.P99)), ratio(float64(og.Max), float64(op.Max)))
-				}
-			}
-			// Both gateways' overheads over the same direct: the difference
-			// is the PostgreSQL ledger's share.
-			if g, pg := aggLatency(res.Latency, "gateway", rate), aggLatency(res.Latency, gatewayPG, rate); g.ok && pg.ok && !g.Lat.none() && !pg.Lat.none() {
-				o := pg.Lat.sub(g.Lat)
-				p("| %d | **pg − gw** | | | | | | | | %s | %s | %s | %s |\n", rate, signedMs(o.P50), signedMs(o.P90), signedMs(o.P99), signedMs(o.Max))
-			}
-		}
-		p("\n")
-		renderCPU(p, res)
-		renderGC(p, res)
-		renderClear(p, res)
+// renderLatency is the fixed-rate latency table, with the CPU, GC and stall-free tables after it.
+func renderLatency(p func(string, ...any), res *Results) {
+	s := res.Settings
+	if len(res.Latency) == 0 {
+		return
 	}
-
-	if len(res.Throughput) > 0 {
-		p("### Maximum throughput\n\n")
-		p("As fast as possible (vegeta rate 0) with %d workers on %d keep-alive connections, %v per target after a %v warm-up.\n\n",
-			s.Conns, s.Conns, s.TPDuration, s.Warmup)
-		p("| target | requests/s | success | p50 | p99 | stolen | ÷ proxy | ÷ gateway |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
-		px, gw := aggThroughput(res.Throughput, "proxy"), aggThroughput(res.Throughput, "gateway")
+	p("### Fixed-rate latency\n\n")
+	p("Small non-streaming chat call (`%s`, max_tokens 64), open loop (vegeta), %v per rate and target after a %v warm-up at that rate. "+
+		"Latencies are the answered (2xx) calls'; **success** is the share answered (past its capacity the gateway refuses calls with 503 `overloaded`).\n\n",
+		s.Model, s.Duration, s.Warmup)
+	p("| rate/s | target | p50 | p90 | p99 | max | success | sent/s | stolen | overhead p50 | overhead p90 | overhead p99 | overhead max |\n")
+	p("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, rate := range s.Rates {
+		d := aggLatency(res.Latency, "direct", rate)
+		px := aggLatency(res.Latency, "proxy", rate)
 		for _, name := range targetNames {
-			a := aggThroughput(res.Throughput, name)
-			if !a.ok {
-				continue
-			}
-			r, rg := "—", "—"
-			if name != "proxy" && px.ok {
-				r = ratio(a.Throughput, px.Throughput)
-			}
-			if name == gatewayPG && gw.ok {
-				rg = ratio(a.Throughput, gw.Throughput)
-			}
-			p("| %s | %.0f | %s | %s | %s | %s | %s | %s |\n", name, a.Throughput, pct(a.Success), msOf(a.Lat, a.Lat.P50), msOf(a.Lat, a.Lat.P99), stolenCell(a.Stolen), r, rg)
-		}
-		p("\n")
-	}
-
-	if len(res.Stream) > 0 {
-		p("### Streaming\n\n")
-		p("Streamed chat call, %d content chunks %v apart from the provider; %d streams started per second (open loop) for %v per target after a %v warm-up. "+
-			"TTFB = until the first complete SSE event; total = until `data: [DONE]`.\n\n",
-			s.Chunks, s.ChunkGap, s.StreamRate, s.StreamDuration, s.Warmup)
-		p("| target | TTFB p50 | TTFB p99 | total p50 | total p99 | success | streams | stolen | TTFB overhead p50 | TTFB overhead p99 | total overhead p50 | total overhead p99 |\n")
-		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		d := aggStream(res.Stream, "direct")
-		for _, name := range targetNames {
-			a := aggStream(res.Stream, name)
+			a := aggLatency(res.Latency, name, rate)
 			if !a.ok {
 				continue
 			}
 			over := "— | — | — | —"
-			if name != "direct" && d.ok && !a.TTFB.none() && !d.TTFB.none() {
-				o1, o2 := a.TTFB.sub(d.TTFB), a.Total.sub(d.Total)
-				over = fmt.Sprintf("%s | %s | %s | %s", signedMs(o1.P50), signedMs(o1.P99), signedMs(o2.P50), signedMs(o2.P99))
+			if name != "direct" && d.ok && !a.Lat.none() && !d.Lat.none() {
+				o := a.Lat.sub(d.Lat)
+				over = fmt.Sprintf("%s | %s | %s | %s", signedMs(o.P50), signedMs(o.P90), signedMs(o.P99), signedMs(o.Max))
 			}
-			p("| %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", name, msOf(a.TTFB, a.TTFB.P50), msOf(a.TTFB, a.TTFB.P99), msOf(a.Total, a.Total.P50), msOf(a.Total, a.Total.P99),
-				pct(a.Success), a.Streams, stolenCell(a.Stolen), over)
+			p("| %d | %s | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", rate, name, msOf(a.Lat, a.Lat.P50), msOf(a.Lat, a.Lat.P90),
+				msOf(a.Lat, a.Lat.P99), msOf(a.Lat, a.Lat.Max), pct(a.Success), a.Sent, stolenCell(a.Stolen), over)
 		}
 		for _, r := range [][2]string{{"gateway", "gw/proxy"}, {gatewayPG, "pg/proxy"}, {"control", "control/proxy"}} {
-			if g, px := aggStream(res.Stream, r[0]), aggStream(res.Stream, "proxy"); g.ok && px.ok && d.ok && !g.TTFB.none() && !px.TTFB.none() && !d.TTFB.none() {
-				g1, g2, p1, p2 := g.TTFB.sub(d.TTFB), g.Total.sub(d.Total), px.TTFB.sub(d.TTFB), px.Total.sub(d.Total)
-				p("| **%s** | | | | | | | | %s | %s | %s | %s |\n", r[1], ratio(float64(g1.P50), float64(p1.P50)), ratio(float64(g1.P99), float64(p1.P99)),
-					ratio(float64(g2.P50), float64(p2.P50)), ratio(float64(g2.P99), float64(p2.P99)))
+			if g := aggLatency(res.Latency, r[0], rate); g.ok && px.ok && d.ok && !g.Lat.none() && !px.Lat.none() && !d.Lat.none() {
+				og, op := g.Lat.sub(d.Lat), px.Lat.sub(d.Lat)
+				p("| %d | **%s** | | | | | | | | %s | %s | %s | %s |\n", rate, r[1],
+					ratio(float64(og.P50), float64(op.P50)), ratio(float64(og.P90), float64(op.P90)),
+					ratio(float64(og.P99), float64(op.P99)), ratio(float64(og.Max), float64(op.Max)))
 			}
 		}
-		p("\n")
+		// Both gateways' overheads over the same direct: the difference
+		// is the PostgreSQL ledger's share.
+		if g, pg := aggLatency(res.Latency, "gateway", rate), aggLatency(res.Latency, gatewayPG, rate); g.ok && pg.ok && !g.Lat.none() && !pg.Lat.none() {
+			o := pg.Lat.sub(g.Lat)
+			p("| %d | **pg − gw** | | | | | | | | %s | %s | %s | %s |\n", rate, signedMs(o.P50), signedMs(o.P90), signedMs(o.P99), signedMs(o.Max))
+		}
 	}
+	p("\n")
+	renderCPU(p, res)
+	renderGC(p, res)
+	renderClear(p, res)
+}
 
-	if len(res.RSS) > 0 {
-		p("### Memory with %d concurrent open streams\n\n", s.OpenStreams)
-		p("Streams opened at %d/s against a provider that sends one chunk per second; VmRSS sampled 8 times, 250 ms apart, once every stream had its first event.\n\n", s.OpenRate)
-		p("| process | VmRSS idle | VmRSS with streams open (max) | of which anonymous / file-backed | opened | failed | still open after sampling | VmHWM |\n")
-		p("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+// renderThroughput is the maximum throughput table.
+func renderThroughput(p func(string, ...any), res *Results) {
+	s := res.Settings
+	if len(res.Throughput) == 0 {
+		return
+	}
+	p("### Maximum throughput\n\n")
+	p("As fast as possible (vegeta rate 0) with %d workers on %d keep-alive connections, %v per target after a %v warm-up.\n\n",
+		s.Conns, s.Conns, s.TPDuration, s.Warmup)
+	p("| target | requests/s | success | p50 | p99 | stolen | ÷ proxy | ÷ gateway |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	px, gw := aggThroughput(res.Throughput, "proxy"), aggThroughput(res.Throughput, "gateway")
+	for _, name := range targetNames {
+		a := aggThroughput(res.Throughput, name)
+		if !a.ok {
+			continue
+		}
+		r, rg := "—", "—"
+		if name != "proxy" && px.ok {
+			r = ratio(a.Throughput, px.Throughput)
+		}
+		if name == gatewayPG && gw.ok {
+			rg = ratio(a.Throughput, gw.Throughput)
+		}
+		p("| %s | %.0f | %s | %s | %s | %s | %s | %s |\n", name, a.Throughput, pct(a.Success), msOf(a.Lat, a.Lat.P50), msOf(a.Lat, a.Lat.P99), stolenCell(a.Stolen), r, rg)
+	}
+	p("\n")
+}
+
+// renderStreaming is the streaming table.
+func renderStreaming(p func(string, ...any), res *Results) {
+	s := res.Settings
+	if len(res.Stream) == 0 {
+		return
+	}
+	p("### Streaming\n\n")
+	p("Streamed chat call, %d content chunks %v apart from the provider; %d streams started per second (open loop) for %v per target after a %v warm-up. "+
+		"TTFB = until the first complete SSE event; total = until `data: [DONE]`.\n\n",
+		s.Chunks, s.ChunkGap, s.StreamRate, s.StreamDuration, s.Warmup)
+	p("| target | TTFB p50 | TTFB p99 | total p50 | total p99 | success | streams | stolen | TTFB overhead p50 | TTFB overhead p99 | total overhead p50 | total overhead p99 |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	d := aggStream(res.Stream, "direct")
+	for _, name := range targetNames {
+		a := aggStream(res.Stream, name)
+		if !a.ok {
+			continue
+		}
+		over := "— | — | — | —"
+		if name != "direct" && d.ok && !a.TTFB.none() && !d.TTFB.none() {
+			o1, o2 := a.TTFB.sub(d.TTFB), a.Total.sub(d.Total)
+			over = fmt.Sprintf("%s | %s | %s | %s", signedMs(o1.P50), signedMs(o1.P99), signedMs(o2.P50), signedMs(o2.P99))
+		}
+		p("| %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", name, msOf(a.TTFB, a.TTFB.P50), msOf(a.TTFB, a.TTFB.P99), msOf(a.Total, a.Total.P50), msOf(a.Total, a.Total.P99),
+			pct(a.Success), a.Streams, stolenCell(a.Stolen), over)
+	}
+	for _, r := range [][2]string{{"gateway", "gw/proxy"}, {gatewayPG, "pg/proxy"}, {"control", "control/proxy"}} {
+		if g, px := aggStream(res.Stream, r[0]), aggStream(res.Stream, "proxy"); g.ok && px.ok && d.ok && !g.TTFB.none() && !px.TTFB.none() && !d.TTFB.none() {
+			g1, g2, p1, p2 := g.TTFB.sub(d.TTFB), g.Total.sub(d.Total), px.TTFB.sub(d.TTFB), px.Total.sub(d.Total)
+			p("| **%s** | | | | | | | | %s | %s | %s | %s |\n", r[1], ratio(float64(g1.P50), float64(p1.P50)), ratio(float64(g1.P99), float64(p1.P99)),
+				ratio(float64(g2.P50), float64(p2.P50)), ratio(float64(g2.P99), float64(p2.P99)))
+		}
+	}
+	p("\n")
+}
+
+// renderRSS is the memory table of the open-streams test, split by kind of mapping when smaps was read.
+func renderRSS(p func(string, ...any), res *Results) {
+	s := res.Settings
+	if len(res.RSS) == 0 {
+		return
+	}
+	p("### Memory with %d concurrent open streams\n\n", s.OpenStreams)
+	p("Streams opened at %d/s against a provider that sends one chunk per second; VmRSS sampled 8 times, 250 ms apart, once every stream had its first event.\n\n", s.OpenRate)
+	p("| process | VmRSS idle | VmRSS with streams open (max) | of which anonymous / file-backed | opened | failed | still open after sampling | VmHWM |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range res.RSS {
+		p("| %s | %s | %s | %s / %s | %d | %d | %d | %s |\n", r.Target, mb(r.Before), mb(r.During), mb(r.Anon), mb(r.File),
+			r.Opened, r.Failed, r.OpenNow, mb(r.HWM))
+	}
+	p("\n")
+	if slices.ContainsFunc(res.RSS, func(r RSSRun) bool { return r.Parts != nil }) {
+		p("The same sample by kind of mapping (`/proc/PID/smaps`): anonymous data is the Go heap (with the plugins' guest memories), stacks and the runtime's own; anonymous code is native code compiled at run time (wazero's, from the plugins); data files are the other mapped files and shared memory (the gateway's are the ledger's tables and logs and the hold log).\n\n")
+		p("| process | anonymous data | anonymous code | data files | program and libraries |\n")
+		p("|---|---:|---:|---:|---:|\n")
 		for _, r := range res.RSS {
-			p("| %s | %s | %s | %s / %s | %d | %d | %d | %s |\n", r.Target, mb(r.Before), mb(r.During), mb(r.Anon), mb(r.File),
-				r.Opened, r.Failed, r.OpenNow, mb(r.HWM))
-		}
-		p("\n")
-		if slices.ContainsFunc(res.RSS, func(r RSSRun) bool { return r.Parts != nil }) {
-			p("The same sample by kind of mapping (`/proc/PID/smaps`): anonymous data is the Go heap (with the plugins' guest memories), stacks and the runtime's own; anonymous code is native code compiled at run time (wazero's, from the plugins); data files are the other mapped files and shared memory (the gateway's are the ledger's tables and logs and the hold log).\n\n")
-			p("| process | anonymous data | anonymous code | data files | program and libraries |\n")
-			p("|---|---:|---:|---:|---:|\n")
-			for _, r := range res.RSS {
-				if r.Parts != nil {
-					p("| %s | %s | %s | %s | %s |\n", r.Target, mb(r.Parts.Data), mb(r.Parts.Code), mb(r.Parts.Files), mb(r.Parts.Program))
-				}
+			if r.Parts != nil {
+				p("| %s | %s | %s | %s | %s |\n", r.Target, mb(r.Parts.Data), mb(r.Parts.Code), mb(r.Parts.Files), mb(r.Parts.Program))
 			}
-			p("\n")
-		}
-	}
-
-	if len(res.Peak) > 0 {
-		p("### Peak RSS (VmHWM) after each phase\n\n")
-		var procs, phases []string
-		hwm := map[[2]string]int64{}
-		last := map[string]PeakRSS{}
-		for _, pk := range res.Peak {
-			if !slices.Contains(procs, pk.Process) {
-				procs = append(procs, pk.Process)
-			}
-			if !slices.Contains(phases, pk.Phase) {
-				phases = append(phases, pk.Phase)
-			}
-			hwm[[2]string{pk.Process, pk.Phase}] = pk.HWM
-			last[pk.Process] = pk
-		}
-		p("| process | %s | VmRSS at the end: anonymous / file-backed |\n|---|%s---:|\n", strings.Join(phases, " | "), strings.Repeat("---:|", len(phases)))
-		for _, pr := range procs {
-			var cells []string
-			for _, ph := range phases {
-				if v, ok := hwm[[2]string{pr, ph}]; ok {
-					cells = append(cells, mb(v))
-				} else {
-					cells = append(cells, "—")
-				}
-			}
-			l := last[pr]
-			p("| %s | %s | %s / %s |\n", pr, strings.Join(cells, " | "), mb(l.Anon), mb(l.File))
 		}
 		p("\n")
 	}
+}
 
+// renderPeak is the peak RSS of each process after each phase.
+func renderPeak(p func(string, ...any), res *Results) {
+	if len(res.Peak) == 0 {
+		return
+	}
+	p("### Peak RSS (VmHWM) after each phase\n\n")
+	var procs, phases []string
+	hwm := map[[2]string]int64{}
+	last := map[string]PeakRSS{}
+	for _, pk := range res.Peak {
+		if !slices.Contains(procs, pk.Process) {
+			procs = append(procs, pk.Process)
+		}
+		if !slices.Contains(phases, pk.Phase) {
+			phases = append(phases, pk.Phase)
+		}
+		hwm[[2]string{pk.Process, pk.Phase}] = pk.HWM
+		last[pk.Process] = pk
+	}
+	p("| process | %s | VmRSS at the end: anonymous / file-backed |\n|---|%s---:|\n", strings.Join(phases, " | "), strings.Repeat("---:|", len(phases)))
+	for _, pr := range procs {
+		var cells []string
+		for _, ph := range phases {
+			if v, ok := hwm[[2]string{pr, ph}]; ok {
+				cells = append(cells, mb(v))
+			} else {
+				cells = append(cells, "—")
+			}
+		}
+		l := last[pr]
+		p("| %s | %s | %s / %s |\n", pr, strings.Join(cells, " | "), mb(l.Anon), mb(l.File))
+	}
+	p("\n")
+}
+
+// renderTargets is the verdict tables: issue 9's, and issue 28's when gateway-pg ran.
+func renderTargets(p func(string, ...any), res *Results) {
+	s := res.Settings
 	p("### Targets (issue 9)\n\n| target | measured | verdict |\n|---|---|---|\n")
 	for _, row := range targetRows(res) {
 		p("| %s | %s | %s |\n", row[0], row[1], row[2])
@@ -516,16 +558,19 @@ func renderReport(res *Results) string {
 		}
 		p("\n")
 	}
-	renderLedgerMicro(p, res)
+}
 
-	if errs := allErrors(res); len(errs) > 0 {
-		p("### Errors seen\n\n")
-		for _, e := range errs {
-			p("- %s\n", strings.ReplaceAll(e, "\n", " "))
-		}
-		p("\n")
+// renderErrors lists the errors seen, when there were any.
+func renderErrors(p func(string, ...any), res *Results) {
+	errs := allErrors(res)
+	if len(errs) == 0 {
+		return
 	}
-	return w.String()
+	p("### Errors seen\n\n")
+	for _, e := range errs {
+		p("- %s\n", strings.ReplaceAll(e, "\n", " "))
+	}
+	p("\n")
 }
 
 // renderClear is the latency table again, of the calls no stall touched.
@@ -643,17 +688,35 @@ func micros(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/
 
 // targetRows evaluates the limits of issue 9 against the medians.
 func targetRows(res *Results) [][3]string {
-	var rows [][3]string
-	notMeasured := func(name string) { rows = append(rows, [3]string{name, "not measured", "—"}) }
-
-	d, px, g := aggLatency(res.Latency, "direct", targetRate), aggLatency(res.Latency, "proxy", targetRate), aggLatency(res.Latency, "gateway", targetRate)
-	c := aggLatency(res.Latency, "control", targetRate)
-	// A target with no call answered has no latency to compare.
-	d.ok, px.ok, g.ok, c.ok = d.ok && !d.Lat.none(), px.ok && !px.Lat.none(), g.ok && !g.Lat.none(), c.ok && !c.Lat.none()
-	// The control's spread in each round, on each target's terms.
-	latKey := func(r LatencyRun) (int, string, Lat, bool) {
-		return r.Round, r.Target, r.Lat, r.Rate == targetRate && !r.Lat.none()
+	l := newLatencyTargets(res)
+	rows := [][3]string{l.p50Row(), l.p99Row()}
+	if row, ok := l.clearRow(); ok {
+		rows = append(rows, row)
 	}
+	rows = append(rows, throughputRow(res), streamRow(res), pluginRow(res))
+	return append(rows, rssRows(res)...)
+}
+
+// notMeasured is the row of a target the run did not measure.
+func notMeasured(name string) [3]string { return [3]string{name, "not measured", "—"} }
+
+// latencyTargets are the fixed-rate medians at the targets' rate, and how
+// far the control measured from the proxy in each round.
+type latencyTargets struct {
+	d, px, g, c            latAgg
+	p50Spreads, p99Spreads []float64
+}
+
+func newLatencyTargets(res *Results) *latencyTargets {
+	l := &latencyTargets{
+		d: aggLatency(res.Latency, "direct", targetRate), px: aggLatency(res.Latency, "proxy", targetRate),
+		g: aggLatency(res.Latency, "gateway", targetRate), c: aggLatency(res.Latency, "control", targetRate),
+	}
+	// A target with no call answered has no latency to compare.
+	for _, a := range []*latAgg{&l.d, &l.px, &l.g, &l.c} {
+		a.ok = a.ok && !a.Lat.none()
+	}
+	// The control's spread in each round, on each target's terms.
 	has := func(m map[string]Lat, names ...string) bool {
 		for _, n := range names {
 			if _, ok := m[n]; !ok {
@@ -662,59 +725,74 @@ func targetRows(res *Results) [][3]string {
 		}
 		return true
 	}
-	p50Spreads := perRound(res.Latency, latKey, func(m map[string]Lat) (float64, bool) {
+	l.p50Spreads = perRound(res.Latency, atTargetRate, func(m map[string]Lat) (float64, bool) {
 		op := m["proxy"].P50 - m["direct"].P50
 		if !has(m, "direct", "proxy", "control") || op <= 0 {
 			return 0, false
 		}
 		return float64(m["control"].P50-m["direct"].P50)/float64(op) - 1, true
 	})
-	p99Spreads := perRound(res.Latency, latKey, func(m map[string]Lat) (float64, bool) {
+	l.p99Spreads = perRound(res.Latency, atTargetRate, func(m map[string]Lat) (float64, bool) {
 		return float64(m["control"].P99 - m["proxy"].P99), has(m, "proxy", "control")
 	})
-	// The latencies are the answered calls': a gateway that refused calls
-	// (503 overloaded) at the target's rate did not carry it, whatever the
-	// others' latency.
-	answered := func(ok bool) (bool, string) {
-		if g.Success < minAnswered {
-			return false, fmt.Sprintf(" (the gateway answered only %s of the calls)", pct(g.Success))
-		}
-		return ok, ""
+	return l
+}
+
+// answered is ok, unless the gateway refused calls (503 overloaded) at the
+// targets' rate: the latencies are the answered calls', and a gateway that
+// refused some did not carry the rate, whatever the others' latency. The
+// string says so.
+func (l *latencyTargets) answered(ok bool) (bool, string) {
+	if l.g.Success < minAnswered {
+		return false, fmt.Sprintf(" (the gateway answered only %s of the calls)", pct(l.g.Success))
 	}
+	return ok, ""
+}
+
+func (l *latencyTargets) p50Row() [3]string {
+	d, px, g, c := l.d, l.px, l.g, l.c
 	name := "overhead p50 at 1,000 req/s ≤ 1.25× the bare proxy's"
 	if d.ok && px.ok && g.ok {
 		og, op := g.Lat.P50-d.Lat.P50, px.Lat.P50-d.Lat.P50
-		ok, short := answered(float64(og) <= limitP50Ratio*float64(max(op, 0)))
+		ok, short := l.answered(float64(og) <= limitP50Ratio*float64(max(op, 0)))
 		m := fmt.Sprintf("gateway %s, proxy %s: %s", signedMs(og), signedMs(op), ratio(float64(og), float64(op)))
 		v := verdict(ok)
 		if c.ok && op > 0 {
 			oc := c.Lat.P50 - d.Lat.P50
 			m += fmt.Sprintf("; control %s: %s", signedMs(oc), ratio(float64(oc), float64(op)))
-			m += spreadRange(p50Spreads, "", func(f float64) string { return fmt.Sprintf("%.2f×", 1+f) })
-			v += noise(float64(og)/float64(op)-limitP50Ratio, widest(p50Spreads, float64(oc)/float64(op)-1))
+			m += spreadRange(l.p50Spreads, "", func(f float64) string { return fmt.Sprintf("%.2f×", 1+f) })
+			v += noise(float64(og)/float64(op)-limitP50Ratio, widest(l.p50Spreads, float64(oc)/float64(op)-1))
 		}
 		v += short + stolenNote(stolenLimit, d.Stolen, px.Stolen, c.Stolen, g.Stolen)
-		rows = append(rows, [3]string{name, m, v})
-	} else {
-		notMeasured(name)
+		return [3]string{name, m, v}
 	}
-	name = "overhead p99 at 1,000 req/s ≤ 1.0 ms"
+	return notMeasured(name)
+}
+
+func (l *latencyTargets) p99Row() [3]string {
+	d, px, g, c := l.d, l.px, l.g, l.c
+	name := "overhead p99 at 1,000 req/s ≤ 1.0 ms"
 	if d.ok && g.ok {
 		og := g.Lat.P99 - d.Lat.P99
 		m := fmt.Sprintf("gateway %s (proxy %s", signedMs(og), signedMs(px.Lat.P99-d.Lat.P99))
-		ok, short := answered(og <= limitP99)
+		ok, short := l.answered(og <= limitP99)
 		v := verdict(ok)
 		if c.ok && px.ok {
 			m += fmt.Sprintf(", control %s", signedMs(c.Lat.P99-d.Lat.P99))
-			m += spreadRange(p99Spreads, "control − proxy ", func(f float64) string { return signedMs(time.Duration(f)) })
-			v += noise(float64(og-limitP99), widest(p99Spreads, float64(c.Lat.P99-px.Lat.P99)))
+			m += spreadRange(l.p99Spreads, "control − proxy ", func(f float64) string { return signedMs(time.Duration(f)) })
+			v += noise(float64(og-limitP99), widest(l.p99Spreads, float64(c.Lat.P99-px.Lat.P99)))
 		}
 		v += short + stolenNote(stolenLimitP99, d.Stolen, px.Stolen, c.Stolen, g.Stolen)
-		rows = append(rows, [3]string{name, m + ")", v})
-	} else {
-		notMeasured(name)
+		return [3]string{name, m + ")", v}
 	}
-	name = "the same, of the calls no stall touched"
+	return notMeasured(name)
+}
+
+// clearRow is the p99 target again, of the calls no stall touched, for
+// information; ok is false when no call was clear of stalls to compare.
+func (l *latencyTargets) clearRow() (row [3]string, ok bool) {
+	d, px, g, c := l.d, l.px, l.g, l.c
+	name := "the same, of the calls no stall touched"
 	if d.ok && g.ok && d.Clear != nil && g.Clear != nil && !d.Clear.Lat.none() && !g.Clear.Lat.none() {
 		og := g.Clear.Lat.P99 - d.Clear.Lat.P99
 		m := fmt.Sprintf("gateway %s", signedMs(og))
@@ -726,36 +804,36 @@ func targetRows(res *Results) [][3]string {
 			m += ")"
 		}
 		m += fmt.Sprintf("; %s of the gateway's calls excluded", pct(g.Clear.excludedShare()))
-		ok, short := answered(og <= limitP99)
+		ok, short := l.answered(og <= limitP99)
 		v := "for information: " + verdict(ok) + short
 		if g.Clear.excludedShare() > maxExcluded {
 			v += fmt.Sprintf(" (more than %s of the calls excluded: not a p99 of the run)", pct(maxExcluded))
 		}
-		rows = append(rows, [3]string{name, m, v})
+		return [3]string{name, m, v}, true
 	}
-	name = "max throughput ≥ 0.75× the bare proxy's"
+	return row, false
+}
+
+func throughputRow(res *Results) [3]string {
+	name := "max throughput ≥ 0.75× the bare proxy's"
 	if tp, tg := aggThroughput(res.Throughput, "proxy"), aggThroughput(res.Throughput, "gateway"); tp.ok && tg.ok && tp.Throughput > 0 {
 		m := fmt.Sprintf("gateway %.0f/s, proxy %.0f/s: %s", tg.Throughput, tp.Throughput, ratio(tg.Throughput, tp.Throughput))
 		v := verdict(tg.Throughput >= limitThroughput*tp.Throughput)
 		tc := aggThroughput(res.Throughput, "control")
 		if tc.ok {
-			spreads := perRound(res.Throughput, func(r ThroughputRun) (int, string, float64, bool) {
-				return r.Round, r.Target, r.Throughput, true
-			}, func(m map[string]float64) (float64, bool) {
-				p, okp := m["proxy"]
-				c, okc := m["control"]
-				return c/p - 1, okp && okc && p > 0
-			})
+			spreads := throughputSpreads(res)
 			m += fmt.Sprintf("; control %.0f/s: %s", tc.Throughput, ratio(tc.Throughput, tp.Throughput))
 			m += spreadRange(spreads, "", func(f float64) string { return fmt.Sprintf("%.2f×", 1+f) })
 			v += noise(tg.Throughput/tp.Throughput-limitThroughput, widest(spreads, tc.Throughput/tp.Throughput-1))
 		}
 		v += stolenNote(stolenLimit, tp.Stolen, tc.Stolen, tg.Stolen)
-		rows = append(rows, [3]string{name, m, v})
-	} else {
-		notMeasured(name)
+		return [3]string{name, m, v}
 	}
-	name = "streaming TTFB overhead p50 ≤ 0.5 ms"
+	return notMeasured(name)
+}
+
+func streamRow(res *Results) [3]string {
+	name := "streaming TTFB overhead p50 ≤ 0.5 ms"
 	if sd, sg := aggStream(res.Stream, "direct"), aggStream(res.Stream, "gateway"); sd.ok && sg.ok && !sd.TTFB.none() && !sg.TTFB.none() {
 		og := sg.TTFB.P50 - sd.TTFB.P50
 		m := fmt.Sprintf("gateway %s", signedMs(og))
@@ -778,18 +856,23 @@ func targetRows(res *Results) [][3]string {
 			m += ")"
 		}
 		v += stolenNote(stolenLimit, sd.Stolen, sp.Stolen, sc.Stolen, sg.Stolen)
-		rows = append(rows, [3]string{name, m, v})
-	} else {
-		notMeasured(name)
+		return [3]string{name, m, v}
 	}
-	name = "plugin time ≤ 30 µs per request"
+	return notMeasured(name)
+}
+
+func pluginRow(res *Results) [3]string {
+	name := "plugin time ≤ 30 µs per request"
 	if res.Micro != nil && res.Micro.PluginSamples > 0 {
-		rows = append(rows, [3]string{name, fmt.Sprintf("%.1f µs (plugins BenchmarkRequest, median of %d)", res.Micro.PluginNs/1000, res.Micro.PluginSamples),
-			verdict(res.Micro.PluginNs <= limitPluginNs)})
-	} else {
-		notMeasured(name)
+		return [3]string{name, fmt.Sprintf("%.1f µs (plugins BenchmarkRequest, median of %d)", res.Micro.PluginNs/1000, res.Micro.PluginSamples),
+			verdict(res.Micro.PluginNs <= limitPluginNs)}
 	}
-	name = "RSS ≤ 200 MB with 1,000 open streams"
+	return notMeasured(name)
+}
+
+func rssRows(res *Results) [][3]string {
+	var rows [][3]string
+	name := "RSS ≤ 200 MB with 1,000 open streams"
 	measured := false
 	for _, r := range res.RSS {
 		if r.Target != "gateway" {
@@ -804,9 +887,27 @@ func targetRows(res *Results) [][3]string {
 		rows = append(rows, [3]string{name, m, verdict(ok)})
 	}
 	if !measured {
-		notMeasured(name)
+		rows = append(rows, notMeasured(name))
 	}
 	return rows
+}
+
+// atTargetRate picks a latency run's round, target and latency for
+// perRound, when it ran at the targets' rate and answered calls.
+func atTargetRate(r LatencyRun) (int, string, Lat, bool) {
+	return r.Round, r.Target, r.Lat, r.Rate == targetRate && !r.Lat.none()
+}
+
+// throughputSpreads is how far the control's throughput was from the
+// proxy's in each round, as a ratio less 1.
+func throughputSpreads(res *Results) []float64 {
+	return perRound(res.Throughput, func(r ThroughputRun) (int, string, float64, bool) {
+		return r.Round, r.Target, r.Throughput, true
+	}, func(m map[string]float64) (float64, bool) {
+		p, okp := m["proxy"]
+		c, okc := m["control"]
+		return c/p - 1, okp && okc && p > 0
+	})
 }
 
 // perRound returns, for each round (in order) that measured the targets f

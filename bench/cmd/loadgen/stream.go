@@ -203,6 +203,8 @@ func (b *bench) rss(ctx context.Context, hold []target, res *Results) {
 	}
 }
 
+// openStreams opens OpenStreams streams on t at OpenRate, samples t's
+// memory while they are open, then ends them.
 func (b *bench) openStreams(ctx context.Context, t target) RSSRun {
 	r := RSSRun{Target: t.Name, Streams: b.s.OpenStreams}
 	if m, err := readMemStatus(t.PID); err == nil {
@@ -213,91 +215,129 @@ func (b *bench) openStreams(ctx context.Context, t target) RSSRun {
 	c := newClient(0, b.s.OpenStreams, 0) // no client timeout: the streams are cancelled below
 	defer c.CloseIdleConnections()
 	sctx, cancel := context.WithCancel(ctx)
-	body := streamBody(b.s.Model)
-
-	type event struct{ err error }
-	events := make(chan event, b.s.OpenStreams)
-	ended := make(chan string, b.s.OpenStreams)
-	var open atomic.Int64
-	var wg sync.WaitGroup
-	start := func() {
-		defer wg.Done()
-		req, err := http.NewRequestWithContext(sctx, "POST", t.URL+chatPath, bytes.NewReader(body))
-		if err != nil {
-			events <- event{err}
-			return
-		}
-		req.Header = headers(t)
-		resp, err := c.Do(req)
-		if err != nil {
-			events <- event{err}
-			return
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			events <- event{fmt.Errorf("HTTP %d", resp.StatusCode)}
-			return
-		}
-		sse := newSSEReader(resp.Body)
-		if _, err := sse.Next(); err != nil {
-			events <- event{fmt.Errorf("first event: %w", err)}
-			return
-		}
-		open.Add(1)
-		defer open.Add(-1)
-		events <- event{nil}
-		for {
-			data, err := sse.Next()
-			if sctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				ended <- fmt.Sprintf("a stream ended while held open: %v", err)
-				return
-			}
-			if string(data) == "[DONE]" {
-				ended <- "a stream ended (data: [DONE]) while held open: the provider's stream is too short"
-				return
-			}
-		}
-	}
+	h := &streamHolder{ctx: sctx, c: c, t: t, body: streamBody(b.s.Model),
+		events: make(chan error, b.s.OpenStreams), ended: make(chan string, b.s.OpenStreams)}
 
 	began := time.Now()
 	pacer := vegeta.ConstantPacer{Freq: b.s.OpenRate, Per: time.Second}
 	for i := 0; i < b.s.OpenStreams && sctx.Err() == nil; i++ {
 		wait, _ := pacer.Pace(time.Since(began), uint64(i))
 		time.Sleep(wait)
-		wg.Add(1)
-		go start()
+		h.wg.Add(1)
+		go h.hold()
 	}
+	errs := map[string]bool{}
+	b.awaitOpen(ctx, h.events, &r, errs)
+	r.OpenTime = time.Since(began)
+	sampleRSS(ctx, t.PID, &r, errs)
+	r.OpenNow = int(h.open.Load())
+	if t.Name == "gateway" {
+		b.prof.snapshot(ctx, "heap", "heap-open-streams.pprof")
+		b.prof.snapshot(ctx, "heap?debug=1", "heap-open-streams.txt") // ends with runtime.MemStats
+		b.prof.snapshot(ctx, "goroutine?debug=1", "goroutines-open-streams.txt")
+	}
+	cancel()
+	h.wg.Wait()
+	close(h.ended)
+	for e := range h.ended {
+		errs[e] = true
+	}
+	for e := range errs {
+		r.Errors = append(r.Errors, e)
+	}
+	r.Errors = firstErrors(r.Errors)
+	return r
+}
+
+// streamHolder opens streams on one target and holds each open until its
+// context is cancelled.
+type streamHolder struct {
+	ctx    context.Context // cancelled to end every stream
+	c      *http.Client
+	t      target
+	body   []byte
+	events chan error  // one per stream: nil once it is open, else why it failed
+	ended  chan string // why a stream ended while it was held open
+	open   atomic.Int64
+	wg     sync.WaitGroup
+}
+
+// hold opens one stream, says on h.events whether it opened, and reads it
+// until h.ctx is cancelled.
+func (h *streamHolder) hold() {
+	defer h.wg.Done()
+	req, err := http.NewRequestWithContext(h.ctx, "POST", h.t.URL+chatPath, bytes.NewReader(h.body))
+	if err != nil {
+		h.events <- err
+		return
+	}
+	req.Header = headers(h.t)
+	resp, err := h.c.Do(req)
+	if err != nil {
+		h.events <- err
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		h.events <- fmt.Errorf("HTTP %d", resp.StatusCode)
+		return
+	}
+	sse := newSSEReader(resp.Body)
+	if _, err := sse.Next(); err != nil {
+		h.events <- fmt.Errorf("first event: %w", err)
+		return
+	}
+	h.open.Add(1)
+	defer h.open.Add(-1)
+	h.events <- nil
+	for {
+		data, err := sse.Next()
+		if h.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			h.ended <- fmt.Sprintf("a stream ended while held open: %v", err)
+			return
+		}
+		if string(data) == "[DONE]" {
+			h.ended <- "a stream ended (data: [DONE]) while held open: the provider's stream is too short"
+			return
+		}
+	}
+}
+
+// awaitOpen counts the streams opened and failed into r, up to OpenStreams
+// of them, for at most OpenTimeout; errs gathers why they failed.
+func (b *bench) awaitOpen(ctx context.Context, events <-chan error, r *RSSRun, errs map[string]bool) {
 	deadline := time.NewTimer(b.s.OpenTimeout)
 	defer deadline.Stop()
-	errs := map[string]bool{}
-wait:
 	for r.Opened+r.Failed < b.s.OpenStreams {
 		select {
-		case e := <-events:
-			if e.err != nil {
+		case err := <-events:
+			if err != nil {
 				r.Failed++
-				errs[e.err.Error()] = true
+				errs[err.Error()] = true
 			} else {
 				r.Opened++
 			}
 		case <-deadline.C:
 			r.Errors = append(r.Errors, fmt.Sprintf("only %d of %d streams open after %v", r.Opened, b.s.OpenStreams, b.s.OpenTimeout))
-			break wait
+			return
 		case <-ctx.Done():
-			break wait
+			return
 		}
 	}
-	r.OpenTime = time.Since(began)
-	// Sample while they are open: 8 samples, 250 ms apart.
+}
+
+// sampleRSS samples the memory of process pid while the streams are open:
+// 8 samples, 250 ms apart; r keeps the largest, split by smaps.
+func sampleRSS(ctx context.Context, pid int, r *RSSRun, errs map[string]bool) {
 	for i := 0; i < 8 && ctx.Err() == nil; i++ {
-		if m, err := readMemStatus(t.PID); err == nil {
+		if m, err := readMemStatus(pid); err == nil {
 			if m.RSS > r.During {
 				r.During, r.Anon, r.File = m.RSS, m.Anon, m.File
 				r.Parts = nil // a split of an older sample would be mislabelled
-				if parts, err := readSmaps(t.PID); err == nil {
+				if parts, err := readSmaps(pid); err == nil {
 					r.Parts = &parts
 				} else {
 					errs["smaps: "+err.Error()] = true // once, with the streams' own errors
@@ -307,21 +347,4 @@ wait:
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	r.OpenNow = int(open.Load())
-	if t.Name == "gateway" {
-		b.prof.snapshot(ctx, "heap", "heap-open-streams.pprof")
-		b.prof.snapshot(ctx, "heap?debug=1", "heap-open-streams.txt") // ends with runtime.MemStats
-		b.prof.snapshot(ctx, "goroutine?debug=1", "goroutines-open-streams.txt")
-	}
-	cancel()
-	wg.Wait()
-	close(ended)
-	for e := range ended {
-		errs[e] = true
-	}
-	for e := range errs {
-		r.Errors = append(r.Errors, e)
-	}
-	r.Errors = firstErrors(r.Errors)
-	return r
 }
