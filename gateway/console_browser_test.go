@@ -467,7 +467,7 @@ func (c *consoleTab) storedKey(f consoleKeyForm, plain string) store.Key {
 	k := keys[0]
 	limit, _ := pricing.ParseUSD(f.limit)
 	day, _ := time.Parse(time.DateOnly, f.expires)
-	if k.Hash != hashKey(plain) || k.Label != f.label || k.Route != f.route || k.Limit != limit || k.Reset != f.reset ||
+	if k.Hash != store.HashKey(plain) || k.Label != f.label || k.Route != f.route || k.Limit != limit || k.Reset != f.reset ||
 		!slices.Equal(k.Allow, []string{f.allow}) || k.Expires.Before(day) || k.Expires.After(day.Add(24*time.Hour)) {
 		c.t.Fatalf("the store has the key as %+v, the form said %+v", k, f)
 	}
