@@ -175,9 +175,6 @@ func watchProblems(ctx context.Context) *pageProblems {
 			if ev.Entry.Level != cdplog.LevelError && ev.Entry.Level != cdplog.LevelWarning {
 				return
 			}
-			if strings.HasSuffix(ev.Entry.URL, "/favicon.ico") {
-				return // Chromium asks for it by itself; no page links it
-			}
 			s = fmt.Sprintf("log %s: %s (%s)", ev.Entry.Level, ev.Entry.Text, ev.Entry.URL)
 		default:
 			return

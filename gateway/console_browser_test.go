@@ -65,6 +65,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	holder.checkChart(charge)
 	holder.open("/console/prices", "table#prices tr", "prices")
 
+	holder.checkKeyRow(k, -charge.Amount)
 	holder.revokeKey(k)
 	if status, _, body := e.do("POST", "/v1/chat/completions", plain, chatBody(model, "after revoking")); status != http.StatusUnauthorized {
 		t.Fatalf("a call with the revoked key = %d %s, want 401", status, body)
@@ -472,6 +473,22 @@ func (c *consoleTab) storedKey(f consoleKeyForm, plain string) store.Key {
 		c.t.Fatalf("the store has the key as %+v, the form said %+v", k, f)
 	}
 	return k
+}
+
+// checkKeyRow checks the key's row in the list: its spend this period,
+// exactly, and its limit.
+func (c *consoleTab) checkKeyRow(k store.Key, spent pricing.Nano) {
+	c.t.Helper()
+	row := fmt.Sprintf("table#keys tr[data-key-id=%q]", k.ID)
+	c.open("/console/keys", row, "")
+	c.checkAmount(row+" td.spent", spent)
+	limit := strings.Fields(c.text(row + " td.limit"))
+	if len(limit) < 2 || limit[1] != k.Reset {
+		c.t.Fatalf("the key's limit reads %q, want %s %s", limit, k.Limit, k.Reset)
+	}
+	if n, err := parseShownUSD(limit[0]); err != nil || n != k.Limit {
+		c.t.Errorf("the key's limit reads %q, want %s %s (%v)", limit, k.Limit, k.Reset, err)
+	}
 }
 
 // revokeKey revokes the key from its row and checks the row and the store
