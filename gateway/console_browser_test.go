@@ -74,6 +74,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	operator := newConsoleTab(t, browser, e)
 	operator.operatorSignIn(testAdminToken)
 	operator.open("/console/admin/accounts", fmt.Sprintf("table#accounts tr[data-account=%q]", consoleAccount), "admin-accounts")
+	operator.checkAccounts()
 	operator.credit(consoleAccount, "5", "e2e top-up")
 	operator.open("/console/admin/lines", "table#lines tr", "")
 	operator.run("find the plugins", chromedp.WaitVisible("table#plugins tr", chromedp.ByQuery))
@@ -505,6 +506,32 @@ func (c *consoleTab) revokeKey(k store.Key) {
 	saveScreenshot(c.t, c.ctx, "console-keys.png")
 	if got, err := c.e.store.KeyByHash(context.Background(), k.Hash); err != nil || !got.Revoked {
 		c.t.Fatalf("the store has the key as %+v (%v) after revoking it", got, err)
+	}
+}
+
+// checkAccounts creates an account with the operator's form and searches
+// the list by id prefix.
+func (c *consoleTab) checkAccounts() {
+	c.t.Helper()
+	c.run("name a new account", chromedp.SetValue("#new-account", "beta-e2e", chromedp.ByID))
+	c.submit("create the account", "button#create-account")
+	if _, err := c.e.store.Balance(context.Background(), "beta-e2e"); err != nil {
+		c.t.Fatalf("the account created in the console: %v", err)
+	}
+	for _, tc := range []struct {
+		prefix string
+		want   []string
+	}{{"", []string{consoleAccount, "beta-e2e"}}, {"bet", []string{"beta-e2e"}}, {"zz", nil}} {
+		c.open("/console/admin/accounts", "#account-search", "")
+		// Not chromedp.SetValue: it refuses to set "".
+		c.run("search", chromedp.Evaluate(fmt.Sprintf(`document.getElementById("account-search").value = %q`, tc.prefix), nil),
+			chromedp.Evaluate(`window.relayOldPage = true`, nil),
+			chromedp.Submit("#account-search", chromedp.ByID), chromedp.ActionFunc(waitNewPage))
+		var got []string
+		c.run("read the accounts", chromedp.Evaluate(`Array.from(document.querySelectorAll("table#accounts tr[data-account]")).map(function (tr) { return tr.getAttribute("data-account"); })`, &got))
+		if !slices.Equal(got, tc.want) {
+			c.t.Errorf("accounts starting with %q: the page lists %q, want %q", tc.prefix, got, tc.want)
+		}
 	}
 }
 
