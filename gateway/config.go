@@ -5,18 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"net/url"
 	"os"
 	"regexp"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/modelrelay/modelrelay/internal/memlimit"
 	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/store"
@@ -30,8 +29,6 @@ type Config struct {
 	// MetricsListen, when set, serves /metrics, /healthz and /readyz on a
 	// separate address as well. Default "" (served on Listen only).
 	MetricsListen string `yaml:"metrics_listen"`
-	// DataDir holds the Badger ledger. Default "./data".
-	DataDir string `yaml:"data_dir"`
 	// SupportEmail is quoted in every error message. Default "support@modelrelay.local".
 	SupportEmail string `yaml:"support_email"`
 	// AdminToken authorises /admin/. Either AdminToken or AdminTokenEnv (the
@@ -39,65 +36,27 @@ type Config struct {
 	// start with "sk-".
 	AdminToken    string `yaml:"admin_token"`
 	AdminTokenEnv string `yaml:"admin_token_env"`
-	// SyncWrites makes every ledger transaction durable on disk (fsync)
-	// before the call proceeds. Default false: every transaction is still
-	// written to the OS before it commits, so a crash of the process loses
-	// nothing (the SIGKILL test proves it); only a power loss or kernel crash
-	// can lose the last writes. true costs an fsync per transaction (about
-	// 250 hold+settle pairs per second on the reference disk instead of 4,600).
-	SyncWrites *bool `yaml:"sync_writes"`
-	// MemoryLimit is the Go runtime's soft memory limit for the gateway
-	// process (runtime/debug.SetMemoryLimit): "192MiB", "1GiB", "500MB", a
-	// number of bytes, or "off". Default "192MiB". The garbage collector
-	// works harder as the heap nears it instead of letting the heap grow to
-	// twice its live size; it is soft (the process may exceed it rather than
-	// fail). The GOMEMLIMIT environment variable, when set, wins. It covers
-	// only the Go runtime's memory: the resident set adds about 14 MB of
-	// native code per loaded plugin and the ledger's mapped files. 144MiB
-	// was measured too: 180 MB instead of ~200 MB with 1,000 open streams,
-	// but after an overload (4,000 requests/s) the live heap sat at that
-	// limit, the collector ran without pause and the gateway did not recover
-	// at 2,000/s (1,083/s served, p99 5.7 s); at 192MiB it did (BENCHMARKS.md).
-	MemoryLimit string `yaml:"memory_limit"`
-	// MemoryLimitBytes is MemoryLimit resolved; 0 means no limit.
-	MemoryLimitBytes int64 `yaml:"-"`
+	// LocalConfig holds data_dir and sync_writes (package store).
+	store.LocalConfig `yaml:",inline"`
+	// Memory holds memory_limit (package memlimit); cmd/relay applies it.
+	Memory memlimit.Config `yaml:",inline"`
 
 	// Store names the store: Badger in DataDir (default) or PostgreSQL.
 	Store store.Config `yaml:"store"`
 	// Redis, when its url is set, is shared by the replicas: rate limits,
 	// key revocations, upstream cooldowns and read-after-answer hold across
 	// them (package shared).
-	Redis   shared.Config `yaml:"redis"`
-	Plugins PluginsConfig `yaml:"plugins"`
-	Billing BillingConfig `yaml:"billing"`
-	Limits  LimitsConfig  `yaml:"limits"`
-	Server  ServerConfig  `yaml:"server"`
-	Retry   RetryConfig   `yaml:"retry"`
-	Headers HeadersConfig `yaml:"headers"`
-	CORS    CORSConfig    `yaml:"cors"`
-	Routes  []RouteConfig `yaml:"routes"`
-	Lines   []LineConfig  `yaml:"lines"`
-}
-
-// PluginsConfig says where plugins live (see package plugins).
-type PluginsConfig struct {
-	// Dir is the plugin directory: NAME.wasm with an optional NAME.json. Default "./build/plugins".
-	Dir string `yaml:"dir"`
-	// CacheDir is wazero's compilation cache, with the metered modules in
-	// its subdirectory metered. Default "<data_dir>/wasm-cache".
-	CacheDir string `yaml:"cache_dir"`
-	// PoolSize is the number of instances per plugin. Default 2.
-	PoolSize int `yaml:"pool_size"`
-	// CallTimeout bounds one plugin call (a looping plugin is stopped there).
-	// Default 250ms: a call takes microseconds, but a loaded machine can
-	// deschedule it for tens of milliseconds, and a timeout fails the request.
-	CallTimeout time.Duration `yaml:"call_timeout"`
-	// Poll is how often the directory is checked for changes. Default 1s; negative disables reloading.
-	Poll time.Duration `yaml:"poll"`
-	// IdleRelease parks a plugin that has had no call for this long: its
-	// compiled code and instances are released (about 26 MB each) and its
-	// next call loads it again (about 0.15 s). Default 1m; negative never parks.
-	IdleRelease time.Duration `yaml:"idle_release"`
+	Redis shared.Config `yaml:"redis"`
+	// Plugins says where plugins live and how the host runs them.
+	Plugins plugins.Settings `yaml:"plugins"`
+	Billing BillingConfig    `yaml:"billing"`
+	Limits  LimitsConfig     `yaml:"limits"`
+	Server  ServerConfig     `yaml:"server"`
+	Retry   RetryConfig      `yaml:"retry"`
+	Headers HeadersConfig    `yaml:"headers"`
+	CORS    CORSConfig       `yaml:"cors"`
+	Routes  []RouteConfig    `yaml:"routes"`
+	Lines   []LineConfig     `yaml:"lines"`
 }
 
 // BillingConfig tunes admission.
@@ -326,33 +285,58 @@ func ParseConfig(data []byte) (Config, error) {
 	return c, nil
 }
 
-// Resolve fills defaults, reads environment variables and validates. It is
-// idempotent.
+// Resolve fills defaults, reads environment variables and validates, one
+// section after another in the order a reader meets them; the first error
+// ends it, naming its key. It is idempotent.
 func (c *Config) Resolve() error {
+	c.resolveAddresses()
+	if err := c.LocalConfig.Resolve(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := c.Memory.Resolve(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := c.resolveAdminToken(); err != nil {
+		return err
+	}
+	if err := c.Plugins.Resolve(c.DataDir); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := c.Billing.resolve(); err != nil {
+		return err
+	}
+	if err := c.Limits.resolve(); err != nil {
+		return err
+	}
+	if err := c.Store.Resolve(nil); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := c.Redis.Resolve(nil); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	for _, resolve := range []func() error{c.Server.resolve, c.Retry.resolve, c.Headers.resolve, c.CORS.resolve, c.resolveRoutes} {
+		if err := resolve(); err != nil {
+			return err
+		}
+	}
+	return c.resolveLines()
+}
+
+// resolveAddresses fills the defaults of the addresses the gateway shows:
+// where it listens and the support address its error messages quote.
+func (c *Config) resolveAddresses() {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:8080"
-	}
-	if c.DataDir == "" {
-		c.DataDir = "./data"
 	}
 	if c.SupportEmail == "" {
 		c.SupportEmail = "support@modelrelay.local"
 	}
-	if c.SyncWrites == nil {
-		f := false
-		c.SyncWrites = &f
-	}
-	if c.MemoryLimit == "" {
-		c.MemoryLimit = "192MiB"
-	}
-	n, err := parseSize(c.MemoryLimit)
-	if err != nil {
-		return fmt.Errorf("config: memory_limit: %w", err)
-	}
-	if n != 0 && n < 32<<20 {
-		return fmt.Errorf("config: memory_limit: %s is below the 32MiB the gateway needs to start", c.MemoryLimit)
-	}
-	c.MemoryLimitBytes = n
+}
+
+// resolveAdminToken reads the admin token from its environment variable
+// when named, and refuses a token that is missing, short, or shaped like
+// an API key.
+func (c *Config) resolveAdminToken() error {
 	if c.AdminTokenEnv != "" && c.AdminToken == "" {
 		c.AdminToken = os.Getenv(c.AdminTokenEnv)
 		if c.AdminToken == "" {
@@ -368,58 +352,41 @@ func (c *Config) Resolve() error {
 	if len(c.AdminToken) < 16 {
 		return errors.New("config: admin_token: must be at least 16 characters")
 	}
-	if c.Plugins.Dir == "" {
-		c.Plugins.Dir = "./build/plugins"
+	return nil
+}
+
+func (b *BillingConfig) resolve() error {
+	if b.DefaultOutputTokens == 0 {
+		b.DefaultOutputTokens = 4096
 	}
-	if c.Plugins.CacheDir == "" {
-		c.Plugins.CacheDir = c.DataDir + "/wasm-cache"
-	}
-	if c.Plugins.CallTimeout == 0 {
-		c.Plugins.CallTimeout = 250 * time.Millisecond
-	}
-	if c.Plugins.PoolSize < 0 {
-		return errors.New("config: plugins.pool_size: must not be negative")
-	}
-	if c.Billing.DefaultOutputTokens == 0 {
-		c.Billing.DefaultOutputTokens = 4096
-	}
-	if c.Billing.DefaultOutputTokens < 0 {
+	if b.DefaultOutputTokens < 0 {
 		return errors.New("config: billing.default_output_tokens: must be positive")
 	}
-	if c.Limits.MaxBodyBytes == 0 {
-		c.Limits.MaxBodyBytes = 16 << 20
+	return nil
+}
+
+func (l *LimitsConfig) resolve() error {
+	if l.MaxBodyBytes == 0 {
+		l.MaxBodyBytes = 16 << 20
 	}
-	if c.Limits.MaxBodyBytes < 1024 {
+	if l.MaxBodyBytes < 1024 {
 		return errors.New("config: limits.max_body_bytes: must be at least 1024")
 	}
-	if err := c.Limits.KeyRate.resolve("limits.key_rate", 50, 100); err != nil {
+	if err := l.KeyRate.resolve("limits.key_rate", 50, 100); err != nil {
 		return err
 	}
-	if err := c.Limits.PricingRate.resolve("limits.pricing_rate", 5, 20); err != nil {
+	if err := l.PricingRate.resolve("limits.pricing_rate", 5, 20); err != nil {
 		return err
 	}
-	if c.Limits.OverloadDelay == 0 {
-		c.Limits.OverloadDelay = 100 * time.Millisecond
+	if l.OverloadDelay == 0 {
+		l.OverloadDelay = 100 * time.Millisecond
 	}
-	if err := c.Store.Resolve(nil); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	if err := c.Redis.Resolve(nil); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	if err := c.Server.resolve(); err != nil {
-		return err
-	}
-	if err := c.Retry.resolve(); err != nil {
-		return err
-	}
-	if err := c.Headers.resolve(); err != nil {
-		return err
-	}
-	if err := c.CORS.resolve(); err != nil {
-		return err
-	}
+	return nil
+}
 
+// resolveRoutes requires at least one route, each named once and not
+// "auto" (the Auto route is implicit), with its rate's defaults filled.
+func (c *Config) resolveRoutes() error {
 	if len(c.Routes) == 0 {
 		return errors.New("config: routes: at least one route is required")
 	}
@@ -443,64 +410,85 @@ func (c *Config) Resolve() error {
 			}
 		}
 	}
+	return nil
+}
+
+// resolveLines checks every line against the routes (resolved before) and
+// the other lines' names.
+func (c *Config) resolveLines() error {
+	routes := make(map[string]bool, len(c.Routes))
+	for _, rt := range c.Routes {
+		routes[rt.Name] = true
+	}
 	names := map[string]bool{}
 	for i := range c.Lines {
 		l := &c.Lines[i]
-		key := fmt.Sprintf("lines[%d]", i)
 		if l.Name == "" {
-			return fmt.Errorf("config: %s.name: required", key)
+			return fmt.Errorf("config: lines[%d].name: required", i)
 		}
-		key = fmt.Sprintf("lines[%d] (%s)", i, l.Name)
+		key := fmt.Sprintf("lines[%d] (%s)", i, l.Name)
 		if names[l.Name] {
 			return fmt.Errorf("config: %s.name: duplicate line name", key)
 		}
 		names[l.Name] = true
-		switch l.Protocol {
-		case "":
-			l.Protocol = ProtocolOpenAI
-		case ProtocolOpenAI, ProtocolAnthropic:
-		default:
-			return fmt.Errorf("config: %s.protocol: %q is not openai or anthropic", key, l.Protocol)
+		if err := l.resolve(key, routes); err != nil {
+			return err
 		}
-		u, err := url.Parse(l.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("config: %s.base_url: %q is not an http(s) URL", key, l.BaseURL)
+	}
+	return nil
+}
+
+// resolve fills one line's defaults, reads its upstream key and validates
+// it; key names the line in errors, routes are the configured route names.
+func (l *LineConfig) resolve(key string, routes map[string]bool) error {
+	switch l.Protocol {
+	case "":
+		l.Protocol = ProtocolOpenAI
+	case ProtocolOpenAI, ProtocolAnthropic:
+	default:
+		return fmt.Errorf("config: %s.protocol: %q is not openai or anthropic", key, l.Protocol)
+	}
+	u, err := url.Parse(l.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("config: %s.base_url: %q is not an http(s) URL", key, l.BaseURL)
+	}
+	l.BaseURL = strings.TrimRight(l.BaseURL, "/")
+	if l.KeyEnv != "" {
+		l.key = os.Getenv(l.KeyEnv)
+		if l.key == "" {
+			return fmt.Errorf("config: %s.key_env: environment variable %s is empty", key, l.KeyEnv)
 		}
-		l.BaseURL = strings.TrimRight(l.BaseURL, "/")
-		if l.KeyEnv != "" {
-			l.key = os.Getenv(l.KeyEnv)
-			if l.key == "" {
-				return fmt.Errorf("config: %s.key_env: environment variable %s is empty", key, l.KeyEnv)
-			}
-		}
-		if len(l.Models) == 0 {
-			return fmt.Errorf("config: %s.models: at least one model (or \"*\") is required", key)
-		}
-		if !routes[l.Route] {
-			return fmt.Errorf("config: %s.route: %q is not a configured route", key, l.Route)
-		}
-		if l.Weight == 0 {
-			l.Weight = 1
-		}
-		if l.Weight < 0 {
-			return fmt.Errorf("config: %s.weight: must be positive", key)
-		}
-		if l.Priority < 0 {
-			return fmt.Errorf("config: %s.priority: must not be negative", key)
-		}
-		t := &l.Timeouts
-		if t.Connect == 0 {
-			t.Connect = 5 * time.Second
-		}
-		if t.FirstByte == 0 {
-			t.FirstByte = 120 * time.Second
-		}
-		if t.Idle == 0 {
-			t.Idle = 120 * time.Second
-		}
-		if t.Connect < 0 || t.FirstByte < 0 || t.Idle < 0 {
-			return fmt.Errorf("config: %s.timeouts: must not be negative", key)
-		}
+	}
+	if len(l.Models) == 0 {
+		return fmt.Errorf("config: %s.models: at least one model (or \"*\") is required", key)
+	}
+	if !routes[l.Route] {
+		return fmt.Errorf("config: %s.route: %q is not a configured route", key, l.Route)
+	}
+	if l.Weight == 0 {
+		l.Weight = 1
+	}
+	if l.Weight < 0 {
+		return fmt.Errorf("config: %s.weight: must be positive", key)
+	}
+	if l.Priority < 0 {
+		return fmt.Errorf("config: %s.priority: must not be negative", key)
+	}
+	return l.Timeouts.resolve(key)
+}
+
+func (t *Timeouts) resolve(key string) error {
+	if t.Connect == 0 {
+		t.Connect = 5 * time.Second
+	}
+	if t.FirstByte == 0 {
+		t.FirstByte = 120 * time.Second
+	}
+	if t.Idle == 0 {
+		t.Idle = 120 * time.Second
+	}
+	if t.Connect < 0 || t.FirstByte < 0 || t.Idle < 0 {
+		return fmt.Errorf("config: %s.timeouts: must not be negative", key)
 	}
 	return nil
 }
@@ -664,62 +652,4 @@ func keyAtLine(n *yaml.Node, line int, path string) string {
 		}
 	}
 	return ""
-}
-
-// parseSize parses a byte size: a number of bytes, or a number with one of
-// the units KB, MB, GB (powers of 1000) or KiB, MiB, GiB (powers of 1024);
-// "off" and "0" are 0.
-func parseSize(text string) (int64, error) {
-	t := strings.TrimSpace(text)
-	if t == "off" {
-		return 0, nil
-	}
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not a size like 192MiB, 1GiB, 500MB or off", text)
-	}
-	if n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("%q is too large", text)
-	}
-	return n * mult, nil
-}
-
-// HostConfig is the plugins.Config for this configuration's plugins, with
-// log as the host's logger: what relay serve opens the plugin host with.
-func (p PluginsConfig) HostConfig(log *slog.Logger) plugins.Config {
-	return plugins.Config{
-		Dir:         p.Dir,
-		CacheDir:    p.CacheDir,
-		PoolSize:    p.PoolSize,
-		CallTimeout: p.CallTimeout,
-		Poll:        p.Poll,
-		IdleRelease: p.IdleRelease,
-		Logger:      log,
-	}
-}
-
-// ApplyMemoryLimit sets the runtime's soft memory limit from MemoryLimit,
-// unless GOMEMLIMIT is set in the environment (the runtime has applied it),
-// and logs which one holds.
-func (c Config) ApplyMemoryLimit(log *slog.Logger) {
-	if env := os.Getenv("GOMEMLIMIT"); env != "" {
-		log.Info("memory limit from GOMEMLIMIT", "GOMEMLIMIT", env)
-		return
-	}
-	if c.MemoryLimitBytes == 0 {
-		return
-	}
-	debug.SetMemoryLimit(c.MemoryLimitBytes)
-	log.Info("memory limit set", "bytes", c.MemoryLimitBytes)
 }

@@ -46,7 +46,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg.ApplyMemoryLimit(log) // as relay serve does
+	cfg.Memory.Apply(log) // as relay serve does
 	runtime.SetMutexProfileFraction(*mutex)
 	runtime.SetBlockProfileRate(*block)
 
