@@ -24,7 +24,7 @@ func TestConfigDefaults(t *testing.T) {
 	if c.Listen != "127.0.0.1:8080" || c.DataDir != "./data" || c.Plugins.CallTimeout != 250*time.Millisecond ||
 		c.Billing.DefaultOutputTokens != 4096 || c.Retry.MaxTries != 0 || c.Retry.tries(1) != 3 || c.Retry.tries(5) != 5 || c.Lines[0].Protocol != ProtocolOpenAI ||
 		c.Lines[0].Weight != 1 || c.Lines[0].Timeouts.FirstByte != 120*time.Second || *c.SyncWrites ||
-		c.MemoryLimit != "192MiB" || c.MemoryLimitBytes != 192<<20 {
+		c.Memory.Limit != "192MiB" || c.Memory.Bytes != 192<<20 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	r := c.Retry
@@ -37,23 +37,6 @@ func TestConfigDefaults(t *testing.T) {
 	c, err = ParseConfig([]byte(minimalConfig + "\nretry: {panic_share: 0}\n"))
 	if err != nil || *c.Retry.PanicShare != 0 {
 		t.Fatalf("panic_share 0: %v", err)
-	}
-}
-
-func TestParseSize(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{"192MiB", 192 << 20, true}, {"1GiB", 1 << 30, true}, {"500MB", 500e6, true}, {"64 KiB", 64 << 10, true},
-		{"1048576", 1 << 20, true}, {"2KB", 2000, true}, {"off", 0, true}, {"0", 0, true}, {"10B", 10, true},
-		{"", 0, false}, {"-5MiB", 0, false}, {"1.5GiB", 0, false}, {"MiB", 0, false}, {"9999999999GiB", 0, false}, {"12TB", 0, false},
-	} {
-		got, err := parseSize(tc.in)
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d, ok %v", tc.in, got, err, tc.want, tc.ok)
-		}
 	}
 }
 

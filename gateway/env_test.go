@@ -158,10 +158,10 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	e.dataDir = t.TempDir()
 	cfg := Config{
 		Listen:       "127.0.0.1:0",
-		DataDir:      e.dataDir,
+		LocalConfig:  store.LocalConfig{DataDir: e.dataDir},
 		SupportEmail: "help@relay.test",
 		AdminToken:   testAdminToken,
-		Plugins:      PluginsConfig{Dir: pluginDir, CacheDir: wasmCache(), Poll: -1},
+		Plugins:      plugins.Settings{Dir: pluginDir, CacheDir: wasmCache(), Poll: -1},
 		Routes:       []RouteConfig{{Name: "standard"}, {Name: "economy"}},
 		Lines: []LineConfig{
 			{Name: "std-a", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "standard"},

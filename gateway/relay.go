@@ -129,6 +129,9 @@ type call struct {
 	callerBytes int
 }
 
+// relayHandler serves a relayed endpoint: it reads and admits the call,
+// holds its cost, sends it upstream and relays the answer; the hold is
+// settled or released on the way out.
 func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params, info *reqInfo) error {
 		if g.closing.Load() {
@@ -141,36 +144,9 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		defer g.inflight.Done()
 		ctx := r.Context()
 
-		key, err := g.authenticate(ctx, r, ep.xAPIKey, info)
+		c, err := g.readCall(ctx, w, r, ep, info)
 		if err != nil {
 			return err
-		}
-		if err := g.limits.allowKey(ctx, key, g.now()); err != nil {
-			return err
-		}
-		limit := ep.maxBody
-		if limit == 0 {
-			limit = g.cfg.Limits.MaxBodyBytes
-		}
-		body, err := readBody(r, limit)
-		if err != nil {
-			return err
-		}
-		bodyRead(w)
-		sum, err := ep.decode(body, r.Header.Get("Content-Type"))
-		if err != nil {
-			return err
-		}
-		info.stream = sum.stream
-		c := &call{ep: ep, r: r, info: info, key: key, sum: sum, body: body, callerBytes: len(body)}
-		if err := g.admitModel(c); err != nil {
-			return err
-		}
-		// Only now, a catalogue id: the access log and the metrics' labels
-		// never carry a model id the caller made up.
-		info.model = c.model.ID
-		if ep.name == pricing.EndpointMessages && versionHeader(r) == "" {
-			return badRequest("anthropic-version", "the vendorx-version header (anthropic-version) is required on %s, e.g. \"anthropic-version: 2023-06-01\"", ep.path)
 		}
 		if ep.uncharged {
 			return g.relayUncharged(ctx, w, c)
@@ -186,19 +162,8 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		}()
 		defer g.releaseUnsettled(c)
 
-		if ep.rewrite != nil && len(c.set) > 0 {
-			nb, err := ep.rewrite(c.body, c.set)
-			if err != nil {
-				return badRequest("body", "cannot apply %s to the body: %s", bounded(fmt.Sprint(c.set), maxMessageText), bounded(err.Error(), maxMessageText))
-			}
-			c.body = nb
-		}
-		if ep.name == pricing.EndpointChat && sum.stream && !sum.includeUsage {
-			nb, err := forceIncludeUsage(c.body)
-			if err != nil {
-				return badRequest("body", "cannot read the body: %s", bounded(err.Error(), maxMessageText))
-			}
-			c.body = nb
+		if err := prepareBody(c); err != nil {
+			return err
 		}
 		up, err := g.sendOK(ctx, c)
 		if err != nil {
@@ -213,6 +178,66 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		}
 		return g.relayJSON(ctx, w, c, up)
 	}
+}
+
+// readCall authenticates the caller, applies its key's rate limit, reads
+// and decodes the body, and admits the model (admitModel): the call as far
+// as it can be known before anything is held.
+func (g *Gateway) readCall(ctx context.Context, w http.ResponseWriter, r *http.Request, ep *endpoint, info *reqInfo) (*call, error) {
+	key, err := g.authenticate(ctx, r, ep.xAPIKey, info)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.limits.allowKey(ctx, key, g.now()); err != nil {
+		return nil, err
+	}
+	limit := ep.maxBody
+	if limit == 0 {
+		limit = g.cfg.Limits.MaxBodyBytes
+	}
+	body, err := readBody(r, limit)
+	if err != nil {
+		return nil, err
+	}
+	bodyRead(w)
+	sum, err := ep.decode(body, r.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, err
+	}
+	info.stream = sum.stream
+	c := &call{ep: ep, r: r, info: info, key: key, sum: sum, body: body, callerBytes: len(body)}
+	if err := g.admitModel(c); err != nil {
+		return nil, err
+	}
+	// Only now, a catalogue id: the access log and the metrics' labels
+	// never carry a model id the caller made up.
+	info.model = c.model.ID
+	if ep.name == pricing.EndpointMessages && versionHeader(r) == "" {
+		return nil, badRequest("anthropic-version", "the vendorx-version header (anthropic-version) is required on %s, e.g. \"anthropic-version: 2023-06-01\"", ep.path)
+	}
+	return c, nil
+}
+
+// prepareBody makes the body sent upstream: the caller's, with the fields
+// the model's plugin set, and, on a streamed chat call that did not ask
+// for usage, stream_options.include_usage (the chunk is removed again
+// before it reaches the caller).
+func prepareBody(c *call) error {
+	if c.ep.rewrite != nil && len(c.set) > 0 {
+		nb, err := c.ep.rewrite(c.body, c.set)
+		if err != nil {
+			return badRequest("body", "cannot apply %s to the body: %s", bounded(fmt.Sprint(c.set), maxMessageText), bounded(err.Error(), maxMessageText))
+		}
+		c.body = nb
+	}
+	if c.ep.name == pricing.EndpointChat && c.sum.stream && !c.sum.includeUsage {
+		nb, err := forceIncludeUsage(c.body)
+		if err != nil {
+			return badRequest("body", "cannot read the body: %s", bounded(err.Error(), maxMessageText))
+		}
+		c.body = nb
+	}
+	return nil
 }
 
 // readBody reads the request body fully, up to limit bytes.
@@ -749,95 +774,44 @@ type tryResult struct {
 // retry.max_time, the call waits that long and tries it again (a try, from
 // the retry budget) rather than pass the 429 on.
 func (g *Gateway) tryLines(ctx context.Context, c *call, lines []*line, maxTries int, bypass bool) (*upstream, tryResult) {
-	rc := g.cfg.Retry
-	start := g.now()
-	var (
-		r      tryResult
-		skip   = make([]bool, len(lines)) // refused by its breaker, or answered 429
-		next   int                        // where the search for the next line starts
-		prev   *line
-		ready  []time.Time // per line: when its 429 said to come back (zero: not said); made at the first 429
-		waited bool        // the next try follows a 429's wait, its retry already taken from the budget
-	)
-	for r.tries < maxTries {
-		if r.tries > 0 && g.now().Sub(start) >= rc.MaxTime {
+	t := &lineTries{bypass: bypass, start: g.now()}
+	// lines and skip (per line: refused by its breaker, or answered 429)
+	// are passed beside t rather than held in it, so that they stay where
+	// they are: t's other contents reach the heap, and escape analysis
+	// would take them along.
+	skip := make([]bool, len(lines))
+	for t.r.tries < maxTries {
+		if t.r.tries > 0 && g.now().Sub(t.start) >= g.cfg.Retry.MaxTime {
 			break
 		}
-		// The next line, in plan order from where the last try was, whose
-		// breaker allows a try. A refusal costs no try and is no attempt.
-		at, done := -1, func(error) {}
-		for k := range lines {
-			j := (next + k) % len(lines)
-			if skip[j] {
-				continue
-			}
-			if until, cool := lines[j].cooling(time.Now()); cool {
-				// Another try (here or on another replica) had a 429
-				// with a wait: leave the line as if this call had it.
-				skip[j] = true
-				if ready == nil {
-					ready = make([]time.Time, len(lines))
-				}
-				ready[j] = until
-				r.cooled, r.coolUntil = true, until
-				continue
-			}
-			if !bypass {
-				d, berr := lines[j].breaker.Allow()
-				if berr != nil {
-					skip[j] = true
-					continue
-				}
-				done = d
-			}
-			at = j
-			break
-		}
+		at, done := t.nextLine(lines, skip)
 		if at < 0 {
 			// No line left: wait out the soonest 429 if it is short.
-			j, ok := g.wait429(ready, start)
-			if !ok || !g.budget.retry(time.Now()) {
+			again, err := g.await429(ctx, t, skip)
+			if err != nil {
+				t.r.err = err
+				return nil, t.r
+			}
+			if !again {
 				break
 			}
-			t := time.NewTimer(time.Until(ready[j]))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				r.err = ctx.Err()
-				return nil, r
-			case <-t.C:
-			}
-			g.met.waited429.Inc()
-			skip[j], ready[j], next, waited = false, time.Time{}, j, true
 			continue
 		}
 		l := lines[at]
-		next = at + 1
-		if r.tries > 0 && !waited && !g.budget.retry(time.Now()) {
-			done(errNotTried)
+		t.next = at + 1
+		if err := g.pace(ctx, t, l); err != nil {
+			done(err)
+			if err == errClientGone {
+				t.r.err = ctx.Err()
+				return nil, t.r
+			}
 			break
 		}
-		if prev == l && r.tries > 0 && !waited {
-			wait := retryablehttp.DefaultBackoff(rc.BackoffMin, rc.BackoffMax, r.tries, nil)
-			if g.now().Sub(start)+wait >= rc.MaxTime {
-				done(errNotTried)
-				break
-			}
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				done(errClientGone)
-				r.err = ctx.Err()
-				return nil, r
-			case <-t.C:
-			}
-		}
-		if r.tries == 0 {
+		if t.r.tries == 0 {
 			g.budget.first(time.Now())
 		}
-		prev, waited = l, false
-		r.tries++
+		t.prev, t.waited = l, false
+		t.r.tries++
 		l.recordRequest()
 		up, err := g.try(ctx, c, l)
 		if ctx.Err() != nil {
@@ -846,47 +820,157 @@ func (g *Gateway) tryLines(ctx context.Context, c *call, lines []*line, maxTries
 			if up != nil {
 				up.close()
 			}
-			r.err = ctx.Err()
-			return nil, r
+			t.r.err = ctx.Err()
+			return nil, t.r
 		}
 		var resp *http.Response
 		if up != nil {
 			resp = up.resp
 		}
-		retry, _ := retryablehttp.DefaultRetryPolicy(ctx, resp, err)
-		if err == nil && !retry {
+		if retry, _ := retryablehttp.DefaultRetryPolicy(ctx, resp, err); err == nil && !retry {
 			done(nil)
 			l.recordResult(time.Now(), nil)
 			c.info.line = l.cfg.Name
-			return up, r
+			return up, t.r
 		}
-		ae := attemptError{line: l.cfg.Name, err: err}
-		r.last429 = false
-		if resp != nil {
-			ae.status = resp.StatusCode
-			if resp.StatusCode == http.StatusTooManyRequests {
-				skip[at] = true
-				r.last429 = true
-				r.lastRetry = resp.Header.Get("Retry-After")
-				if d, ok := retryWait(resp.Header, time.Now()); ok {
-					if ready == nil {
-						ready = make([]time.Time, len(lines))
-					}
-					ready[at] = time.Now().Add(d)
-					g.cool(l, d)
-				}
-			}
-			up.close()
-		}
-		r.attempts = append(r.attempts, ae)
-		failErr := err
-		if failErr == nil {
-			failErr = fmt.Errorf("HTTP %d", ae.status)
-		}
-		done(failErr)
-		l.recordResult(time.Now(), failErr)
+		g.tryFailed(t, skip, at, l, up, err, done)
 	}
-	return nil, r
+	return nil, t.r
+}
+
+// lineTries is the state of one call's run of tries across its lines.
+type lineTries struct {
+	bypass bool      // panic mode: the breakers are not asked
+	start  time.Time // of the first try, for retry.max_time
+	r      tryResult
+
+	next   int         // where the search for the next line starts
+	prev   *line       // the line of the last try
+	ready  []time.Time // per line: when its 429 said to come back (zero: not said); made at the first 429
+	waited bool        // the next try follows a 429's wait, its retry already taken from the budget
+}
+
+// nextLine is the next line, in plan order from where the last try was,
+// whose breaker allows a try, with the function that ends the breaker's
+// step; -1 when none is left. A refusal costs no try and is no attempt.
+func (t *lineTries) nextLine(lines []*line, skip []bool) (at int, done func(error)) {
+	done = noBreakerStep
+	for k := range lines {
+		j := (t.next + k) % len(lines)
+		if skip[j] {
+			continue
+		}
+		if until, cool := lines[j].cooling(time.Now()); cool {
+			// Another try (here or on another replica) had a 429
+			// with a wait: leave the line as if this call had it.
+			skip[j] = true
+			t.comeBack(j, len(lines), until)
+			t.r.cooled, t.r.coolUntil = true, until
+			continue
+		}
+		if !t.bypass {
+			d, berr := lines[j].breaker.Allow()
+			if berr != nil {
+				skip[j] = true
+				continue
+			}
+			done = d
+		}
+		return j, done
+	}
+	return -1, done
+}
+
+// noBreakerStep is the end of a try's breaker step in panic mode, where
+// the breakers are not asked.
+func noBreakerStep(error) {}
+
+// comeBack notes that line j of n takes calls again at until.
+func (t *lineTries) comeBack(j, n int, until time.Time) {
+	if t.ready == nil {
+		t.ready = make([]time.Time, n)
+	}
+	t.ready[j] = until
+}
+
+// await429 waits until the line whose 429 said to come back soonest does,
+// when that is short enough and the retry budget allows, and makes it the
+// next line to try. again is false when there is nothing to wait for; err
+// is the context's when the client went away during the wait.
+func (g *Gateway) await429(ctx context.Context, t *lineTries, skip []bool) (again bool, err error) {
+	j, ok := g.wait429(t.ready, t.start)
+	if !ok || !g.budget.retry(time.Now()) {
+		return false, nil
+	}
+	timer := time.NewTimer(time.Until(t.ready[j]))
+	select {
+	case <-ctx.Done():
+		timer.Stop()
+		return false, ctx.Err()
+	case <-timer.C:
+	}
+	g.met.waited429.Inc()
+	skip[j], t.ready[j], t.next, t.waited = false, time.Time{}, j, true
+	return true, nil
+}
+
+// pace lets a retry on line l go ahead: it must fit in the retry budget
+// and, on the line just tried, after a backoff that must fit in
+// retry.max_time. It returns errNotTried when the retry may not be made
+// and errClientGone when the client went away during the backoff.
+func (g *Gateway) pace(ctx context.Context, t *lineTries, l *line) error {
+	if t.r.tries == 0 || t.waited {
+		return nil
+	}
+	if !g.budget.retry(time.Now()) {
+		return errNotTried
+	}
+	if t.prev != l {
+		return nil
+	}
+	rc := g.cfg.Retry
+	wait := retryablehttp.DefaultBackoff(rc.BackoffMin, rc.BackoffMax, t.r.tries, nil)
+	if g.now().Sub(t.start)+wait >= rc.MaxTime {
+		return errNotTried
+	}
+	timer := time.NewTimer(wait)
+	select {
+	case <-ctx.Done():
+		timer.Stop()
+		return errClientGone
+	case <-timer.C:
+	}
+	return nil
+}
+
+// tryFailed records a failed try on line l, at in the plan (up is its
+// answer, nil when none came): the attempt, the breaker's step and, for a
+// 429, that the line is left for this call and cools for as long as it
+// asked.
+func (g *Gateway) tryFailed(t *lineTries, skip []bool, at int, l *line, up *upstream, err error, done func(error)) {
+	ae := attemptError{line: l.cfg.Name, err: err}
+	t.r.last429 = false
+	if up != nil {
+		resp := up.resp
+		ae.status = resp.StatusCode
+		if resp.StatusCode == http.StatusTooManyRequests {
+			skip[at] = true
+			t.r.last429 = true
+			t.r.lastRetry = resp.Header.Get("Retry-After")
+			if d, ok := retryWait(resp.Header, time.Now()); ok {
+				t.comeBack(at, len(skip), time.Now().Add(d))
+				g.cool(l, d)
+			}
+		}
+		up.close()
+	}
+	t.r.attempts = append(t.r.attempts, ae)
+	failErr := err
+	if failErr == nil {
+		failErr = fmt.Errorf("HTTP %d", ae.status)
+	}
+	done(failErr)
+	l.recordResult(time.Now(), failErr)
 }
 
 // wait429 picks the line whose 429 said to come back soonest, when that

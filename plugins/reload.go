@@ -281,19 +281,64 @@ func (h *Host) Reload(ctx context.Context) error {
 	if h.closed.Load() {
 		return &Error{Op: "reload", Err: ErrClosed}
 	}
+	found, err := h.rescan()
+	if err != nil {
+		return err
+	}
+	cur := h.cat.Load()
+	changed, removed := h.changes(found, cur)
+	if len(changed) == 0 && len(removed) == 0 {
+		return nil
+	}
+	changed = h.withRefused(found, changed)
+	slices.SortFunc(changed, func(a, b *candidate) int { return strings.Compare(a.name, b.name) })
+	slices.Sort(removed)
+
+	loaded, failed := h.loadMany(ctx, changed)
+	for _, v := range loaded {
+		if old := cur.versions[v.name]; old != nil {
+			v.warm(ctx, len(old.slots))
+		}
+	}
+	// The next catalogue: the unchanged versions first, then the previous
+	// versions of plugins whose new version failed, then the new versions;
+	// a new version that conflicts is refused and its predecessor kept.
+	a := &assembly{h: h, cur: cur, next: newCatalog()}
+	a.keepUnchanged(changed, removed)
+	a.keepFailed(changed, failed)
+	errs := a.addLoaded(changed, loaded, failed)
+	a.next.finish()
+	h.cat.Store(a.next)
+	for _, v := range a.stale {
+		v.retire()
+	}
+	if len(a.added)+len(a.replaced)+len(removed) > 0 {
+		h.logger.Info("plugins reloaded", "added", a.added, "replaced", a.replaced, "removed", removed)
+	}
+	h.pruneMetered(a.next)
+	return errors.Join(errs...)
+}
+
+// rescan scans the directory, logging a failure once until it changes
+// (the poller would repeat it every interval). h.mu held.
+func (h *Host) rescan() (map[string]*candidate, error) {
 	found, err := h.scan()
 	if err != nil {
 		if msg := err.Error(); msg != h.lastScanErr {
 			h.lastScanErr = msg
 			h.logger.Error("plugin directory scan failed; plugins keep serving", "dir", h.dir, "err", err)
 		}
-		return err
+		return nil, err
 	}
 	h.lastScanErr = ""
-	cur := h.cat.Load()
+	return found, nil
+}
 
-	// Decide what changed.
-	var changed []*candidate
+// changes compares what the scan found with what was last seen: the
+// plugins whose files changed (read, ready to load) and the names of the
+// loaded plugins whose files are gone. A file only touched (same checksum)
+// is not a change. h.mu held.
+func (h *Host) changes(found map[string]*candidate, cur *Catalog) (changed []*candidate, removed []string) {
 	for name, c := range found {
 		prev := h.seen[name]
 		if prev != nil && prev.wasm.same(c.fp.wasm) && prev.cfg.same(c.fp.cfg) {
@@ -310,7 +355,6 @@ func (h *Host) Reload(ctx context.Context) error {
 		}
 		changed = append(changed, c)
 	}
-	var removed []string
 	for name := range cur.versions {
 		if found[name] == nil {
 			removed = append(removed, name)
@@ -321,11 +365,12 @@ func (h *Host) Reload(ctx context.Context) error {
 			delete(h.seen, name)
 		}
 	}
-	if len(changed) == 0 && len(removed) == 0 {
-		return nil
-	}
-	// A plugin refused for a conflict gets another chance now that something
-	// else changed.
+	return changed, removed
+}
+
+// withRefused adds to changed the plugins refused for a conflict: they get
+// another chance now that something else changed. h.mu held.
+func (h *Host) withRefused(found map[string]*candidate, changed []*candidate) []*candidate {
 	for name, fp := range h.seen {
 		if fp.refused && !slices.ContainsFunc(changed, func(c *candidate) bool { return c.name == name }) {
 			c := found[name]
@@ -334,53 +379,66 @@ func (h *Host) Reload(ctx context.Context) error {
 			}
 		}
 	}
-	slices.SortFunc(changed, func(a, b *candidate) int { return strings.Compare(a.name, b.name) })
-	slices.Sort(removed)
+	return changed
+}
 
-	loaded, failed := h.loadMany(ctx, changed)
-	for _, v := range loaded {
-		if old := cur.versions[v.name]; old != nil {
-			v.warm(ctx, len(old.slots))
-		}
-	}
+// assembly is the next catalogue of a Reload while it is put together.
+type assembly struct {
+	h     *Host
+	cur   *Catalog   // the catalogue serving now
+	next  *Catalog   // the one being assembled
+	stale []*version // versions to retire once next is published
 
-	// Assemble the next catalogue: the unchanged versions first, then the
-	// previous versions of plugins whose new version failed, then the new
-	// versions; a new version that conflicts is refused and its predecessor
-	// kept.
-	next := newCatalog()
-	var stale []*version // versions to retire once next is published
-	isChanged := func(name string) bool {
-		return slices.ContainsFunc(changed, func(c *candidate) bool { return c.name == name })
+	added, replaced []string // plugin names, for the log
+}
+
+// keep adds v to the next catalogue, or retires it when it conflicts with
+// a newly loaded plugin.
+func (a *assembly) keep(v *version) {
+	if err := a.next.add(v); err != nil {
+		a.h.logger.Error("plugin dropped: it conflicts with a newly loaded plugin", "plugin", v.name, "err", err)
+		a.stale = append(a.stale, v)
 	}
-	keep := func(v *version) {
-		if err := next.add(v); err != nil {
-			h.logger.Error("plugin dropped: it conflicts with a newly loaded plugin", "plugin", v.name, "err", err)
-			stale = append(stale, v)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(cur.versions)) {
-		v := cur.versions[name]
+}
+
+// keepUnchanged keeps the current versions whose plugins neither changed
+// nor went away, and retires those that went away.
+func (a *assembly) keepUnchanged(changed []*candidate, removed []string) {
+	for _, name := range slices.Sorted(maps.Keys(a.cur.versions)) {
+		v := a.cur.versions[name]
 		switch {
 		case slices.Contains(removed, name):
-			stale = append(stale, v)
-		case !isChanged(name):
-			keep(v)
+			a.stale = append(a.stale, v)
+		case !slices.ContainsFunc(changed, func(c *candidate) bool { return c.name == name }):
+			a.keep(v)
 		}
 	}
+}
+
+// keepFailed keeps the previous version of each plugin whose new version
+// failed to load; the failed files are not retried until they change again.
+func (a *assembly) keepFailed(changed []*candidate, failed map[string]error) {
 	for _, c := range changed {
-		if err := failed[c.name]; err != nil {
-			fp := c.fp
-			h.seen[c.name] = &fp // not retried until the files change again
-			if old := cur.versions[c.name]; old != nil {
-				h.logger.Error("plugin reload failed; previous version keeps serving", "plugin", c.name, "err", err)
-				keep(old)
-			} else {
-				h.logger.Error("plugin load failed; not added", "plugin", c.name, "err", err)
-			}
+		err := failed[c.name]
+		if err == nil {
+			continue
+		}
+		fp := c.fp
+		a.h.seen[c.name] = &fp
+		if old := a.cur.versions[c.name]; old != nil {
+			a.h.logger.Error("plugin reload failed; previous version keeps serving", "plugin", c.name, "err", err)
+			a.keep(old)
+		} else {
+			a.h.logger.Error("plugin load failed; not added", "plugin", c.name, "err", err)
 		}
 	}
-	var added, replaced []string
+}
+
+// addLoaded adds the newly loaded versions, retiring the versions they
+// replace; a version that conflicts with the catalogue is refused (its
+// predecessor kept) and marked so that withRefused retries it. It returns
+// the failures and refusals.
+func (a *assembly) addLoaded(changed []*candidate, loaded map[string]*version, failed map[string]error) []error {
 	var errs []error
 	for _, c := range changed {
 		v := loaded[c.name]
@@ -389,37 +447,28 @@ func (h *Host) Reload(ctx context.Context) error {
 			continue
 		}
 		fp := c.fp
-		h.seen[c.name] = &fp
-		old := cur.versions[c.name]
-		if err := next.add(v); err != nil {
+		a.h.seen[c.name] = &fp
+		old := a.cur.versions[c.name]
+		if err := a.next.add(v); err != nil {
 			fp.refused = true
 			errs = append(errs, err)
-			stale = append(stale, v)
+			a.stale = append(a.stale, v)
 			if old != nil {
-				h.logger.Error("plugin reload refused; previous version keeps serving", "plugin", c.name, "err", err)
-				keep(old)
+				a.h.logger.Error("plugin reload refused; previous version keeps serving", "plugin", c.name, "err", err)
+				a.keep(old)
 			} else {
-				h.logger.Error("plugin refused; not added", "plugin", c.name, "err", err)
+				a.h.logger.Error("plugin refused; not added", "plugin", c.name, "err", err)
 			}
 			continue
 		}
 		if old != nil {
-			replaced = append(replaced, c.name)
-			stale = append(stale, old)
+			a.replaced = append(a.replaced, c.name)
+			a.stale = append(a.stale, old)
 		} else {
-			added = append(added, c.name)
+			a.added = append(a.added, c.name)
 		}
 	}
-	next.finish()
-	h.cat.Store(next)
-	for _, v := range stale {
-		v.retire()
-	}
-	if len(added)+len(replaced)+len(removed) > 0 {
-		h.logger.Info("plugins reloaded", "added", added, "replaced", replaced, "removed", removed)
-	}
-	h.pruneMetered(next)
-	return errors.Join(errs...)
+	return errs
 }
 
 // poll calls Reload. Reload logs what it does and what fails; its error

@@ -48,3 +48,15 @@ func TestConfigResolve(t *testing.T) {
 		}
 	}
 }
+
+func TestLocalConfigResolve(t *testing.T) {
+	var c LocalConfig
+	if err := c.Resolve(); err != nil || c.DataDir != "./data" || c.SyncWrites == nil || *c.SyncWrites {
+		t.Fatalf("defaults: %+v, %v; want ./data without sync writes", c, err)
+	}
+	on := true
+	c = LocalConfig{DataDir: "/var/lib/relay", SyncWrites: &on}
+	if err := c.Resolve(); err != nil || c.DataDir != "/var/lib/relay" || !*c.SyncWrites {
+		t.Fatalf("set values: %+v, %v; want them kept", c, err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelrelay/modelrelay/gateway"
+	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
@@ -85,10 +86,10 @@ func demoConfig(simURL, addr, data, pluginDir string) gateway.Config {
 	_, _ = rand.Read(tok)
 	cfg := gateway.Config{
 		Listen:       addr,
-		DataDir:      data,
+		LocalConfig:  store.LocalConfig{DataDir: data},
 		SupportEmail: "support@modelrelay.local",
 		AdminToken:   "adm_" + hex.EncodeToString(tok),
-		Plugins:      gateway.PluginsConfig{Dir: pluginDir},
+		Plugins:      plugins.Settings{Dir: pluginDir},
 		Routes:       []gateway.RouteConfig{{Name: "standard"}, {Name: "economy"}},
 		Lines: []gateway.LineConfig{
 			{Name: "standard-primary", Protocol: gateway.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "standard", Priority: 0},

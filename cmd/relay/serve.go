@@ -80,14 +80,16 @@ type server struct {
 	done        chan error
 }
 
-// startServer opens the store (resolving holds left by a crash), loads the
-// plugins and starts serving. ln may be nil (listen on cfg.Listen).
+// startServer composes the gateway from its configuration's sections: the
+// memory limit (Memory), the store (Store, with data_dir and sync_writes),
+// the plugin host (Plugins) and Redis (Redis), then starts serving. It
+// resolves holds left by a crash first. ln may be nil (listen on cfg.Listen).
 func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln net.Listener) (*server, error) {
 	if err := checkDebugListen(cfg); err != nil {
 		return nil, err
 	}
-	cfg.ApplyMemoryLimit(log)
-	st, err := openStore(ctx, cfg, log)
+	cfg.Memory.Apply(log)
+	st, err := openStore(ctx, cfg.Store, cfg.LocalConfig, log)
 	if err != nil {
 		return nil, err
 	}

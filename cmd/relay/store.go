@@ -14,33 +14,34 @@ import (
 	"github.com/modelrelay/modelrelay/store/postgres"
 )
 
-// openStore opens the store the configuration names and releases the holds
-// left by processes that ended: Badger's, all those of earlier processes on
-// its directory; PostgreSQL's, those whose lease has run out (the store's
-// own loop renews this replica's leases and sweeps from then on).
-func openStore(ctx context.Context, cfg gateway.Config, log *slog.Logger) (store.Store, error) {
+// openStore opens the store the configuration names (its store: section,
+// and data_dir and sync_writes for Badger) and releases the holds left by
+// processes that ended: Badger's, all those of earlier processes on its
+// directory; PostgreSQL's, those whose lease has run out (the store's own
+// loop renews this replica's leases and sweeps from then on).
+func openStore(ctx context.Context, cfg store.Config, local store.LocalConfig, log *slog.Logger) (store.Store, error) {
 	var (
 		st  store.Store
 		err error
 	)
-	switch cfg.Store.Driver {
+	switch cfg.Driver {
 	case store.DriverPostgres:
-		st, err = postgres.Open(ctx, cfg.Store.DSN, postgres.Options{
-			MaxConns:         cfg.Store.MaxConns,
-			StatementTimeout: cfg.Store.StatementTimeout,
-			Lease:            cfg.Store.Lease,
+		st, err = postgres.Open(ctx, cfg.DSN, postgres.Options{
+			MaxConns:         cfg.MaxConns,
+			StatementTimeout: cfg.StatementTimeout,
+			Lease:            cfg.Lease,
 			Logger:           log,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open the PostgreSQL store: %w", err)
 		}
 	default:
-		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		if err := os.MkdirAll(local.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("data dir: %w", err)
 		}
-		st, err = badger.Open(filepath.Join(cfg.DataDir, "ledger"), badger.Options{SyncWrites: *cfg.SyncWrites, Logger: log})
+		st, err = badger.Open(filepath.Join(local.DataDir, "ledger"), badger.Options{SyncWrites: *local.SyncWrites, Logger: log})
 		if err != nil {
-			return nil, fmt.Errorf("open ledger in %s: %w", cfg.DataDir, err)
+			return nil, fmt.Errorf("open ledger in %s: %w", local.DataDir, err)
 		}
 	}
 	n, err := st.RecoverHolds(ctx)
@@ -51,7 +52,7 @@ func openStore(ctx context.Context, cfg gateway.Config, log *slog.Logger) (store
 	if n > 0 {
 		log.Warn("released holds left by a process that ended", "holds", n)
 	}
-	log.Info("store open", "driver", cfg.Store.Driver, "owner", st.Owner())
+	log.Info("store open", "driver", cfg.Driver, "owner", st.Owner())
 	return st, nil
 }
 

@@ -134,14 +134,58 @@ func Open(dir string, opts Options) (*Store, error) {
 	if !opts.InMemory && dir == "" {
 		return nil, errors.New("store: open badger: dir is empty and InMemory is false")
 	}
-	owner := opts.Owner
-	if owner == "" {
-		var buf [16]byte
-		if _, err := rand.Read(buf[:]); err != nil {
-			return nil, fmt.Errorf("store: open badger: owner id: %w", err)
-		}
-		owner = hex.EncodeToString(buf[:])
+	owner, err := ownerID(opts.Owner)
+	if err != nil {
+		return nil, err
 	}
+	db, err := badger.Open(badgerOptions(dir, opts, logger))
+	if err != nil {
+		if isLocked(err) {
+			return nil, fmt.Errorf("store: open badger in %q: %w (is a relay serve running on it?): %v", dir, ErrLocked, err)
+		}
+		return nil, fmt.Errorf("store: open badger in %q: %w", dir, err)
+	}
+	logDir := ""
+	if !opts.InMemory {
+		logDir = filepath.Join(dir, holdLogDir)
+	}
+	hl, err := openHoldLog(logDir, opts.SyncWrites)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	b := &Store{db: db, owner: owner, log: logger, holdLog: hl}
+	b.mem.init()
+	if every := cmp.Or(opts.releaseEvery, tableReleaseEvery); !opts.InMemory && every > 0 {
+		// /proc/self/maps names a mapped file by its real path.
+		real, err := filepath.Abs(dir)
+		if err == nil {
+			real, err = filepath.EvalSymlinks(real)
+		}
+		if err != nil {
+			logger.Warn("the ledger's tables stay in the resident set", "reason", err.Error())
+		} else {
+			b.startRelease(real, every)
+		}
+	}
+	return b, nil
+}
+
+// ownerID is owner, or a new random id when owner is empty.
+func ownerID(owner string) (string, error) {
+	if owner != "" {
+		return owner, nil
+	}
+	var buf [16]byte
+	if _, err := rand.Read(buf[:]); err != nil {
+		return "", fmt.Errorf("store: open badger: owner id: %w", err)
+	}
+	return hex.EncodeToString(buf[:]), nil
+}
+
+// badgerOptions are badger's options for the ledger in dir: sized for
+// small records and a gateway that must stay within 200 MB.
+func badgerOptions(dir string, opts Options, logger *slog.Logger) badger.Options {
 	bo := badger.DefaultOptions(dir)
 	if opts.InMemory {
 		bo = badger.DefaultOptions("").WithInMemory(true)
@@ -185,37 +229,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		// read their indexes in place from the mapping.
 		WithBlockCacheSize(0).
 		WithIndexCacheSize(0)
-	db, err := badger.Open(bo)
-	if err != nil {
-		if isLocked(err) {
-			return nil, fmt.Errorf("store: open badger in %q: %w (is a relay serve running on it?): %v", dir, ErrLocked, err)
-		}
-		return nil, fmt.Errorf("store: open badger in %q: %w", dir, err)
-	}
-	logDir := ""
-	if !opts.InMemory {
-		logDir = filepath.Join(dir, holdLogDir)
-	}
-	hl, err := openHoldLog(logDir, opts.SyncWrites)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	b := &Store{db: db, owner: owner, log: logger, holdLog: hl}
-	b.mem.init()
-	if every := cmp.Or(opts.releaseEvery, tableReleaseEvery); !opts.InMemory && every > 0 {
-		// /proc/self/maps names a mapped file by its real path.
-		real, err := filepath.Abs(dir)
-		if err == nil {
-			real, err = filepath.EvalSymlinks(real)
-		}
-		if err != nil {
-			logger.Warn("the ledger's tables stay in the resident set", "reason", err.Error())
-		} else {
-			b.startRelease(real, every)
-		}
-	}
-	return b, nil
+	return bo
 }
 
 // startRelease releases the data blocks of the tables in dir from the

@@ -218,44 +218,8 @@ func (b *Store) Audit(ctx context.Context, account string) (store.AuditReport, e
 			return err
 		}
 		r.Account = acct.api()
-		prefix := journalPrefix(account)
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = prefix
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
-			key := it.Item().KeyCopy(nil)
-			seq, err := journalSeq(account, key)
-			if err != nil {
-				return err
-			}
-			var e entryRec
-			if err := it.Item().Value(func(v []byte) error { return e.decode(key, v) }); err != nil {
-				return err
-			}
-			r.Entries++
-			if seq != r.LastSeq+1 || e.Seq != seq {
-				r.Problems = append(r.Problems, fmt.Sprintf("entry key seq %d (record seq %d) follows seq %d", seq, e.Seq, r.LastSeq))
-			}
-			r.LastSeq = seq
-			r.Journal += pricing.Nano(e.Amount)
-			switch e.Kind {
-			case store.KindCredit:
-				r.Credits += pricing.Nano(e.Amount)
-			case store.KindCharge:
-				r.Charges -= pricing.Nano(e.Amount)
-			case store.KindRefund:
-				r.Refunds += pricing.Nano(e.Amount)
-			case store.KindRecovery:
-				if e.Amount != 0 {
-					r.Problems = append(r.Problems, fmt.Sprintf("recovery entry %d moves %d nano-USD", seq, e.Amount))
-				}
-			default:
-				r.Problems = append(r.Problems, fmt.Sprintf("entry %d has unknown kind %q", seq, e.Kind))
-			}
-			if pricing.Nano(e.BalanceAfter) != r.Journal {
-				r.Problems = append(r.Problems, fmt.Sprintf("entry %d: balance_after %d, running sum %d", seq, e.BalanceAfter, r.Journal))
-			}
+		if err := auditJournal(txn, account, &r); err != nil {
+			return err
 		}
 		if r.LastSeq != acct.Seq {
 			r.Problems = append(r.Problems, fmt.Sprintf("last entry seq %d, account counter %d", r.LastSeq, acct.Seq))
@@ -263,19 +227,12 @@ func (b *Store) Audit(ctx context.Context, account string) (store.AuditReport, e
 		if r.Journal != r.Account.Balance {
 			r.Problems = append(r.Problems, fmt.Sprintf("balance %d, journal sum %d", r.Account.Balance, r.Journal))
 		}
-		var ledgerHeld, memHeld pricing.Nano
-		if err := eachHold(txn, func(hr holdRec) {
-			if hr.Account == account {
-				r.OpenHolds++
-				ledgerHeld += pricing.Nano(hr.Amount)
-			}
-		}); err != nil {
+		ledgerHeld, err := auditLedgerHolds(txn, account, acct, &r)
+		if err != nil {
 			return err
 		}
-		if ledgerHeld != pricing.Nano(acct.Held) {
-			r.Problems = append(r.Problems, fmt.Sprintf("held in the ledger %d, its holds sum %d", acct.Held, ledgerHeld))
-		}
-		if memHeld, err = b.auditMemory(txn, a, &r); err != nil {
+		memHeld, err := b.auditMemory(txn, a, &r)
+		if err != nil {
 			return err
 		}
 		if a.loaded && (a.rec.Balance != acct.Balance || a.rec.Held != acct.Held || a.rec.Seq != acct.Seq) {
@@ -287,6 +244,72 @@ func (b *Store) Audit(ctx context.Context, account string) (store.AuditReport, e
 		return nil
 	})
 	return r, err
+}
+
+// auditJournal reads the account's journal in sequence order into r: the
+// count, the last sequence number, the sums by kind, and each entry's
+// problems (a gap in the sequence, an unknown kind, a recovery that moves
+// money, a balance_after that is not the running sum).
+func auditJournal(txn *badger.Txn, account string, r *store.AuditReport) error {
+	prefix := journalPrefix(account)
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+		key := it.Item().KeyCopy(nil)
+		seq, err := journalSeq(account, key)
+		if err != nil {
+			return err
+		}
+		var e entryRec
+		if err := it.Item().Value(func(v []byte) error { return e.decode(key, v) }); err != nil {
+			return err
+		}
+		r.Entries++
+		if seq != r.LastSeq+1 || e.Seq != seq {
+			r.Problems = append(r.Problems, fmt.Sprintf("entry key seq %d (record seq %d) follows seq %d", seq, e.Seq, r.LastSeq))
+		}
+		r.LastSeq = seq
+		r.Journal += pricing.Nano(e.Amount)
+		switch e.Kind {
+		case store.KindCredit:
+			r.Credits += pricing.Nano(e.Amount)
+		case store.KindCharge:
+			r.Charges -= pricing.Nano(e.Amount)
+		case store.KindRefund:
+			r.Refunds += pricing.Nano(e.Amount)
+		case store.KindRecovery:
+			if e.Amount != 0 {
+				r.Problems = append(r.Problems, fmt.Sprintf("recovery entry %d moves %d nano-USD", seq, e.Amount))
+			}
+		default:
+			r.Problems = append(r.Problems, fmt.Sprintf("entry %d has unknown kind %q", seq, e.Kind))
+		}
+		if pricing.Nano(e.BalanceAfter) != r.Journal {
+			r.Problems = append(r.Problems, fmt.Sprintf("entry %d: balance_after %d, running sum %d", seq, e.BalanceAfter, r.Journal))
+		}
+	}
+	return nil
+}
+
+// auditLedgerHolds counts the account's holds kept in the ledger (by an
+// older build) into r, checks them against the account's held, and
+// returns their sum.
+func auditLedgerHolds(txn *badger.Txn, account string, acct accountRec, r *store.AuditReport) (pricing.Nano, error) {
+	var held pricing.Nano
+	if err := eachHold(txn, func(hr holdRec) {
+		if hr.Account == account {
+			r.OpenHolds++
+			held += pricing.Nano(hr.Amount)
+		}
+	}); err != nil {
+		return 0, err
+	}
+	if held != pricing.Nano(acct.Held) {
+		r.Problems = append(r.Problems, fmt.Sprintf("held in the ledger %d, its holds sum %d", acct.Held, held))
+	}
+	return held, nil
 }
 
 // auditMemory checks the holds open in this process on the account a (its

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -105,33 +107,79 @@ func (s *Store) Sweep(ctx context.Context) (released int, err error) {
 		}
 	}()
 	for {
-		type cand struct{ id, owner string }
-		var cands []cand
-		rows, err := conn.Query(ctx, `SELECT request_id, owner FROM holds WHERE lease_until < now() ORDER BY lease_until LIMIT $1`, s.sweepBatch)
+		cands, err := s.expiredHolds(ctx, conn)
 		if err != nil {
-			return released, mapErr("sweep", err)
-		}
-		for rows.Next() {
-			var c cand
-			if err := rows.Scan(&c.id, &c.owner); err != nil {
-				rows.Close()
-				return released, mapErr("sweep", err)
-			}
-			cands = append(cands, c)
-		}
-		if err := rows.Err(); err != nil {
-			return released, mapErr("sweep", err)
+			return released, err
 		}
 		before := released
 		for _, c := range cands {
-			var (
-				account string
-				amount  int64
-			)
-			// The lease is checked again as the row is deleted: a hold
-			// renewed, settled or released since the read above is left
-			// alone (its DELETE finds no row).
-			err := conn.QueryRow(ctx, `
+			ok, err := s.releaseExpired(ctx, conn, c)
+			if err != nil {
+				return released, err
+			}
+			if ok {
+				released++
+			}
+		}
+		// A short batch was the last; a full one that released nothing
+		// (every hold in it ended or was renewed meanwhile) ends the
+		// sweep too, to be taken up by the next.
+		if len(cands) < s.sweepBatch || released == before {
+			return released, nil
+		}
+	}
+}
+
+// expiredHold is a hold a sweep found with its lease run out.
+type expiredHold struct{ id, owner string }
+
+// expiredHolds reads the next batch of holds whose lease has run out,
+// longest expired first.
+func (s *Store) expiredHolds(ctx context.Context, conn *pgxpool.Conn) ([]expiredHold, error) {
+	var cands []expiredHold
+	rows, err := conn.Query(ctx, `SELECT request_id, owner FROM holds WHERE lease_until < now() ORDER BY lease_until LIMIT $1`, s.sweepBatch)
+	if err != nil {
+		return nil, mapErr("sweep", err)
+	}
+	for rows.Next() {
+		var c expiredHold
+		if err := rows.Scan(&c.id, &c.owner); err != nil {
+			rows.Close()
+			return nil, mapErr("sweep", err)
+		}
+		cands = append(cands, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr("sweep", err)
+	}
+	return cands, nil
+}
+
+// releaseExpired releases one expired hold with its recovery entry and
+// outcome, in one statement. The lease is checked again as the row is
+// deleted: a hold renewed, settled or released since expiredHolds read it
+// is left alone (its DELETE finds no row), and ok is false.
+func (s *Store) releaseExpired(ctx context.Context, conn *pgxpool.Conn, c expiredHold) (ok bool, err error) {
+	var (
+		account string
+		amount  int64
+	)
+	err = conn.QueryRow(ctx, releaseExpiredSQL, c.id, store.ClipNote(store.RecoveryNote(c.owner))).Scan(&account, &amount)
+	if err != nil {
+		if isNoRows(err) {
+			return false, nil
+		}
+		return false, mapErr(fmt.Sprintf("sweep: hold %q", c.id), err)
+	}
+	s.log.Info("postgres: released a hold whose lease expired",
+		"request_id", c.id, "account", account, "hold_nano", pricing.Nano(amount), "owner", c.owner)
+	return true, nil
+}
+
+// releaseExpiredSQL deletes hold $1 if its lease has run out, takes its
+// amount off the account's and the key's held, and records a recovery
+// journal entry and outcome with note $2.
+const releaseExpiredSQL = `
 WITH h AS (
 	DELETE FROM holds WHERE request_id = $1 AND lease_until < now() RETURNING *),
 a AS (
@@ -147,25 +195,7 @@ o AS (
 	INSERT INTO outcomes (request_id, account, state, hold_amount, seq, owner, reason)
 	SELECT h.request_id, h.account, 'recovered', h.amount, a.seq, h.owner, $2::text FROM h, a
 	ON CONFLICT (request_id) DO NOTHING)
-SELECT h.account, h.amount FROM h`, c.id, store.ClipNote(store.RecoveryNote(c.owner))).Scan(&account, &amount)
-			if err != nil {
-				if isNoRows(err) {
-					continue
-				}
-				return released, mapErr(fmt.Sprintf("sweep: hold %q", c.id), err)
-			}
-			released++
-			s.log.Info("postgres: released a hold whose lease expired",
-				"request_id", c.id, "account", account, "hold_nano", pricing.Nano(amount), "owner", c.owner)
-		}
-		// A short batch was the last; a full one that released nothing
-		// (every hold in it ended or was renewed meanwhile) ends the
-		// sweep too, to be taken up by the next.
-		if len(cands) < s.sweepBatch || released == before {
-			return released, nil
-		}
-	}
-}
+SELECT h.account, h.amount FROM h`
 
 // RecoverHolds releases the holds whose owners let their lease expire: a
 // sweep, run once at start-up before serving (the background loop sweeps

@@ -523,13 +523,10 @@ func (k *kit) keys(t *testing.T, s Store) {
 			t.Fatal(err)
 		}
 	}
-	mk := func(id, account, route string, exclude ...string) store.Key {
-		return store.Key{ID: id, Hash: store.HashKey("secret-" + id), Account: account, Route: route, Exclude: exclude}
-	}
 	created := []store.Key{
-		mk("key_a1", "acme", store.AutoRoute, "openai", "anthropic"),
-		mk("key_a2", "acme", "fast"),
-		mk("key_b1", "beta", "cheap"),
+		testKey("key_a1", "acme", store.AutoRoute, "openai", "anthropic"),
+		testKey("key_a2", "acme", "fast"),
+		testKey("key_b1", "beta", "cheap"),
 	}
 	for _, key := range created {
 		if err := s.CreateKey(ctx, key); err != nil {
@@ -552,11 +549,22 @@ func (k *kit) keys(t *testing.T, s Store) {
 	dupHash := created[0]
 	dupHash.ID = "key_other"
 	wantErr(t, "CreateKey with a duplicate hash", s.CreateKey(ctx, dupHash), store.ErrExists)
-	dupID := mk("key_a1", "acme", "fast")
+	dupID := testKey("key_a1", "acme", "fast")
 	dupID.Hash = store.HashKey("another secret")
 	wantErr(t, "CreateKey with a duplicate id", s.CreateKey(ctx, dupID), store.ErrExists)
-	wantErr(t, "CreateKey on an unknown account", s.CreateKey(ctx, mk("key_x", "nobody", "fast")), store.ErrNotFound)
+	wantErr(t, "CreateKey on an unknown account", s.CreateKey(ctx, testKey("key_x", "nobody", "fast")), store.ErrNotFound)
 
+	listKeys(t, s)
+	revokeKeys(t, s, created)
+}
+
+// testKey is a key of the keys test, its secret made from its id.
+func testKey(id, account, route string, exclude ...string) store.Key {
+	return store.Key{ID: id, Hash: store.HashKey("secret-" + id), Account: account, Route: route, Exclude: exclude}
+}
+
+// listKeys lists the keys test's keys per account and all, in id order.
+func listKeys(t *testing.T, s Store) {
 	ids := func(keys []store.Key, err error) string {
 		t.Helper()
 		if err != nil {
@@ -577,9 +585,13 @@ func (k *kit) keys(t *testing.T, s Store) {
 	if got := ids(s.ListKeys(ctx, "")); got != "[key_a1 key_a2 key_b1]" {
 		t.Errorf("ListKeys(all) = %s", got)
 	}
-	_, err = s.ListKeys(ctx, "nobody")
+	_, err := s.ListKeys(ctx, "nobody")
 	wantErr(t, "ListKeys of an unknown account", err, store.ErrNotFound)
+}
 
+// revokeKeys revokes the keys test's key_a2: found revoked by hash and in
+// the list, the others not; revoking again is no error.
+func revokeKeys(t *testing.T, s Store, created []store.Key) {
 	r, err := s.RevokeKey(ctx, "key_a2")
 	if err != nil {
 		t.Fatal(err)
@@ -1094,6 +1106,25 @@ func (k *kit) export(t *testing.T, s Store) {
 	if !ok {
 		t.Skip("the store is not a store.Exporter")
 	}
+	seedExport(t, s)
+	var x exported
+	if err := ex.Export(ctx, &x); err != nil {
+		t.Fatalf("Export: %v", err)
+	}
+	for i := 1; i < len(x.sections); i++ {
+		if x.sections[i] < x.sections[i-1] {
+			t.Fatalf("records out of order: section %d after %d (record %d)", x.sections[i], x.sections[i-1], i)
+		}
+	}
+	exportedAccounts(t, s, &x)
+	exportedKeys(t, s, &x)
+	exportedJobsAndOutcomes(t, s, &x)
+}
+
+// seedExport fills the store with a little of everything Export writes:
+// accounts (one without entries), keys (one revoked, one with exclusions),
+// a settled, a released and an open hold, and video jobs (one refunded).
+func seedExport(t *testing.T, s Store) {
 	mustCredit(t, s, "acme-eu", 5*usd)
 	mustCredit(t, s, "acme", 10*usd)
 	if _, err := s.CreateAccount(ctx, "zeta"); err != nil {
@@ -1133,15 +1164,11 @@ func (k *kit) export(t *testing.T, s Store) {
 	}
 	mustHold(t, s, "acme", "req_open", usd/4)
 
-	var x exported
-	if err := ex.Export(ctx, &x); err != nil {
-		t.Fatalf("Export: %v", err)
-	}
-	for i := 1; i < len(x.sections); i++ {
-		if x.sections[i] < x.sections[i-1] {
-			t.Fatalf("records out of order: section %d after %d (record %d)", x.sections[i], x.sections[i-1], i)
-		}
-	}
+}
+
+// exportedAccounts checks the accounts exported against ListAccounts, and
+// their journal entries against the journals, oldest first.
+func exportedAccounts(t *testing.T, s Store, x *exported) {
 	accounts, err := s.ListAccounts(ctx, "", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -1174,6 +1201,10 @@ func (k *kit) export(t *testing.T, s Store) {
 			t.Errorf("journal entry %d exported as\n %+v\nthe journal has\n %+v", i, x.entries[i], want[i])
 		}
 	}
+}
+
+// exportedKeys checks the keys exported, in hash order, against KeyByHash.
+func exportedKeys(t *testing.T, s Store, x *exported) {
 	if len(x.keys) != 3 {
 		t.Errorf("%d keys exported, want 3", len(x.keys))
 	}
@@ -1187,6 +1218,11 @@ func (k *kit) export(t *testing.T, s Store) {
 			t.Errorf("key %s exported as %+v; KeyByHash has %+v, %v", key.ID, key, got, err)
 		}
 	}
+}
+
+// exportedJobsAndOutcomes checks the jobs exported against Job, and the
+// outcomes of the settled and released holds.
+func exportedJobsAndOutcomes(t *testing.T, s Store, x *exported) {
 	if len(x.jobs) != 2 || x.jobs[0].RequestID != "vid_1" || x.jobs[1].RequestID != "vid_2" {
 		t.Fatalf("jobs exported: %+v", x.jobs)
 	}
