@@ -76,6 +76,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	operator.open("/console/admin/accounts", fmt.Sprintf("table#accounts tr[data-account=%q]", consoleAccount), "admin-accounts")
 	operator.checkAccounts()
 	operator.credit(consoleAccount, "5", "e2e top-up")
+	operator.issueLogin(consoleAccount, "bob@example.com")
 	operator.open("/console/admin/lines", "table#lines tr", "")
 	operator.run("find the plugins", chromedp.WaitVisible("table#plugins tr", chromedp.ByQuery))
 	saveScreenshot(t, operator.ctx, "console-admin-lines.png")
@@ -506,6 +507,28 @@ func (c *consoleTab) revokeKey(k store.Key) {
 	saveScreenshot(c.t, c.ctx, "console-keys.png")
 	if got, err := c.e.store.KeyByHash(context.Background(), k.Hash); err != nil || !got.Revoked {
 		c.t.Fatalf("the store has the key as %+v (%v) after revoking it", got, err)
+	}
+}
+
+// issueLogin issues a login from the account's page and checks that the
+// link it shows is the one the store keeps (hashed), and shown only once.
+func (c *consoleTab) issueLogin(account, email string) {
+	c.t.Helper()
+	c.open("/console/admin/accounts/"+account, "#login-email", "")
+	c.run("type the email", chromedp.SetValue("#login-email", email, chromedp.ByID))
+	c.submit("issue the login", "button#issue-login")
+	link := strings.TrimSpace(c.text("#setup-link"))
+	token, ok := strings.CutPrefix(link, c.e.url+"/console/setup/")
+	if !ok || token == "" {
+		c.t.Fatalf("the setup link reads %q", link)
+	}
+	l, err := c.e.store.Login(context.Background(), email)
+	if err != nil || l.Account != account || l.SetupHash != store.HashKey(token) {
+		c.t.Fatalf("the store has the login as %+v (%v), want one on %s with the link's token", l, err, account)
+	}
+	c.open("/console/admin/accounts/"+account, "#login-email", "")
+	if c.has("#setup-link") {
+		c.t.Error("the setup link is shown again")
 	}
 }
 
