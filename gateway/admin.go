@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -43,11 +44,17 @@ func (g *Gateway) admin(fn handlerFunc) handlerFunc {
 		if strings.HasPrefix(tok, "sk-") {
 			return unauthorized("API keys cannot use the admin API; use the admin token")
 		}
-		if subtle.ConstantTimeCompare([]byte(tok), []byte(g.cfg.AdminToken)) != 1 {
+		if !g.isAdminToken(tok) {
 			return unauthorized("invalid admin token")
 		}
 		return fn(w, r, ps, info)
 	}
+}
+
+// isAdminToken compares tok with the admin token in constant time; the
+// admin API and the console's operator sign-in both ask it.
+func (g *Gateway) isAdminToken(tok string) bool {
+	return subtle.ConstantTimeCompare([]byte(tok), []byte(g.cfg.AdminToken)) == 1
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {
@@ -215,13 +222,22 @@ func (g *Gateway) adminCredit(w http.ResponseWriter, r *http.Request, ps httprou
 		return badRequest("usd", "usd must be more than zero")
 	}
 	id := ps.ByName("account")
+	if err := g.credit(r.Context(), id, amt, req.Note); err != nil {
+		return err
+	}
+	return g.writeBalance(w, r, id)
+}
+
+// credit adds amt (> 0) to account with note; the admin API and the
+// console share it.
+func (g *Gateway) credit(ctx context.Context, id string, amt pricing.Nano, note string) error {
 	if !validAccountID(id) {
 		return badRequest("account", "invalid account id")
 	}
-	if _, err := g.store.Credit(r.Context(), id, amt, req.Note); err != nil {
+	if _, err := g.store.Credit(ctx, id, amt, note); err != nil {
 		return storeErr(err, "account "+quoted(id))
 	}
-	return g.writeBalance(w, r, id)
+	return nil
 }
 
 // EntryView is a journal entry as the admin API shows it: the store's entry
@@ -324,39 +340,51 @@ func (g *Gateway) adminCreateKey(w http.ResponseWriter, r *http.Request, _ httpr
 	if req.Account == "" {
 		return badRequest("account", "account is required")
 	}
-	if req.Route == "" {
-		return badRequest("route", "route is required (a route name, or \"auto\")")
+	k, plain, err := g.createKey(r.Context(), req.Account, req.Route, req.Exclude, req.keySettings)
+	if err != nil {
+		return err
 	}
-	if req.Route != store.AutoRoute && !g.routeExists(req.Route) {
-		return badRequest("route", "route %s is not configured; routes: %s, auto", quoted(req.Route), strings.Join(g.routeNames(), ", "))
+	v := keyView(k, k.Created)
+	v.Key = plain
+	return writeJSON(w, http.StatusCreated, v)
+}
+
+// createKey makes a key on account with the admin API's rules (a
+// configured route or auto, excluded models sold here, settings checked by
+// keySettings.update) and returns it with its plaintext; the admin API and
+// the console share it.
+func (g *Gateway) createKey(ctx context.Context, account, route string, exclude []string, s keySettings) (store.Key, string, error) {
+	if route == "" {
+		return store.Key{}, "", badRequest("route", "route is required (a route name, or \"auto\")")
+	}
+	if route != store.AutoRoute && !g.routeExists(route) {
+		return store.Key{}, "", badRequest("route", "route %s is not configured; routes: %s, auto", quoted(route), strings.Join(g.routeNames(), ", "))
 	}
 	cat := g.host.Catalog()
-	for _, m := range req.Exclude {
+	for _, m := range exclude {
 		if _, ok := cat.Model(m); !ok {
-			return badRequest("exclude", "exclude: %s is not a model sold here", quoted(m))
+			return store.Key{}, "", badRequest("exclude", "exclude: %s is not a model sold here", quoted(m))
 		}
 	}
 	now := g.now()
-	u, err := req.keySettings.update(now)
+	u, err := s.update(now)
 	if err != nil {
-		return err
+		return store.Key{}, "", err
 	}
-	if _, err := g.store.Balance(r.Context(), req.Account); err != nil {
-		return storeErr(err, "account "+quoted(req.Account))
+	if _, err := g.store.Balance(ctx, account); err != nil {
+		return store.Key{}, "", storeErr(err, "account "+quoted(account))
 	}
 	plain, id, hash, err := store.NewKey()
 	if err != nil {
-		return err
+		return store.Key{}, "", err
 	}
-	k := store.Key{ID: id, Hash: hash, Account: req.Account, Route: req.Route, Exclude: req.Exclude, Created: now}
+	k := store.Key{ID: id, Hash: hash, Account: account, Route: route, Exclude: exclude, Created: now}
 	applyUpdate(&k, u)
-	if err := g.store.CreateKey(r.Context(), k); err != nil {
-		return storeErr(err, "key")
+	if err := g.store.CreateKey(ctx, k); err != nil {
+		return store.Key{}, "", storeErr(err, "key")
 	}
-	g.publishKey(r.Context(), k.ID)
-	v := keyView(k, now)
-	v.Key = plain
-	return writeJSON(w, http.StatusCreated, v)
+	g.publishKey(ctx, k.ID)
+	return k, plain, nil
 }
 
 func (g *Gateway) routeExists(name string) bool {
@@ -437,13 +465,23 @@ func (g *Gateway) adminRevokeKey(w http.ResponseWriter, r *http.Request, _ httpr
 	if err != nil {
 		return err
 	}
-	k, err := g.store.RevokeKey(r.Context(), id)
+	k, err := g.revokeKey(r.Context(), id)
 	if err != nil {
-		return storeErr(err, "key "+quoted(id))
+		return err
+	}
+	return writeJSON(w, http.StatusOK, keyView(k, g.now()))
+}
+
+// revokeKey revokes key id and makes every replica drop its cached
+// record at once, so the key stops working now.
+func (g *Gateway) revokeKey(ctx context.Context, id string) (store.Key, error) {
+	k, err := g.store.RevokeKey(ctx, id)
+	if err != nil {
+		return store.Key{}, storeErr(err, "key "+quoted(id))
 	}
 	g.keys.evictID(k.ID)
-	g.publishKey(r.Context(), k.ID)
-	return writeJSON(w, http.StatusOK, keyView(k, g.now()))
+	g.publishKey(ctx, k.ID)
+	return k, nil
 }
 
 // keyRef names a key in an admin request body: its id, or the key itself.
@@ -482,21 +520,30 @@ func (g *Gateway) adminUpdateKey(w http.ResponseWriter, r *http.Request, _ httpr
 	if err != nil {
 		return err
 	}
-	now := g.now()
-	u, err := req.keySettings.update(now)
+	k, err := g.updateKey(r.Context(), id, req.keySettings)
 	if err != nil {
 		return err
 	}
-	if u == (store.KeyUpdate{}) {
-		return badRequest("body", "nothing to change: give label, limit_usd, limit_reset, expires or allow")
-	}
-	k, err := g.store.UpdateKey(r.Context(), id, u)
+	return writeJSON(w, http.StatusOK, keyView(k, g.now()))
+}
+
+// updateKey changes key id's settings (keySettings.update's rules) and
+// makes every replica drop its cached record.
+func (g *Gateway) updateKey(ctx context.Context, id string, s keySettings) (store.Key, error) {
+	u, err := s.update(g.now())
 	if err != nil {
-		return storeErr(err, "key "+quoted(id))
+		return store.Key{}, err
+	}
+	if u == (store.KeyUpdate{}) {
+		return store.Key{}, badRequest("body", "nothing to change: give label, limit_usd, limit_reset, expires or allow")
+	}
+	k, err := g.store.UpdateKey(ctx, id, u)
+	if err != nil {
+		return store.Key{}, storeErr(err, "key "+quoted(id))
 	}
 	g.keys.evictID(k.ID)
-	g.publishKey(r.Context(), k.ID)
-	return writeJSON(w, http.StatusOK, keyView(k, now))
+	g.publishKey(ctx, k.ID)
+	return k, nil
 }
 
 // adminUpdateAccount changes an account's settings: alert_below_usd, its
@@ -597,8 +644,8 @@ func (g *Gateway) adminIssueLogin(w http.ResponseWriter, r *http.Request, ps htt
 }
 
 // consolePublicURL is console.public_url, the configured base of setup
-// links; "" while none is configured.
-func (g *Gateway) consolePublicURL() string { return "" }
+// links; "" when none is configured.
+func (g *Gateway) consolePublicURL() string { return g.cfg.Console.PublicURL }
 
 // setupLink is the console's set-password link for token: under publicURL
 // when it is set, else under the address r came to, https only when r came

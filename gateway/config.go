@@ -12,6 +12,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/modelrelay/modelrelay/gateway/console"
 	"github.com/modelrelay/modelrelay/internal/memlimit"
 	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
@@ -62,8 +63,11 @@ type Config struct {
 	Retry   RetryConfig      `yaml:"retry"`
 	Headers HeadersConfig    `yaml:"headers"`
 	CORS    CORSConfig       `yaml:"cors"`
-	Routes  []RouteConfig    `yaml:"routes"`
-	Lines   []LineConfig     `yaml:"lines"`
+	// Console is the web console (package console): on by default under
+	// /console/ on Listen.
+	Console console.Config `yaml:"console"`
+	Routes  []RouteConfig  `yaml:"routes"`
+	Lines   []LineConfig   `yaml:"lines"`
 }
 
 // BillingConfig tunes admission.
@@ -138,7 +142,7 @@ func (c *Config) Resolve() error {
 	if err := c.Redis.Resolve(nil); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	for _, resolve := range []func() error{c.Server.resolve, c.Retry.resolve, c.Headers.resolve, c.CORS.resolve, c.resolveRoutes} {
+	for _, resolve := range []func() error{c.Server.resolve, c.Retry.resolve, c.Headers.resolve, c.CORS.resolve, c.Console.Resolve, c.resolveRoutes} {
 		if err := resolve(); err != nil {
 			return err
 		}

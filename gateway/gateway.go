@@ -16,6 +16,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/modelrelay/modelrelay/gateway/console"
 	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/store"
@@ -70,10 +71,11 @@ type Gateway struct {
 	inflight sync.WaitGroup
 	closing  atomic.Bool
 	shed     *shedder
-	budget   *retryBudget // retries of every call, over 10 s
-	panic    *panicMode   // calls sent on when every line of a pool is open
-	affinity *affinity    // conversation → the line that last answered it (nil: none)
-	conns    *connBounds  // open client connections (listen.go)
+	budget   *retryBudget     // retries of every call, over 10 s
+	panic    *panicMode       // calls sent on when every line of a pool is open
+	affinity *affinity        // conversation → the line that last answered it (nil: none)
+	conns    *connBounds      // open client connections (listen.go)
+	console  *console.Console // nil: off (console.go)
 }
 
 // New builds a Gateway.
@@ -116,8 +118,20 @@ func New(o Options) (*Gateway, error) {
 		g.startSharing()
 	}
 	g.hdrs = newHeaderFilter(o.Config.Headers)
+	var err error
+	if g.console, err = g.newConsole(o.Store); err != nil {
+		return nil, err
+	}
 	g.router = g.routes()
-	g.front = withCORS(o.Config.CORS, slices.Concat(corsExposed, g.hdrs.renamed()), g.router)
+	cors := withCORS(o.Config.CORS, slices.Concat(corsExposed, g.hdrs.renamed()), g.router)
+	g.front = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The console is same-origin only: no CORS headers on its pages.
+		if r.URL.Path == "/console" || strings.HasPrefix(r.URL.Path, "/console/") {
+			g.router.ServeHTTP(w, r)
+			return
+		}
+		cors.ServeHTTP(w, r)
+	})
 	return g, nil
 }
 
@@ -156,6 +170,7 @@ func (g *Gateway) routes() *httprouter.Router {
 
 	g.holderRoutes(r)
 	g.adminRoutes(r)
+	g.consoleRoutes(r)
 	g.opsRoutes(r)
 	g.publicRoutes(r)
 

@@ -27,6 +27,7 @@ type line struct {
 
 	openedAt  atomic.Int64 // UnixNano of the breaker's last opening
 	coolUntil atomic.Int64 // UnixNano until which a shared 429 cooldown holds (replicas.go)
+	lat       atomic.Int64 // recent time to response headers, ns (latency)
 
 	mu       sync.Mutex
 	failures []lineFailure // most recent last, at most maxRecentFailures
@@ -119,7 +120,11 @@ func (l *line) do(req *http.Request) (*http.Response, error) {
 		pass, _ := u.Password()
 		req.SetBasicAuth(u.Username(), pass)
 	}
+	start := time.Now()
 	resp, err := l.rt.RoundTrip(req)
+	if err == nil {
+		l.observeLatency(time.Since(start))
+	}
 	if err != nil {
 		method := req.Method[:1] + strings.ToLower(req.Method[1:])
 		// The query string is the caller's: it stays out of the error,
@@ -132,6 +137,24 @@ func (l *line) do(req *http.Request) (*http.Response, error) {
 		resp.Body = http.NoBody
 	}
 	return resp, nil
+}
+
+// latency is the line's recent time to response headers: a weighted mean
+// (each new round trip weighs 1/8) of its successful round trips; 0 before
+// the first. The console's lines page shows it.
+func (l *line) latency() time.Duration { return time.Duration(l.lat.Load()) }
+
+func (l *line) observeLatency(d time.Duration) {
+	for {
+		old := l.lat.Load()
+		n := int64(d)
+		if old != 0 {
+			n = old + (int64(d)-old)/8
+		}
+		if l.lat.CompareAndSwap(old, n) {
+			return
+		}
+	}
 }
 
 // states returns every line as the selection plugin sees it.

@@ -70,6 +70,10 @@ func runDemo(args []string) error {
 	fmt.Println("# try it:")
 	fmt.Printf("curl -s http://%s/v1/chat/completions -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"model\":\"modelf-flash\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello!\"}]}'\n", srv.addr, key)
 	fmt.Printf("# balance: RELAY_ADMIN_TOKEN=%s relay accounts balance -account demo -server http://%s\n", cfg.AdminToken, srv.addr)
+	if err := printConsole(ctx, srv); err != nil {
+		srv.shutdown(time.Second)
+		return err
+	}
 	<-ctx.Done()
 	return srv.shutdown(10 * time.Second)
 }
@@ -98,6 +102,30 @@ func demoConfig(simURL, addr, data, pluginDir string) gateway.Config {
 	f := false
 	cfg.SyncWrites = &f
 	return cfg
+}
+
+// demoLogin is the console login the demo gives the demo account.
+const demoLogin = "demo@example.com"
+
+// printConsole issues the demo account's console login (a fresh one-time
+// link on every run) and prints it with the operator's sign-in address.
+func printConsole(ctx context.Context, srv *server) error {
+	base := "http://" + srv.addr
+	if srv.consoleAddr != "" {
+		base = "http://" + srv.consoleAddr
+	}
+	token, hash, err := store.NewSetupToken()
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if _, err := srv.store.IssueLogin(ctx, demoLogin, "demo", hash, now.Add(24*time.Hour), now); err != nil {
+		return fmt.Errorf("demo console login: %w", err)
+	}
+	fmt.Println("# web console:")
+	fmt.Printf("#   account demo (%s): set a password once at %s/console/setup/%s\n", demoLogin, base, token)
+	fmt.Printf("#   operator: sign in at %s/console/signin with the admin token printed above\n", base)
+	return nil
 }
 
 func seedDemo(ctx context.Context, st store.Store) (key string, seeded bool, err error) {

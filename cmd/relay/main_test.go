@@ -377,13 +377,17 @@ func TestDemo(t *testing.T) {
 	}
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 	sc := bufio.NewScanner(stdout)
-	var key, token, curl string
+	var key, token, curl, setup, signin string
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	go func() { <-ctx.Done(); cmd.Process.Kill() }()
-	for sc.Scan() && (key == "" || token == "" || curl == "") {
+	for (key == "" || token == "" || curl == "" || setup == "" || signin == "") && sc.Scan() {
 		l := sc.Text()
 		switch {
+		case strings.HasPrefix(l, "#   account demo (demo@example.com): set a password once at "):
+			setup = l[strings.LastIndexByte(l, ' ')+1:]
+		case strings.HasPrefix(l, "#   operator: sign in at "):
+			signin = strings.Fields(l)[5]
 		case strings.HasPrefix(l, "key: "):
 			key = strings.TrimPrefix(l, "key: ")
 		case strings.HasPrefix(l, "admin token: "):
@@ -400,6 +404,21 @@ func TestDemo(t *testing.T) {
 	out, err := exec.Command("sh", "-c", curl).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"chat.completion"`) {
 		t.Fatalf("the printed curl does not work: %v %s", err, out)
+	}
+	// The console is on, with a setup link for the demo account's login.
+	for _, u := range []string{setup, signin} {
+		if !strings.HasPrefix(u, "http://"+addr+"/console/") {
+			t.Fatalf("console link %q", u)
+		}
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(page), `id="password"`) {
+			t.Fatalf("GET %s: %d %s", u, resp.StatusCode, page)
+		}
 	}
 	req, _ := http.NewRequest("GET", "http://"+addr+"/admin/accounts/demo", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -500,5 +519,54 @@ func TestGracefulShutdown(t *testing.T) {
 	charges, _, _ := cli(t, addr, "accounts", "charges", "-account", "acme")
 	if strings.Count(charges, "charge ") != 1 || strings.Contains(charges, "recovery") {
 		t.Fatalf("the drained stream must be settled once, not recovered:\n%s", charges)
+	}
+}
+
+// console.listen serves the console on its own address: there it answers,
+// on the gateway's listener /console/ is 404, and the API stays where it was.
+func TestConsoleListen(t *testing.T) {
+	s := httptest.NewServer(sim.New(sim.Options{}))
+	defer s.Close()
+	dir := t.TempDir()
+	addr, consoleAddr := freeAddr(t), freeAddr(t)
+	config := writeConfig(t, dir, addr, s.URL)
+	f, err := os.OpenFile(config, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "console:\n  listen: %s\n  public_url: https://relay.example.com\n", consoleAddr)
+	f.Close()
+	g := startGateway(t, config, addr)
+	status := func(u string) int {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := status("http://" + consoleAddr + "/console/signin"); st != 200 {
+		t.Errorf("console on its listener: %d", st)
+	}
+	if st := status("http://" + addr + "/console/signin"); st != 404 {
+		t.Errorf("console on the gateway's listener: %d", st)
+	}
+	// The console's listener serves nothing else: other paths go to the console.
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get("http://" + consoleAddr + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
+		t.Errorf("/v1/models on the console's listener: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if !strings.Contains(g.output(), "console listening on http://"+consoleAddr+"/console/") {
+		t.Errorf("no console address in the output: %s", g.output())
+	}
+	cli(t, addr, "accounts", "create", "-account", "acme")
+	out, _, code := cli(t, addr, "accounts", "login", "-account", "acme", "-email", "alice@example.com")
+	if code != 0 || !strings.Contains(out, "https://relay.example.com/console/setup/rls-") {
+		t.Errorf("a login's link is not under console.public_url: %d %s", code, out)
 	}
 }

@@ -46,6 +46,9 @@ func runServe(args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "relay: gateway listening on http://%s\n", srv.addr)
+	if srv.consoleAddr != "" {
+		fmt.Fprintf(os.Stderr, "relay: console listening on http://%s/console/\n", srv.consoleAddr)
+	}
 	<-ctx.Done()
 	return srv.shutdown(30 * time.Second)
 }
@@ -63,16 +66,18 @@ func newLogger(level string) (*slog.Logger, func(), error) {
 
 // server is a running gateway with everything it owns.
 type server struct {
-	addr    string
-	gw      *gateway.Gateway
-	http    *http.Server
-	metrics *http.Server
-	debug   *http.Server // nil without debug_listen
-	store   store.Store
-	shared  *shared.Client // nil without redis.url
-	host    *plugins.Host
-	log     *slog.Logger
-	done    chan error
+	addr        string
+	gw          *gateway.Gateway
+	http        *http.Server
+	metrics     *http.Server
+	debug       *http.Server // nil without debug_listen
+	console     *http.Server // on console.listen; nil when the console shares the gateway's listener
+	consoleAddr string
+	store       store.Store
+	shared      *shared.Client // nil without redis.url
+	host        *plugins.Host
+	log         *slog.Logger
+	done        chan error
 }
 
 // startServer composes the gateway from its configuration's sections: the
@@ -146,7 +151,29 @@ func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln n
 		}
 		log.Info("profiler listening", "addr", cfg.DebugListen)
 	}
+	if err := s.startConsole(cfg); err != nil {
+		s.shutdown(time.Second)
+		return nil, err
+	}
 	return s, nil
+}
+
+// startConsole serves the web console on console.listen when it has a
+// listener of its own.
+func (s *server) startConsole(cfg gateway.Config) error {
+	h := s.gw.ConsoleHandler()
+	if h == nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", cfg.Console.Listen)
+	if err != nil {
+		return fmt.Errorf("console.listen: %w", err)
+	}
+	s.consoleAddr = ln.Addr().String()
+	s.console = &http.Server{Handler: h, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	s.gw.ConfigureServer(s.console)
+	go func() { s.done <- s.console.Serve(ln) }()
+	return nil
 }
 
 // shutdown stops accepting, lets in-flight calls (streams included) finish
@@ -166,6 +193,9 @@ func (s *server) shutdown(grace time.Duration) error {
 	}
 	if s.debug != nil {
 		_ = s.debug.Close()
+	}
+	if s.console != nil {
+		_ = s.console.Close()
 	}
 	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer dcancel()
