@@ -64,43 +64,8 @@ func startCluster(t *testing.T, redisURL string) *cluster {
 	dsn := pgtest.Database(t, "relay_cluster")
 	root, _ := filepath.Abs("../..")
 	c := &cluster{lb: freeAddr(t), dir: t.TempDir(), out: &syncBuffer{&sync.Mutex{}, &bytes.Buffer{}}}
-	var ports []string
-	for i := 0; i < 3; i++ {
-		c.replicas = append(c.replicas, freeAddr(t))
-		_, p, _ := net.SplitHostPort(c.replicas[i])
-		ports = append(ports, p)
-	}
-	_, lbPort, _ := net.SplitHostPort(c.lb)
-	_, simPort, _ := net.SplitHostPort(freeAddr(t))
-	cache := os.Getenv("RELAY_WASM_CACHE")
-	if cache == "" {
-		cache = filepath.Join(c.dir, "wasm-cache")
-	}
 	cmd := exec.Command(filepath.Join(root, "deploy", "cluster", "run.sh"))
-	for _, kv := range os.Environ() {
-		// Without redisURL the example's redis: block stays commented
-		// out, and the replicas share the database alone.
-		if !strings.HasPrefix(kv, "RELAY_REDIS_URL=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	if redisURL != "" {
-		cmd.Env = append(cmd.Env, "RELAY_REDIS_URL="+redisURL, "CLUSTER_REDIS_PREFIX=relay-test-"+filepath.Base(c.dir)+":")
-	}
-	cmd.Env = append(cmd.Env,
-		"CLUSTER_PORT="+lbPort,
-		"CLUSTER_REPLICA_PORTS="+strings.Join(ports, " "),
-		"CLUSTER_SIM_PORT="+simPort,
-		fmt.Sprintf("CLUSTER_SIM_ARGS=-chunks %d -chunk-gap %s", clusterChunks, clusterChunkGap),
-		"CLUSTER_LEASE=2s",
-		"CLUSTER_DIR="+c.dir,
-		"RELAY_DATABASE_URL="+dsn,
-		"RELAY_ADMIN_TOKEN="+adminToken,
-		"RELAY_BIN="+relayBin,
-		"RELAY_PLUGIN_DIR="+pluginDir,
-		"RELAY_WASM_CACHE="+cache,
-		"NGINX="+nginx,
-	)
+	cmd.Env = c.env(t, redisURL, dsn, nginx)
 	// A group of its own: if run.sh does not stop, the test ends it and
 	// everything it started, and nothing else.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -126,6 +91,65 @@ func startCluster(t *testing.T, redisURL string) *cluster {
 			c.dumpLogs(t)
 		}
 	})
+	select {
+	case ok := <-c.watch(cmd, stdout, exited):
+		if !ok {
+			t.Fatalf("run.sh exited before the cluster was ready:\n%s", c.out)
+		}
+	case <-time.After(150 * time.Second):
+		t.Fatalf("the cluster was not ready in 150 s:\n%s", c.out)
+	}
+	return c
+}
+
+// env is run.sh's environment: the test's own, with the cluster's ports
+// (it picks the replicas' addresses), database and binaries. With
+// redisURL the replicas share it, under a key prefix of the test's own.
+func (c *cluster) env(t *testing.T, redisURL, dsn, nginx string) []string {
+	t.Helper()
+	var ports []string
+	for i := 0; i < 3; i++ {
+		c.replicas = append(c.replicas, freeAddr(t))
+		_, p, _ := net.SplitHostPort(c.replicas[i])
+		ports = append(ports, p)
+	}
+	_, lbPort, _ := net.SplitHostPort(c.lb)
+	_, simPort, _ := net.SplitHostPort(freeAddr(t))
+	cache := os.Getenv("RELAY_WASM_CACHE")
+	if cache == "" {
+		cache = filepath.Join(c.dir, "wasm-cache")
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		// Without redisURL the example's redis: block stays commented
+		// out, and the replicas share the database alone.
+		if !strings.HasPrefix(kv, "RELAY_REDIS_URL=") {
+			env = append(env, kv)
+		}
+	}
+	if redisURL != "" {
+		env = append(env, "RELAY_REDIS_URL="+redisURL, "CLUSTER_REDIS_PREFIX=relay-test-"+filepath.Base(c.dir)+":")
+	}
+	return append(env,
+		"CLUSTER_PORT="+lbPort,
+		"CLUSTER_REPLICA_PORTS="+strings.Join(ports, " "),
+		"CLUSTER_SIM_PORT="+simPort,
+		fmt.Sprintf("CLUSTER_SIM_ARGS=-chunks %d -chunk-gap %s", clusterChunks, clusterChunkGap),
+		"CLUSTER_LEASE=2s",
+		"CLUSTER_DIR="+c.dir,
+		"RELAY_DATABASE_URL="+dsn,
+		"RELAY_ADMIN_TOKEN="+adminToken,
+		"RELAY_BIN="+relayBin,
+		"RELAY_PLUGIN_DIR="+pluginDir,
+		"RELAY_WASM_CACHE="+cache,
+		"NGINX="+nginx,
+	)
+}
+
+// watch copies run.sh's stdout into c.out and closes exited once it has
+// exited; the channel it returns gets true once run.sh says the cluster
+// is ready, or false if it exits first.
+func (c *cluster) watch(cmd *exec.Cmd, stdout io.Reader, exited chan<- struct{}) <-chan bool {
 	ready := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -144,15 +168,7 @@ func startCluster(t *testing.T, redisURL string) *cluster {
 			ready <- false
 		}
 	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatalf("run.sh exited before the cluster was ready:\n%s", c.out)
-		}
-	case <-time.After(150 * time.Second):
-		t.Fatalf("the cluster was not ready in 150 s:\n%s", c.out)
-	}
-	return c
+	return ready
 }
 
 func (s syncBuffer) String() string {
