@@ -511,23 +511,7 @@ func TestReplicasRecoverKilledReplica(t *testing.T) {
 	body := `{"model":"modelf-flash","messages":[{"role":"user","content":"a long story"}]}`
 
 	const streams = 50
-	out := make([]callResult, streams)
-	started := make(chan struct{}, streams)
-	var wg sync.WaitGroup
-	for i := range out {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = relayCall(i%3, reps[i%3].addr, key, body, true, started)
-		}()
-	}
-	for i := 0; i < streams; i++ {
-		select {
-		case <-started:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("only %d of %d streams started", i, streams)
-		}
-	}
+	out, streamsEnd := startStreams(t, reps, key, body, streams)
 	if a := account(t, reps[1].addr, "acme"); a.Held <= 0 {
 		t.Fatalf("the streams hold nothing: %+v", a)
 	}
@@ -541,30 +525,46 @@ func TestReplicasRecoverKilledReplica(t *testing.T) {
 	// within a sweep interval more, the survivors release them.
 	wantDead := (streams + 2) / 3
 	bound := lease + lease/2 + 3*time.Second // the lease, the sweep interval, and slack for a busy box
-	var recovered time.Duration
-	for {
-		n := 0
-		for _, e := range journal(t, reps[1].addr, "acme") {
-			if e.Kind == "recovery" {
-				n++
-			}
-		}
-		if n == wantDead {
-			recovered = time.Since(killed)
-			break
-		}
-		if n > wantDead || time.Since(killed) > bound {
-			t.Fatalf("%d recovery entries %s after the kill; want the killed replica's %d within %s", n, time.Since(killed).Round(time.Millisecond), wantDead, bound)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	wg.Wait()
+	waitRecoveries(t, reps[1].addr, wantDead, killed, bound)
+	recovered := time.Since(killed)
+	streamsEnd()
 
 	a := waitHeldZero(t, reps[2].addr, "acme", 20*time.Second, dsn)
 	entries := journal(t, reps[2].addr, "acme")
 	checkBooks(t, entries, a)
+	hold, survived := checkKilledStreamsRecovered(t, entries, out)
+	t.Logf("killed a replica with %d of %d streams in flight: its holds (%s USD each) recovered %s after the kill (lease %s, sweep every %s); %d streams on the survivors settled",
+		wantDead, streams, hold.Fixed(), recovered.Round(time.Millisecond), lease, lease/2, survived)
+}
+
+// waitRecoveries waits for acme's journal to hold want recovery entries,
+// and fails if it holds more, or fewer bound after killed.
+func waitRecoveries(t *testing.T, addr string, want int, killed time.Time, bound time.Duration) {
+	t.Helper()
+	for {
+		n := 0
+		for _, e := range journal(t, addr, "acme") {
+			if e.Kind == "recovery" {
+				n++
+			}
+		}
+		if n == want {
+			return
+		}
+		if n > want || time.Since(killed) > bound {
+			t.Fatalf("%d recovery entries %s after the kill; want the killed replica's %d within %s", n, time.Since(killed).Round(time.Millisecond), want, bound)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkKilledStreamsRecovered wants each stream on the killed replica 0
+// unfinished with one recovery entry and no charge, all for the same
+// hold (returned), and each stream on a survivor finished and charged
+// once; it counts the latter.
+func checkKilledStreamsRecovered(t *testing.T, entries []entry, out []callResult) (hold pricing.Nano, survived int) {
+	t.Helper()
 	kinds := map[string][]string{}
-	var hold pricing.Nano
 	for _, e := range entries {
 		kinds[e.RequestID] = append(kinds[e.RequestID], e.Kind)
 		if e.Kind == "recovery" {
@@ -574,7 +574,6 @@ func TestReplicasRecoverKilledReplica(t *testing.T) {
 			hold = e.Hold
 		}
 	}
-	survived := 0
 	for _, r := range out {
 		got := strings.Join(kinds[r.rid], ",")
 		switch {
@@ -592,8 +591,7 @@ func TestReplicasRecoverKilledReplica(t *testing.T) {
 			survived++
 		}
 	}
-	t.Logf("killed a replica with %d of %d streams in flight: its holds (%s USD each) recovered %s after the kill (lease %s, sweep every %s); %d streams on the survivors settled",
-		wantDead, streams, hold.Fixed(), recovered.Round(time.Millisecond), lease, lease/2, survived)
+	return hold, survived
 }
 
 var retriesLine = regexp.MustCompile(`(?m)^relay_store_retries_total\{op="settle"\} (\S+)$`)
