@@ -194,12 +194,7 @@ func TestReplicasShareCooldown(t *testing.T) {
 	}
 	cooled := time.Now()
 	for _, r := range []*env{b, c} {
-		for r.gw.lines.byName["eco-429"].coolUntil.Load() == 0 {
-			if time.Since(cooled) > time.Second {
-				t.Fatal("the cooldown did not reach another replica within 1 s")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitCooling(t, r, cooled, time.Second, "the cooldown did not reach another replica within 1 s")
 	}
 	for _, r := range []*env{a, b, c} {
 		for range 5 {
@@ -212,14 +207,28 @@ func TestReplicasShareCooldown(t *testing.T) {
 		t.Fatalf("the cooling line was tried %d times by the replicas, want only the first", n)
 	}
 	// A replica that starts later reads the cooldown from Redis.
-	d := a.replica(nil)
-	for d.gw.lines.byName["eco-429"].coolUntil.Load() == 0 {
-		if time.Since(cooled) > 2*time.Second {
-			t.Fatal("a replica started later did not load the cooldown")
+	waitCooling(t, a.replica(nil), cooled, 2*time.Second, "a replica started later did not load the cooldown")
+	checkCoolingRefusedWithoutTry(t, a, b, &hits, body, cooled)
+}
+
+// waitCooling waits for line eco-429 of r to be cooling, until within
+// after cooled; then it fails the test with msg.
+func waitCooling(t *testing.T, r *env, cooled time.Time, within time.Duration, msg string) {
+	t.Helper()
+	for r.gw.lines.byName["eco-429"].coolUntil.Load() == 0 {
+		if time.Since(cooled) > within {
+			t.Fatal(msg)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
 
+// checkCoolingRefusedWithoutTry: on the standard route, whose only line
+// answers 429, a call on A gets the provider's 429; then B refuses at once,
+// without a try upstream (hits), with upstream_rate_limited and the time
+// left of the 5 s.
+func checkCoolingRefusedWithoutTry(t *testing.T, a, b *env, hits *atomic.Int64, body string, cooled time.Time) {
+	t.Helper()
 	std := a.key("acme", "standard")
 	if code, _, _ := a.do("POST", "/v1/chat/completions", std, body); code != 429 {
 		t.Fatalf("status %d, want the provider's 429", code)
