@@ -433,8 +433,14 @@ func TestSystemOne(t *testing.T) {
 	if st, _, data := e.do("POST", "/v1/systemone", key, huge); st != 400 || !strings.Contains(string(data), "limit") {
 		t.Errorf("over 1 MiB: %d %s", st, data)
 	}
-	// The provider's 422 passes through with its detail as written, in the
-	// error shape (docs/api.md#errors).
+	checkSystemOne422PassedThrough(t)
+}
+
+// checkSystemOne422PassedThrough: the provider's 422 passes through with
+// its detail as written, in the error shape (docs/api.md#errors), and
+// uncharged.
+func checkSystemOne422PassedThrough(t *testing.T) {
+	t.Helper()
 	detail := `[{"loc":["body","state"],"msg":"state is too long: 40000 tokens, limit 32768","type":"value_error"}]`
 	strict := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
