@@ -360,89 +360,103 @@ func throttled(t *testing.T, retryAfter string, times int64) (url string, seen *
 // as 429 with it, uncharged. With another line the call moves to it
 // without waiting. A caller that goes away ends the wait.
 func TestShort429IsWaitedOut(t *testing.T) {
-	t.Run("waited", func(t *testing.T) {
-		url, seen := throttled(t, "1", 1)
-		e := newEnv(t, func(c *Config) {
-			c.Routes = []RouteConfig{{Name: "standard"}}
-			c.Lines = []LineConfig{{Name: "only", Protocol: ProtocolOpenAI, BaseURL: url, Models: []string{"*"}, Route: "standard"}}
-		})
-		e.account("acme", "10")
-		key := e.key("acme", "standard")
-		t0 := time.Now()
-		st, _, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello"))
-		took := time.Since(t0)
-		if st != 200 || took < time.Second || took > 8*time.Second {
-			t.Fatalf("status %d after %v (want 200 after about 1 s): %s", st, took, data)
-		}
-		if n := seen.Load(); n != 2 {
-			t.Fatalf("the line saw %d requests, want 2", n)
-		}
-		if _, kinds := journalSum(t, e, "acme"); kinds[store.KindCharge] != 1 {
-			t.Fatalf("journal %v: want one charge", kinds)
-		}
-		if n := (&tryEnv{g: e.gw}).counter("relay_upstream_429_waited_total"); n != 1 {
-			t.Fatalf("relay_upstream_429_waited_total %v, want 1", n)
-		}
-	})
+	t.Run("waited", testShort429Waited)
+	t.Run("too long", testLong429NotWaited)
+	t.Run("another line", test429OtherLineServes)
+	t.Run("caller gone", test429WaitEndsWithCaller)
+}
 
-	t.Run("too long", func(t *testing.T) {
-		url, seen := throttled(t, "20", 1<<30)
-		e := newEnv(t, func(c *Config) {
-			c.Routes = []RouteConfig{{Name: "standard"}}
-			c.Lines = []LineConfig{{Name: "only", Protocol: ProtocolOpenAI, BaseURL: url, Models: []string{"*"}, Route: "standard"}}
-		})
-		e.account("acme", "10")
-		key := e.key("acme", "standard")
-		t0 := time.Now()
-		st, hdr, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello"))
-		took := time.Since(t0)
-		if st != 429 || hdr.Get("Retry-After") != "20" || took > 5*time.Second {
-			t.Fatalf("status %d, Retry-After %q after %v (want 429, 20, at once): %s", st, hdr.Get("Retry-After"), took, data)
-		}
-		if n := seen.Load(); n != 1 {
-			t.Fatalf("the line saw %d requests, want 1", n)
-		}
-		if b := e.balance("acme"); b.Balance.Fixed() != "10.000000000" || b.Held != 0 {
-			t.Fatalf("balance %s held %s: the 429 was charged", b.Balance.Fixed(), b.Held.Fixed())
-		}
+// oneLineEnv is a gateway whose one route has one line, on url, and a key
+// of account acme (10 USD) on it.
+func oneLineEnv(t *testing.T, url string) (*env, string) {
+	t.Helper()
+	e := newEnv(t, func(c *Config) {
+		c.Routes = []RouteConfig{{Name: "standard"}}
+		c.Lines = []LineConfig{{Name: "only", Protocol: ProtocolOpenAI, BaseURL: url, Models: []string{"*"}, Route: "standard"}}
 	})
+	e.account("acme", "10")
+	return e, e.key("acme", "standard")
+}
 
-	t.Run("another line", func(t *testing.T) {
-		url, seen := throttled(t, "5", 1<<30)
-		e := newEnv(t, func(c *Config) {
-			c.Routes = []RouteConfig{{Name: "standard"}}
-			c.Lines = []LineConfig{
-				{Name: "busy", Protocol: ProtocolOpenAI, BaseURL: url, Models: []string{"*"}, Route: "standard"},
-				{Name: "spare", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "standard", Priority: 1},
-			}
-		})
-		e.account("acme", "10")
-		key := e.key("acme", "standard")
-		t0 := time.Now()
-		st, _, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello"))
-		took := time.Since(t0)
-		if st != 200 || took > 4*time.Second {
-			t.Fatalf("status %d after %v (want 200 without the 5 s wait): %s", st, took, data)
-		}
-		if seen.Load() != 1 || e.sims["spare"].Requests() != 1 {
-			t.Fatalf("busy saw %d, spare %d requests; want 1 and 1", seen.Load(), e.sims["spare"].Requests())
-		}
-	})
+// testShort429Waited: a 429 with Retry-After 1 s is waited out and tried
+// again on the same line; the call is answered and charged once.
+func testShort429Waited(t *testing.T) {
+	url, seen := throttled(t, "1", 1)
+	e, key := oneLineEnv(t, url)
+	t0 := time.Now()
+	st, _, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello"))
+	took := time.Since(t0)
+	if st != 200 || took < time.Second || took > 8*time.Second {
+		t.Fatalf("status %d after %v (want 200 after about 1 s): %s", st, took, data)
+	}
+	if n := seen.Load(); n != 2 {
+		t.Fatalf("the line saw %d requests, want 2", n)
+	}
+	if _, kinds := journalSum(t, e, "acme"); kinds[store.KindCharge] != 1 {
+		t.Fatalf("journal %v: want one charge", kinds)
+	}
+	if n := (&tryEnv{g: e.gw}).counter("relay_upstream_429_waited_total"); n != 1 {
+		t.Fatalf("relay_upstream_429_waited_total %v, want 1", n)
+	}
+}
 
-	t.Run("caller gone", func(t *testing.T) {
-		e := newTryEnv(t, RetryConfig{}, "only")
-		e.sims["only"].SetOptions(sim.Options{Status: 429, RetryAfter: 5})
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer cancel()
-		t0 := time.Now()
-		st, err := e.send(ctx)
-		if took := time.Since(t0); took > 4*time.Second || st == 200 {
-			t.Fatalf("status %d (%v) after %v: the wait outlived the caller", st, err, took)
-		}
-		if n := e.sims["only"].Requests(); n != 1 {
-			t.Fatalf("the line saw %d requests, want 1", n)
+// testLong429NotWaited: a 429 with Retry-After 20 s is passed on at once,
+// uncharged.
+func testLong429NotWaited(t *testing.T) {
+	url, seen := throttled(t, "20", 1<<30)
+	e, key := oneLineEnv(t, url)
+	t0 := time.Now()
+	st, hdr, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello"))
+	took := time.Since(t0)
+	if st != 429 || hdr.Get("Retry-After") != "20" || took > 5*time.Second {
+		t.Fatalf("status %d, Retry-After %q after %v (want 429, 20, at once): %s", st, hdr.Get("Retry-After"), took, data)
+	}
+	if n := seen.Load(); n != 1 {
+		t.Fatalf("the line saw %d requests, want 1", n)
+	}
+	if b := e.balance("acme"); b.Balance.Fixed() != "10.000000000" || b.Held != 0 {
+		t.Fatalf("balance %s held %s: the 429 was charged", b.Balance.Fixed(), b.Held.Fixed())
+	}
+}
+
+// test429OtherLineServes: another line of the route answers rather than
+// waiting out a 5 s Retry-After.
+func test429OtherLineServes(t *testing.T) {
+	url, seen := throttled(t, "5", 1<<30)
+	e := newEnv(t, func(c *Config) {
+		c.Routes = []RouteConfig{{Name: "standard"}}
+		c.Lines = []LineConfig{
+			{Name: "busy", Protocol: ProtocolOpenAI, BaseURL: url, Models: []string{"*"}, Route: "standard"},
+			{Name: "spare", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "standard", Priority: 1},
 		}
 	})
+	e.account("acme", "10")
+	key := e.key("acme", "standard")
+	t0 := time.Now()
+	st, _, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello"))
+	took := time.Since(t0)
+	if st != 200 || took > 4*time.Second {
+		t.Fatalf("status %d after %v (want 200 without the 5 s wait): %s", st, took, data)
+	}
+	if seen.Load() != 1 || e.sims["spare"].Requests() != 1 {
+		t.Fatalf("busy saw %d, spare %d requests; want 1 and 1", seen.Load(), e.sims["spare"].Requests())
+	}
+}
+
+// test429WaitEndsWithCaller: the wait ends when the caller goes.
+func test429WaitEndsWithCaller(t *testing.T) {
+	e := newTryEnv(t, RetryConfig{}, "only")
+	e.sims["only"].SetOptions(sim.Options{Status: 429, RetryAfter: 5})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	st, err := e.send(ctx)
+	if took := time.Since(t0); took > 4*time.Second || st == 200 {
+		t.Fatalf("status %d (%v) after %v: the wait outlived the caller", st, err, took)
+	}
+	if n := e.sims["only"].Requests(); n != 1 {
+		t.Fatalf("the line saw %d requests, want 1", n)
+	}
 }
 
 // The identity is read from prompt_cache_key (chat, responses),

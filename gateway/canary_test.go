@@ -125,36 +125,110 @@ func TestCallerTextNeverAtRestOrLogged(t *testing.T) {
 	needModels(t, e, "modelb-6-astra", "modela-opus-5-5", "modelb-image-2.5-flare", "modelb-image-2.5-sunburst", "modelc-imagine-video-1.5", "sysmodel-latest")
 	e.account("acme", "50")
 	e.account("poor", "0")
-	key := e.key("acme", "auto")
-	poorKey := e.key("poor", "auto")
-	tightKey := e.key("acme", "tight")
+	keys := canaryKeys{key: e.key("acme", "auto"), poorKey: e.key("poor", "auto"), tightKey: e.key("acme", "tight")}
+	c := newCanary()
+	ck := &canaryCheck{t: t, url: e.url, tok: c.tok}
 
-	tok := fmt.Sprintf("CANARY%dzebra", time.Now().UnixNano()) // fits a header, a path, a method
-	rich := tok + "\"<é\u2028>\\\n"                            // escapes differently in JSON and Go
-	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
-	chat := func(model, content string, extra ...string) []byte {
-		s := `{"model":` + q(model) + `,"messages":[{"role":"user","content":` + q(content) + `}],"user":` + q(rich) + `,"metadata":{"note":` + q(rich) + `}`
-		for _, x := range extra {
-			s += "," + x
-		}
-		return []byte(s + "}")
+	probes := canaryFailureProbes(c, keys)
+	for _, p := range probes {
+		ck.check(p)
 	}
-	bearer := func(k string) []string { return []string{"Authorization", "Bearer " + k} }
-	hdr := func(kv ...[]string) []string {
-		var out []string
-		for _, x := range kv {
-			out = append(out, x...)
-		}
-		return out
+	// The error bodies echo the canary, bounded: the requests carried it
+	// to where they failed.
+	if ck.echoed < 10 {
+		t.Errorf("only %d error bodies quote the canary: the probes do not reach their stages", ck.echoed)
 	}
+	checkCanarySuccesses(ck, c, keys.key)
+	provokeProviderFailures(ck, e, c, keys.key)
+	dead, deadKey := probeDeadLine(t, c)
+
+	_, _, metricsText := e.do("GET", "/metrics", "", nil)
+	if !strings.Contains(string(metricsText), `model="modelb-6-astra"`) {
+		t.Fatalf("/metrics has no model label: the scan proves nothing")
+	}
+	for _, x := range []*env{e, dead} {
+		x.srv.Close()
+		if err := x.store.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs := e.logs.String()
+	if n := strings.Count(logs, `"msg":"request"`); n < len(probes)-10 {
+		t.Fatalf("only %d access-log lines: the scan proves nothing", n)
+	}
+	if !strings.Contains(dead.logs.String(), "request failed") {
+		t.Fatalf("the dead line's failure was not logged: the scan proves nothing")
+	}
+	texts := map[string]string{"logs": logs, "dead line's logs": dead.logs.String(), "metrics": string(metricsText)}
+	scanForCanary(t, e, texts, c.tok, c.rich)
+	scanForCanary(t, dead, nil, c.tok, c.rich)
+	for _, secret := range []string{keys.key, keys.poorKey, keys.tightKey, deadKey} {
+		if strings.Contains(logs, secret) || strings.Contains(dead.logs.String(), secret) {
+			t.Errorf("a key (%s…) is in the logs", secret[:8])
+		}
+	}
+	// The scan can find things: a model id is at rest.
+	found := false
+	for _, b := range e.atRest(t) {
+		found = found || bytes.Contains(b, []byte("modelb-6-astra"))
+	}
+	if !found {
+		t.Fatal("the journal's model id was not found at rest: the scan proves nothing")
+	}
+}
+
+// canary is what the canary test sends in every part of a request.
+type canary struct {
+	tok  string // fits a header, a path, a method
+	rich string // escapes differently in JSON and Go
+}
+
+func newCanary() canary {
+	tok := fmt.Sprintf("CANARY%dzebra", time.Now().UnixNano())
+	return canary{tok: tok, rich: tok + "\"<é\u2028>\\\n"}
+}
+
+// chat is a chat body of model and content, with the canary in its user
+// and metadata fields, and extra fields ("name":value) after them.
+func (c canary) chat(model, content string, extra ...string) []byte {
+	q := quoteJSON
+	s := `{"model":` + q(model) + `,"messages":[{"role":"user","content":` + q(content) + `}],"user":` + q(c.rich) + `,"metadata":{"note":` + q(c.rich) + `}`
+	for _, x := range extra {
+		s += "," + x
+	}
+	return []byte(s + "}")
+}
+
+// quoteJSON is s as a JSON string.
+func quoteJSON(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// bearer is the header (name, value) that sends key k.
+func bearer(k string) []string { return []string{"Authorization", "Bearer " + k} }
+
+// headers joins (name, value) pairs into one list.
+func headers(kv ...[]string) []string {
+	var out []string
+	for _, x := range kv {
+		out = append(out, x...)
+	}
+	return out
+}
+
+// canaryKeys are the canary test's keys: one with credit, one on an
+// account without, and one whose rate bucket holds a single call.
+type canaryKeys struct{ key, poorKey, tightKey string }
+
+// canaryFailureProbes are requests carrying the canary that fail at each
+// stage of a call, and the public and ops endpoints.
+func canaryFailureProbes(c canary, k canaryKeys) []probe {
+	tok, rich, q, chat, hdr := c.tok, c.rich, quoteJSON, c.chat, headers
+	key, poorKey, tightKey := k.key, k.poorKey, k.tightKey
 	longModel := strings.Repeat(tok, (1<<20)/len(tok)) // 1 MiB
-	okForm, okFormBody := multipartForm([][2]string{{"model", "modelb-image-2.5-sunburst"}, {"prompt", "please repeat " + rich}, {"user", rich}}, []byte("png "+tok))
 	badForm, badFormBody := multipartForm([][2]string{{"model", "modelb-image-2.5-sunburst"}, {"prompt", rich}, {"size", rich}}, []byte("png "+tok))
 	utf8Form, utf8FormBody := multipartForm([][2]string{{"model", "modelb-image-2.5-sunburst"}, {"prompt", rich + "\xff"}}, []byte("png\xff"+tok))
 	longForm, longFormBody := multipartForm([][2]string{{"model", strings.Repeat(tok, 2000)}, {"prompt", rich}}, []byte("png"))
 	unknownForm, unknownFormBody := multipartForm([][2]string{{"model", tok}, {"prompt", rich}}, []byte("png"))
-
-	probes := []probe{
+	return []probe{
 		// Routing: 404 and 405.
 		{name: "404 path", method: "GET", path: "/v1/" + tok, hdr: bearer(key), want: 404},
 		{name: "404 under an endpoint", method: "POST", path: "/v1/chat/completions/" + tok, hdr: bearer(key), body: chat("modelb-6-astra", rich), want: 404},
@@ -210,7 +284,14 @@ func TestCallerTextNeverAtRestOrLogged(t *testing.T) {
 		{name: "pricing", method: "GET", path: "/api/pricing", want: 200},
 		{name: "healthz", method: "GET", path: "/healthz", want: 200},
 	}
-	successes := []probe{
+}
+
+// canarySuccessProbes are calls carrying the canary that succeed.
+func canarySuccessProbes(c canary, key string) []probe {
+	rich, q, chat, hdr := c.rich, quoteJSON, c.chat, headers
+	tok := c.tok
+	okForm, okFormBody := multipartForm([][2]string{{"model", "modelb-image-2.5-sunburst"}, {"prompt", "please repeat " + rich}, {"user", rich}}, []byte("png "+tok))
+	return []probe{
 		{name: "200 chat", method: "POST", path: "/v1/chat/completions", hdr: bearer(key), body: chat("modelb-6-astra", "please repeat "+rich, `"max_tokens":64`), want: 200},
 		{name: "200 chat stream", method: "POST", path: "/v1/chat/completions", hdr: bearer(key), body: chat("modelb-6-astra", "please repeat "+rich, `"stream":true`), want: 200},
 		{name: "200 responses stream", method: "POST", path: "/v1/responses", hdr: bearer(key), body: []byte(`{"model":"modelb-6-astra","input":` + q("please repeat "+rich) + `,"stream":true,"user":` + q(rich) + `}`), want: 200},
@@ -222,38 +303,50 @@ func TestCallerTextNeverAtRestOrLogged(t *testing.T) {
 		{name: "200 systemone", method: "POST", path: "/v1/systemone", hdr: bearer(key), body: []byte(`{"model":"sysmodel-latest","state":` + q(rich) + `,"questions":{` + q(tok) + `:{"type":"noul","instructions":` + q(rich) + `}}}`), want: 200},
 		{name: "200 models", method: "GET", path: "/v1/models", hdr: bearer(key), want: 200},
 	}
-	echoed := 0
-	check := func(p probe) []byte {
-		st, rid, data := sendProbe(t, e.url, tok, p)
-		if st != p.want {
-			t.Errorf("%s: status %d, want %d: %.300s", p.name, st, p.want, data)
+}
+
+// canaryCheck sends the canary test's probes and checks their answers.
+type canaryCheck struct {
+	t      *testing.T
+	url    string
+	tok    string
+	echoed int // error bodies that quote the canary
+}
+
+// check sends p and wants its status; an error body must be bounded and
+// end with the request id.
+func (ck *canaryCheck) check(p probe) []byte {
+	t := ck.t
+	t.Helper()
+	st, rid, data := sendProbe(t, ck.url, ck.tok, p)
+	if st != p.want {
+		t.Errorf("%s: status %d, want %d: %.300s", p.name, st, p.want, data)
+	}
+	if st >= 400 {
+		// An error body never amplifies: whatever it echoes is bounded.
+		if len(data) > 2048 {
+			t.Errorf("%s: a %d-byte error body", p.name, len(data))
 		}
-		if st >= 400 {
-			// An error body never amplifies: whatever it echoes is bounded.
-			if len(data) > 2048 {
-				t.Errorf("%s: a %d-byte error body", p.name, len(data))
-			}
-			msg, _, _ := errBody(t, data)
-			if rid == "" || !strings.Contains(msg, rid) {
-				t.Errorf("%s: the message does not end with the request id %q: %s", p.name, rid, msg)
-			}
-			if strings.Contains(msg, tok) {
-				echoed++
-			}
+		msg, _, _ := errBody(t, data)
+		if rid == "" || !strings.Contains(msg, rid) {
+			t.Errorf("%s: the message does not end with the request id %q: %s", p.name, rid, msg)
 		}
-		return data
+		if strings.Contains(msg, ck.tok) {
+			ck.echoed++
+		}
 	}
-	for _, p := range probes {
-		check(p)
-	}
-	// The error bodies echo the canary, bounded: the requests carried it
-	// to where they failed.
-	if echoed < 10 {
-		t.Errorf("only %d error bodies quote the canary: the probes do not reach their stages", echoed)
-	}
-	for _, p := range successes {
-		data := check(p)
-		if strings.HasPrefix(p.name, "200 chat") && !strings.Contains(string(data), tok) {
+	return data
+}
+
+// checkCanarySuccesses sends the calls that succeed: a chat completion
+// echoes the canary (so it reached the provider), and the video job's
+// status is read too.
+func checkCanarySuccesses(ck *canaryCheck, c canary, key string) {
+	t := ck.t
+	t.Helper()
+	for _, p := range canarySuccessProbes(c, key) {
+		data := ck.check(p)
+		if strings.HasPrefix(p.name, "200 chat") && !strings.Contains(string(data), c.tok) {
 			t.Errorf("%s: the completion does not echo the canary, so it never reached the provider: %.200s", p.name, data)
 		}
 		if p.name == "200 video" {
@@ -263,67 +356,43 @@ func TestCallerTextNeverAtRestOrLogged(t *testing.T) {
 			if err := json.Unmarshal(data, &job); err != nil || job.RequestID == "" {
 				t.Fatalf("video job: %s", data)
 			}
-			check(probe{name: "200 video status", method: "GET", path: "/v1/videos/" + job.RequestID, hdr: bearer(key), want: 200})
+			ck.check(probe{name: "200 video status", method: "GET", path: "/v1/videos/" + job.RequestID, hdr: bearer(key), want: 200})
 		}
 	}
-	// The provider fails: 5xx on every try (→ 503, logged), a 501 passed
-	// on (logged by its status), a stream cut midway.
+}
+
+// provokeProviderFailures makes the provider fail: 5xx on every try (→
+// 503, logged), a 501 passed on (logged by its status), a stream cut
+// midway.
+func provokeProviderFailures(ck *canaryCheck, e *env, c canary, key string) {
+	ck.t.Helper()
 	setSims := func(o sim.Options) {
 		for _, s := range e.sims {
 			s.SetOptions(o)
 		}
 	}
 	setSims(sim.Options{Status: 500})
-	check(probe{name: "503 upstream 500", method: "POST", path: "/v1/chat/completions", hdr: bearer(key), body: chat("modelb-6-astra", rich), want: 503})
+	ck.check(probe{name: "503 upstream 500", method: "POST", path: "/v1/chat/completions", hdr: bearer(key), body: c.chat("modelb-6-astra", c.rich), want: 503})
 	setSims(sim.Options{Status: 501})
-	check(probe{name: "501 upstream", method: "POST", path: "/v1/chat/completions", hdr: bearer(key), body: chat("modelb-6-astra", rich), want: 501})
+	ck.check(probe{name: "501 upstream", method: "POST", path: "/v1/chat/completions", hdr: bearer(key), body: c.chat("modelb-6-astra", c.rich), want: 501})
 	setSims(sim.Options{CutAfter: 2})
-	sendProbe(t, e.url, tok, probe{name: "cut stream", method: "POST", path: "/v1/chat/completions", hdr: bearer(key), body: chat("modelb-6-astra", rich, `"stream":true`)})
+	sendProbe(ck.t, e.url, c.tok, probe{name: "cut stream", method: "POST", path: "/v1/chat/completions", hdr: bearer(key), body: c.chat("modelb-6-astra", c.rich, `"stream":true`)})
 	setSims(sim.Options{})
+}
 
-	// A line that cannot be reached: its error (which would quote the
-	// target, and with it the query string) is in the 503 and the log.
+// probeDeadLine calls through a gateway whose line cannot be reached: its
+// error (which would quote the target, and with it the query string) is
+// in the 503 and the log. It returns that gateway and its key.
+func probeDeadLine(t *testing.T, c canary) (*env, string) {
+	t.Helper()
 	dead := newEnv(t, func(c *Config) { c.Lines[0].BaseURL = "http://127.0.0.1:1" })
 	dead.account("acme", "5")
 	deadKey := dead.key("acme", "standard")
-	st, _, data := sendProbe(t, dead.url, tok, probe{name: "503 dead line", method: "POST", path: "/v1/chat/completions", hdr: bearer(deadKey), body: chat("modelb-6-astra", rich)})
+	st, _, data := sendProbe(t, dead.url, c.tok, probe{name: "503 dead line", method: "POST", path: "/v1/chat/completions", hdr: bearer(deadKey), body: c.chat("modelb-6-astra", c.rich)})
 	if st != 503 || !strings.Contains(string(data), "std-a") {
 		t.Errorf("dead line: %d %s", st, data)
 	}
-
-	_, _, metricsText := e.do("GET", "/metrics", "", nil)
-	if !strings.Contains(string(metricsText), `model="modelb-6-astra"`) {
-		t.Fatalf("/metrics has no model label: the scan proves nothing")
-	}
-	for _, x := range []*env{e, dead} {
-		x.srv.Close()
-		if err := x.store.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	logs := e.logs.String()
-	if n := strings.Count(logs, `"msg":"request"`); n < len(probes)-10 {
-		t.Fatalf("only %d access-log lines: the scan proves nothing", n)
-	}
-	if !strings.Contains(dead.logs.String(), "request failed") {
-		t.Fatalf("the dead line's failure was not logged: the scan proves nothing")
-	}
-	texts := map[string]string{"logs": logs, "dead line's logs": dead.logs.String(), "metrics": string(metricsText)}
-	scanForCanary(t, e, texts, tok, rich)
-	scanForCanary(t, dead, nil, tok, rich)
-	for _, secret := range []string{key, poorKey, tightKey, deadKey} {
-		if strings.Contains(logs, secret) || strings.Contains(dead.logs.String(), secret) {
-			t.Errorf("a key (%s…) is in the logs", secret[:8])
-		}
-	}
-	// The scan can find things: a model id is at rest.
-	found := false
-	for _, b := range e.atRest(t) {
-		found = found || bytes.Contains(b, []byte("modelb-6-astra"))
-	}
-	if !found {
-		t.Fatal("the journal's model id was not found at rest: the scan proves nothing")
-	}
+	return dead, deadKey
 }
 
 // A 15 MB model id is a 400 of a few hundred bytes and costs the log a

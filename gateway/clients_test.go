@@ -268,59 +268,76 @@ func TestClientShapesRelayed(t *testing.T) {
 				t.Fatalf("status %d: %s", resp.StatusCode, truncate(got, 600))
 			}
 			x := up.last(t)
-			if !bytes.Equal(x.body, f.body) {
-				t.Errorf("the provider received a different body (%d bytes, sent %d)", len(x.body), len(f.body))
-			}
-			if x.uri != f.target {
-				t.Errorf("the provider was asked for %q, the client asked for %q", x.uri, f.target)
-			}
-			for _, h := range f.header {
-				k := http.CanonicalHeaderKey(h[0])
-				if dropRequestHeaders[k] {
-					continue
-				}
-				if v := x.header.Get(k); v != h[1] {
-					t.Errorf("header %s reached the provider as %q, sent %q", k, v, h[1])
-				}
-			}
-			if strings.Contains(fmt.Sprint(x.header), key) {
-				t.Error("the caller's key reached the provider")
-			}
-			if !bytes.Equal(got, x.answer) {
-				t.Errorf("the client received a different answer than the provider sent:\n%s\n%s", truncate(got, 300), truncate(x.answer, 300))
-			}
-
-			if bytes.Contains(f.body, []byte(`{"type":"compaction_trigger"}`)) {
-				// Codex: "remote compaction v2 expected exactly one compaction output item".
-				i := bytes.LastIndex(x.answer, []byte(`"type":"response.completed"`))
-				if i < 0 || bytes.Count(x.answer[i:], []byte(`"type":"compaction"`)) != 1 || bytes.Count(x.answer[i:], []byte(`"type":"message"`)) != 0 {
-					t.Errorf("the compaction's answer does not hold exactly one compaction item: %s", truncate(x.answer[max(i, 0):], 600))
-				}
-			}
-			after := e.balance("acme")
-			now, _ := e.charges("acme", 1000)
-			if after.Held != 0 {
-				t.Errorf("%s still held after the call", after.Held.Fixed())
-			}
-			if ep.uncharged {
-				if after.Balance != before.Balance || len(now) != len(entries) {
-					t.Errorf("count_tokens was charged: balance %s → %s, %d new journal entries", before.Balance.Fixed(), after.Balance.Fixed(), len(now)-len(entries))
-				}
-				return
-			}
-			u := answerUsage(t, ep.name, x.answer)
-			var model struct{ Model string }
-			if err := json.Unmarshal(f.body, &model); err != nil {
-				t.Fatal(err)
-			}
-			want := priceOf(t, e, ep.name, model.Model, "standard", u)
-			if want <= 0 || before.Balance-after.Balance != want {
-				t.Errorf("charged %s, want %s for %+v", (before.Balance - after.Balance).Fixed(), want.Fixed(), u)
-			}
-			if len(now) != len(entries)+1 || now[0].Kind != store.KindCharge || now[0].Usage != u || now[0].Endpoint != ep.name || now[0].Model != model.Model {
-				t.Errorf("journal %+v, want one charge of %+v", now[0], u)
-			}
+			checkRelayedAsSent(t, f, x, key, got)
+			checkShapeCharged(t, e, ep, f, x, before, entries)
 		})
+	}
+}
+
+// checkRelayedAsSent wants the provider to have received the fixture's
+// body, target and headers (but those the gateway drops) and not the
+// caller's key, and the client to have received the provider's answer, got;
+// a compaction's answer holds exactly one compaction item.
+func checkRelayedAsSent(t *testing.T, f clientFixture, x upstreamExchange, key string, got []byte) {
+	t.Helper()
+	if !bytes.Equal(x.body, f.body) {
+		t.Errorf("the provider received a different body (%d bytes, sent %d)", len(x.body), len(f.body))
+	}
+	if x.uri != f.target {
+		t.Errorf("the provider was asked for %q, the client asked for %q", x.uri, f.target)
+	}
+	for _, h := range f.header {
+		k := http.CanonicalHeaderKey(h[0])
+		if dropRequestHeaders[k] {
+			continue
+		}
+		if v := x.header.Get(k); v != h[1] {
+			t.Errorf("header %s reached the provider as %q, sent %q", k, v, h[1])
+		}
+	}
+	if strings.Contains(fmt.Sprint(x.header), key) {
+		t.Error("the caller's key reached the provider")
+	}
+	if !bytes.Equal(got, x.answer) {
+		t.Errorf("the client received a different answer than the provider sent:\n%s\n%s", truncate(got, 300), truncate(x.answer, 300))
+	}
+	if bytes.Contains(f.body, []byte(`{"type":"compaction_trigger"}`)) {
+		// Codex: "remote compaction v2 expected exactly one compaction output item".
+		i := bytes.LastIndex(x.answer, []byte(`"type":"response.completed"`))
+		if i < 0 || bytes.Count(x.answer[i:], []byte(`"type":"compaction"`)) != 1 || bytes.Count(x.answer[i:], []byte(`"type":"message"`)) != 0 {
+			t.Errorf("the compaction's answer does not hold exactly one compaction item: %s", truncate(x.answer[max(i, 0):], 600))
+		}
+	}
+}
+
+// checkShapeCharged wants nothing held after the call, and acme charged
+// once the price of the answer's usage on ep — or, for an uncharged
+// endpoint (count_tokens), nothing: before and entries are acme's balance
+// and journal before the call.
+func checkShapeCharged(t *testing.T, e *env, ep *endpoint, f clientFixture, x upstreamExchange, before store.Account, entries []store.Entry) {
+	t.Helper()
+	after := e.balance("acme")
+	now, _ := e.charges("acme", 1000)
+	if after.Held != 0 {
+		t.Errorf("%s still held after the call", after.Held.Fixed())
+	}
+	if ep.uncharged {
+		if after.Balance != before.Balance || len(now) != len(entries) {
+			t.Errorf("count_tokens was charged: balance %s → %s, %d new journal entries", before.Balance.Fixed(), after.Balance.Fixed(), len(now)-len(entries))
+		}
+		return
+	}
+	u := answerUsage(t, ep.name, x.answer)
+	var model struct{ Model string }
+	if err := json.Unmarshal(f.body, &model); err != nil {
+		t.Fatal(err)
+	}
+	want := priceOf(t, e, ep.name, model.Model, "standard", u)
+	if want <= 0 || before.Balance-after.Balance != want {
+		t.Errorf("charged %s, want %s for %+v", (before.Balance - after.Balance).Fixed(), want.Fixed(), u)
+	}
+	if len(now) != len(entries)+1 || now[0].Kind != store.KindCharge || now[0].Usage != u || now[0].Endpoint != ep.name || now[0].Model != model.Model {
+		t.Errorf("journal %+v, want one charge of %+v", now[0], u)
 	}
 }
 

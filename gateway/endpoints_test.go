@@ -135,86 +135,22 @@ func TestMessages(t *testing.T) {
 	e.account("acme", "20")
 	key := e.key("acme", "auto")
 	ac := anthropic.NewClient(aoption.WithBaseURL(e.url), aoption.WithAPIKey(key), aoption.WithMaxRetries(0))
-	ctx := context.Background()
 	params := anthropic.MessageNewParams{
 		Model:     "modela-sonnet-5-5",
 		MaxTokens: 200,
 		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello from the SDK"))},
 	}
-	msg, err := ac.Messages.New(ctx, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(msg.Content) == 0 || !strings.Contains(msg.Content[0].Text, "Hello from the SDK") {
-		t.Fatalf("message %+v", msg.Content)
-	}
-	req, sent := cp.last()
-	if req.Header.Get("X-Api-Key") != "upstream-secret" || req.Header.Get("Authorization") != "" || req.Header.Get("Anthropic-Version") == "" {
-		t.Errorf("upstream headers: key %q auth %q version %q", req.Header.Get("X-Api-Key"), req.Header.Get("Authorization"), req.Header.Get("Anthropic-Version"))
-	}
-	if strings.Contains(string(sent), `"system"`) {
-		t.Errorf("the service must add no system prompt: %s", sent)
-	}
-	plain := lastCharge(t, e, "acme")
-	// "Hello from the SDK" = 18 bytes → 5 tokens + 4 per message = 9 input;
-	// 24 output. standard sonnet: 9 × 2.70 + 24 × 13.50 $/M
-	// = 24_300_000_000 + 324_000_000_000 = 348_300_000_000 / 1e6 = 348_300 nano.
-	if plain.Usage != (pricing.Usage{InputTokens: 9, OutputTokens: 24}) || plain.Amount != -348_300 {
-		t.Fatalf("plain charge %+v", plain)
-	}
-
-	stream := ac.Messages.NewStreaming(ctx, params)
-	var acc anthropic.Message
-	kinds := map[string]int{}
-	for stream.Next() {
-		ev := stream.Current()
-		kinds[ev.Type]++
-		if err := acc.Accumulate(ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"} {
-		if kinds[k] == 0 {
-			t.Errorf("event %s missing from the relayed stream: %v", k, kinds)
-		}
-	}
-	// The SDK hides pings; the raw stream carries the full sequence in order.
-	rawStream := `{"model":"modela-sonnet-5-5","max_tokens":200,"stream":true,"messages":[{"role":"user","content":"Hello from the SDK"}]}`
-	_, _, streamData := e.do("POST", "/v1/messages", key, rawStream, "Anthropic-Version", "2023-06-01")
-	var seq []string
-	for _, l := range strings.Split(string(streamData), "\n") {
-		if name, ok := strings.CutPrefix(l, "event: "); ok && (len(seq) == 0 || seq[len(seq)-1] != name) {
-			seq = append(seq, name)
-		}
-	}
-	if got := strings.Join(seq, ","); got != "message_start,content_block_start,ping,content_block_delta,content_block_stop,message_delta,message_stop" {
-		t.Errorf("event sequence %s", got)
-	}
-	if acc.Content[0].Text != msg.Content[0].Text {
-		t.Errorf("streamed text %q != %q", acc.Content[0].Text, msg.Content[0].Text)
+	text, plain := checkSDKMessage(t, e, cp, ac, params)
+	streamed := sdkMessageStream(t, ac, params)
+	checkRawEventSequence(t, e, key)
+	if streamed != text {
+		t.Errorf("streamed text %q != %q", streamed, text)
 	}
 	if s := lastCharge(t, e, "acme"); s.Amount != plain.Amount || s.Usage != plain.Usage {
 		t.Fatalf("stream charge %+v, plain %+v", s, plain)
 	}
-
-	// Raw, the way older clients send it: x-api-key + anthropic-version, a
-	// beta header and a query string, all passed through.
 	raw := `{"model":"modela-opus-5-5","max_tokens":50,"messages":[{"role":"user","content":"raw call"}]}`
-	st, _, data := e.do("POST", "/v1/messages?beta=true", "", raw, "X-Api-Key", key, "Anthropic-Version", "2023-06-01", "Anthropic-Beta", "prompt-caching-2024-07-31")
-	if st != 200 || !strings.Contains(string(data), `"type":"message"`) {
-		t.Fatalf("raw x-api-key call: %d %s", st, data)
-	}
-	req, sent = cp.last()
-	if req.URL.RawQuery != "beta=true" || req.Header.Get("Anthropic-Beta") != "prompt-caching-2024-07-31" || req.Header.Get("Anthropic-Version") != "2023-06-01" || string(sent) != raw {
-		t.Errorf("pass-through: query %q beta %q version %q body %s", req.URL.RawQuery, req.Header.Get("Anthropic-Beta"), req.Header.Get("Anthropic-Version"), sent)
-	}
-	// The neutral header name (docs/api.md#versioning) works too.
-	if st, _, data := e.do("POST", "/v1/messages", key, raw, "Vendorx-Version", "2023-06-01"); st != 200 {
-		t.Fatalf("vendorx-version: %d %s", st, data)
-	}
+	checkRawMessagePassedThrough(t, e, cp, key, raw)
 
 	for _, tc := range []struct {
 		name, body, field string
@@ -239,6 +175,97 @@ func TestMessages(t *testing.T) {
 	// Models other than modela: 403.
 	if st, _, data := e.do("POST", "/v1/messages", key, `{"model":"modelb-6-astra","max_tokens":5,"messages":[]}`, "Anthropic-Version", "2023-06-01"); st != 403 {
 		t.Fatalf("modelb on messages: %d %s", st, data)
+	}
+}
+
+// checkSDKMessage sends params with the Anthropic SDK and wants the
+// answer, the upstream key (not the caller's) and a version header sent
+// on, no system prompt added, and the charge of its tokens; it returns
+// the answer's text and its charge.
+func checkSDKMessage(t *testing.T, e *env, cp *capture, ac anthropic.Client, params anthropic.MessageNewParams) (string, store.Entry) {
+	t.Helper()
+	msg, err := ac.Messages.New(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msg.Content) == 0 || !strings.Contains(msg.Content[0].Text, "Hello from the SDK") {
+		t.Fatalf("message %+v", msg.Content)
+	}
+	req, sent := cp.last()
+	if req.Header.Get("X-Api-Key") != "upstream-secret" || req.Header.Get("Authorization") != "" || req.Header.Get("Anthropic-Version") == "" {
+		t.Errorf("upstream headers: key %q auth %q version %q", req.Header.Get("X-Api-Key"), req.Header.Get("Authorization"), req.Header.Get("Anthropic-Version"))
+	}
+	if strings.Contains(string(sent), `"system"`) {
+		t.Errorf("the service must add no system prompt: %s", sent)
+	}
+	plain := lastCharge(t, e, "acme")
+	// "Hello from the SDK" = 18 bytes → 5 tokens + 4 per message = 9 input;
+	// 24 output. standard sonnet: 9 × 2.70 + 24 × 13.50 $/M
+	// = 24_300_000_000 + 324_000_000_000 = 348_300_000_000 / 1e6 = 348_300 nano.
+	if plain.Usage != (pricing.Usage{InputTokens: 9, OutputTokens: 24}) || plain.Amount != -348_300 {
+		t.Fatalf("plain charge %+v", plain)
+	}
+	return msg.Content[0].Text, plain
+}
+
+// sdkMessageStream streams params with the SDK, wants every kind of event
+// in the stream, and returns the streamed text.
+func sdkMessageStream(t *testing.T, ac anthropic.Client, params anthropic.MessageNewParams) string {
+	t.Helper()
+	stream := ac.Messages.NewStreaming(context.Background(), params)
+	var acc anthropic.Message
+	kinds := map[string]int{}
+	for stream.Next() {
+		ev := stream.Current()
+		kinds[ev.Type]++
+		if err := acc.Accumulate(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"} {
+		if kinds[k] == 0 {
+			t.Errorf("event %s missing from the relayed stream: %v", k, kinds)
+		}
+	}
+	return acc.Content[0].Text
+}
+
+// checkRawEventSequence: the SDK hides pings; the raw stream carries the
+// full sequence in order.
+func checkRawEventSequence(t *testing.T, e *env, key string) {
+	t.Helper()
+	rawStream := `{"model":"modela-sonnet-5-5","max_tokens":200,"stream":true,"messages":[{"role":"user","content":"Hello from the SDK"}]}`
+	_, _, streamData := e.do("POST", "/v1/messages", key, rawStream, "Anthropic-Version", "2023-06-01")
+	var seq []string
+	for _, l := range strings.Split(string(streamData), "\n") {
+		if name, ok := strings.CutPrefix(l, "event: "); ok && (len(seq) == 0 || seq[len(seq)-1] != name) {
+			seq = append(seq, name)
+		}
+	}
+	if got := strings.Join(seq, ","); got != "message_start,content_block_start,ping,content_block_delta,content_block_stop,message_delta,message_stop" {
+		t.Errorf("event sequence %s", got)
+	}
+}
+
+// checkRawMessagePassedThrough sends raw the way older clients do:
+// x-api-key + anthropic-version, a beta header and a query string, and
+// wants them all passed through; the neutral version header
+// (docs/api.md#versioning) works too.
+func checkRawMessagePassedThrough(t *testing.T, e *env, cp *capture, key, raw string) {
+	t.Helper()
+	st, _, data := e.do("POST", "/v1/messages?beta=true", "", raw, "X-Api-Key", key, "Anthropic-Version", "2023-06-01", "Anthropic-Beta", "prompt-caching-2024-07-31")
+	if st != 200 || !strings.Contains(string(data), `"type":"message"`) {
+		t.Fatalf("raw x-api-key call: %d %s", st, data)
+	}
+	req, sent := cp.last()
+	if req.URL.RawQuery != "beta=true" || req.Header.Get("Anthropic-Beta") != "prompt-caching-2024-07-31" || req.Header.Get("Anthropic-Version") != "2023-06-01" || string(sent) != raw {
+		t.Errorf("pass-through: query %q beta %q version %q body %s", req.URL.RawQuery, req.Header.Get("Anthropic-Beta"), req.Header.Get("Anthropic-Version"), sent)
+	}
+	if st, _, data := e.do("POST", "/v1/messages", key, raw, "Vendorx-Version", "2023-06-01"); st != 200 {
+		t.Fatalf("vendorx-version: %d %s", st, data)
 	}
 }
 

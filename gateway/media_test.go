@@ -203,47 +203,93 @@ func TestImageEdits(t *testing.T) {
 	}
 }
 
+// A video job is charged by its duration and resolution when it is
+// accepted, its status and content are read with any key of the account
+// and no other, and a failed job is refunded exactly once.
 func TestVideoJobs(t *testing.T) {
 	e := newEnv(t)
 	needModels(t, e, "modelc-imagine-video-1.5")
 	e.account("acme", "20")
 	e.account("other", "20")
-	key := e.key("acme", "standard")
+	v := videoJobs{t: t, e: e, key: e.key("acme", "standard")}
 	key2 := e.key("acme", "auto") // same account, another key
 	stranger := e.key("other", "standard")
 
-	create := func(body string) (string, store.Entry) {
-		st, _, data := e.do("POST", "/v1/videos/generations", key, body)
-		if st != 200 {
-			t.Fatalf("create: %d %s", st, data)
+	id := checkVideoPrices(v)
+	checkVideoContent(v, id, key2, stranger)
+	checkFailedVideoRefundedOnce(v, id)
+	for _, tc := range []struct{ body, field string }{
+		{`{"model":"modelc-imagine-video-1.5","prompt":"x","duration":16}`, "duration"},
+		{`{"model":"modelc-imagine-video-1.5","prompt":"x","duration":0}`, "duration"},
+		{`{"model":"modelc-imagine-video-1.5","prompt":"x","resolution":"4k"}`, "resolution"},
+		{`{"model":"modelc-imagine-video-1.5"}`, "prompt"},
+	} {
+		st, _, data := e.do("POST", "/v1/videos/generations", v.key, tc.body)
+		if msg, _, _ := errBody(t, data); st != 400 || !strings.Contains(msg, tc.field) {
+			t.Errorf("%s: %d %q", tc.body, st, msg)
 		}
-		var r struct {
-			RequestID string `json:"request_id"`
-			Model     string `json:"model"`
-		}
-		if err := json.Unmarshal(data, &r); err != nil || r.RequestID == "" || r.Model != "modelc-imagine-video-1.5" {
-			t.Fatalf("accepted job: %s", data)
-		}
-		return r.RequestID, lastCharge(t, e, "acme")
 	}
+	if st, _, _ := e.do("POST", "/v1/videos/generations", v.key, `{"model":"modelb-image-2.5-flare","prompt":"x"}`); st != 403 {
+		t.Errorf("image model on video: %d", st)
+	}
+}
+
+// videoJobs creates the video jobs of TestVideoJobs with key, on account acme.
+type videoJobs struct {
+	t   *testing.T
+	e   *env
+	key string
+}
+
+// create creates a job of body and returns its id and its charge.
+func (v videoJobs) create(body string) (string, store.Entry) {
+	t := v.t
+	t.Helper()
+	st, _, data := v.e.do("POST", "/v1/videos/generations", v.key, body)
+	if st != 200 {
+		t.Fatalf("create: %d %s", st, data)
+	}
+	var r struct {
+		RequestID string `json:"request_id"`
+		Model     string `json:"model"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil || r.RequestID == "" || r.Model != "modelc-imagine-video-1.5" {
+		t.Fatalf("accepted job: %s", data)
+	}
+	return r.RequestID, lastCharge(t, v.e, "acme")
+}
+
+// checkVideoPrices creates jobs of three durations and resolutions and
+// wants each charged its price, and the first recorded; it returns that
+// first job's id.
+func checkVideoPrices(v videoJobs) string {
+	t := v.t
+	t.Helper()
 	// Defaults: 8 s at 480p = 8 × $0.05 = $0.40; 15 s at 1080p = $3.00; 3 s at 720p = $0.30.
-	id, ch := create(`{"model":"modelc-imagine-video-1.5","prompt":"a calm sea"}`)
+	id, ch := v.create(`{"model":"modelc-imagine-video-1.5","prompt":"a calm sea"}`)
 	if ch.Amount != -400_000_000 || ch.Usage.Seconds != 8 || ch.Usage.Resolution != "480p" {
 		t.Fatalf("default charge %+v", ch)
 	}
-	if _, ch := create(`{"model":"modelc-imagine-video-1.5","prompt":"x","duration":15,"resolution":"1080p"}`); ch.Amount != -3_000_000_000 {
+	if _, ch := v.create(`{"model":"modelc-imagine-video-1.5","prompt":"x","duration":15,"resolution":"1080p"}`); ch.Amount != -3_000_000_000 {
 		t.Fatalf("1080p charge %+v", ch)
 	}
-	if _, ch := create(`{"model":"modelc-imagine-video-1.5","prompt":"x","duration":3,"resolution":"720p"}`); ch.Amount != -300_000_000 {
+	if _, ch := v.create(`{"model":"modelc-imagine-video-1.5","prompt":"x","duration":3,"resolution":"720p"}`); ch.Amount != -300_000_000 {
 		t.Fatalf("720p charge %+v", ch)
 	}
-	j, err := e.store.Job(context.Background(), id)
+	j, err := v.e.store.Job(context.Background(), id)
 	if err != nil || j.Account != "acme" || j.Amount != 400_000_000 || j.Line == "" {
 		t.Fatalf("job record %+v %v", j, err)
 	}
+	return id
+}
 
-	// Content is 404 until done, then mp4 bytes; status passes through.
-	st, _, data := e.do("GET", "/v1/videos/"+id+"/content", key, nil)
+// checkVideoContent wants job id's content 404 until it is done, then mp4
+// bytes, its status passed through, both read with key2 (another key of
+// the account); another account, an unknown id or no key gets 404 or 401.
+func checkVideoContent(v videoJobs, id, key2, stranger string) {
+	t, e := v.t, v.e
+	t.Helper()
+	st, _, data := e.do("GET", "/v1/videos/"+id+"/content", v.key, nil)
 	if st != 404 {
 		t.Fatalf("content before done: %d %s", st, data)
 	}
@@ -262,22 +308,28 @@ func TestVideoJobs(t *testing.T) {
 	if st != 200 || h.Get("Content-Type") != "video/mp4" || !bytes.Contains(data[:16], []byte("ftyp")) {
 		t.Fatalf("content: %d %s %q", st, h.Get("Content-Type"), data[:16])
 	}
-	// Another account, or an unknown id: 404.
 	for _, p := range []string{"/v1/videos/" + id, "/v1/videos/" + id + "/content"} {
 		if st, _, _ := e.do("GET", p, stranger, nil); st != 404 {
 			t.Errorf("%s by another account: %d", p, st)
 		}
 	}
-	if st, _, _ := e.do("GET", "/v1/videos/vid_nope", key, nil); st != 404 {
+	if st, _, _ := e.do("GET", "/v1/videos/vid_nope", v.key, nil); st != 404 {
 		t.Errorf("unknown job: %d", st)
 	}
 	if st, _, _ := e.do("GET", "/v1/videos/"+id, "", nil); st != 401 {
 		t.Errorf("no key: %d", st)
 	}
+}
 
-	// A failed job is refunded exactly once, however many polls race.
-	failed, fch := create(`{"model":"modelc-imagine-video-1.5","prompt":"[fail] a storm","duration":5,"resolution":"720p"}`)
-	expired, _ := create(`{"model":"modelc-imagine-video-1.5","prompt":"[expire] fog"}`)
+// checkFailedVideoRefundedOnce creates a job that fails and one that
+// expires, polls the failed one 50 times at once and the others (done is
+// job id) a few times, and wants exactly one refund, of the failed job,
+// and the books to balance.
+func checkFailedVideoRefundedOnce(v videoJobs, id string) {
+	t, e := v.t, v.e
+	t.Helper()
+	failed, fch := v.create(`{"model":"modelc-imagine-video-1.5","prompt":"[fail] a storm","duration":5,"resolution":"720p"}`)
+	expired, _ := v.create(`{"model":"modelc-imagine-video-1.5","prompt":"[expire] fog"}`)
 	time.Sleep(100 * time.Millisecond) // past the sim's 3 steps of 20 ms
 	var wg sync.WaitGroup
 	var oks atomic.Int64
@@ -285,7 +337,7 @@ func TestVideoJobs(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, _, data := e.do("GET", "/v1/videos/"+failed, key, nil)
+			st, _, data := e.do("GET", "/v1/videos/"+failed, v.key, nil)
 			if st == 200 && strings.Contains(string(data), `"failed"`) {
 				oks.Add(1)
 			}
@@ -296,8 +348,8 @@ func TestVideoJobs(t *testing.T) {
 		t.Fatalf("%d of 50 polls saw the failed status", oks.Load())
 	}
 	for i := 0; i < 3; i++ {
-		e.do("GET", "/v1/videos/"+expired, key, nil)
-		e.do("GET", "/v1/videos/"+id, key, nil)
+		e.do("GET", "/v1/videos/"+expired, v.key, nil)
+		e.do("GET", "/v1/videos/"+id, v.key, nil)
 	}
 	es, _ := e.charges("acme", 100)
 	refunds := 0
@@ -315,20 +367,6 @@ func TestVideoJobs(t *testing.T) {
 	sum, _ := journalSum(t, e, "acme")
 	if b := e.balance("acme"); b.Balance != sum || b.Held != 0 {
 		t.Fatalf("books: balance %s journal %s", b.Balance.Fixed(), sum.Fixed())
-	}
-	for _, tc := range []struct{ body, field string }{
-		{`{"model":"modelc-imagine-video-1.5","prompt":"x","duration":16}`, "duration"},
-		{`{"model":"modelc-imagine-video-1.5","prompt":"x","duration":0}`, "duration"},
-		{`{"model":"modelc-imagine-video-1.5","prompt":"x","resolution":"4k"}`, "resolution"},
-		{`{"model":"modelc-imagine-video-1.5"}`, "prompt"},
-	} {
-		st, _, data := e.do("POST", "/v1/videos/generations", key, tc.body)
-		if msg, _, _ := errBody(t, data); st != 400 || !strings.Contains(msg, tc.field) {
-			t.Errorf("%s: %d %q", tc.body, st, msg)
-		}
-	}
-	if st, _, _ := e.do("POST", "/v1/videos/generations", key, `{"model":"modelb-image-2.5-flare","prompt":"x"}`); st != 403 {
-		t.Errorf("image model on video: %d", st)
 	}
 }
 
@@ -395,8 +433,14 @@ func TestSystemOne(t *testing.T) {
 	if st, _, data := e.do("POST", "/v1/systemone", key, huge); st != 400 || !strings.Contains(string(data), "limit") {
 		t.Errorf("over 1 MiB: %d %s", st, data)
 	}
-	// The provider's 422 passes through with its detail as written, in the
-	// error shape (docs/api.md#errors).
+	checkSystemOne422PassedThrough(t)
+}
+
+// checkSystemOne422PassedThrough: the provider's 422 passes through with
+// its detail as written, in the error shape (docs/api.md#errors), and
+// uncharged.
+func checkSystemOne422PassedThrough(t *testing.T) {
+	t.Helper()
 	detail := `[{"loc":["body","state"],"msg":"state is too long: 40000 tokens, limit 32768","type":"value_error"}]`
 	strict := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

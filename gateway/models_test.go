@@ -28,6 +28,29 @@ func TestModelListShapes(t *testing.T) {
 		t.Fatal("no model on route economy")
 	}
 
+	checkOpenAIModelList(t, e, key, want)
+	for _, hdr := range []string{"anthropic-version", "vendorx-version"} {
+		checkAnthropicModelList(t, e, key, hdr, want)
+	}
+	// x-api-key is for the messages endpoints only, whatever the shape.
+	if st, _, body := e.do("GET", "/v1/models", "", nil, "x-api-key", key, "anthropic-version", "2023-06-01"); st != 401 {
+		t.Fatalf("x-api-key on /v1/models: %d %s", st, body)
+	}
+	// Paging as the Anthropic SDKs do: limit, after_id, before_id.
+	st, _, body := e.do("GET", "/v1/models?limit=1&after_id="+url.QueryEscape(want[0]), key, nil, "anthropic-version", "2023-06-01")
+	if st != 200 || !strings.Contains(string(body), `"first_id":"`+want[1]+`"`) {
+		t.Fatalf("after_id page: %d %s", st, body)
+	}
+	st, _, body = e.do("GET", "/v1/models?limit=0", key, nil, "anthropic-version", "2023-06-01")
+	if _, _, code := errBody(t, body); st != 400 || code != "invalid_limit" {
+		t.Fatalf("limit=0: %d %s", st, body)
+	}
+}
+
+// checkOpenAIModelList wants /v1/models in the OpenAI shape, listing
+// exactly the models want, with no Anthropic field.
+func checkOpenAIModelList(t *testing.T, e *env, key string, want []string) {
+	t.Helper()
 	st, _, body := e.do("GET", "/v1/models", key, nil)
 	var oa struct {
 		Object string `json:"object"`
@@ -54,49 +77,39 @@ func TestModelListShapes(t *testing.T) {
 	if strings.Contains(string(body), `"type"`) {
 		t.Errorf("OpenAI shape carries Anthropic fields: %s", body)
 	}
+}
 
-	for _, hdr := range []string{"anthropic-version", "vendorx-version"} {
-		st, _, body := e.do("GET", "/v1/models", key, nil, hdr, "2023-06-01")
-		var an struct {
-			Data []struct {
-				Type        string `json:"type"`
-				ID          string `json:"id"`
-				DisplayName string `json:"display_name"`
-				CreatedAt   string `json:"created_at"`
-			} `json:"data"`
-			HasMore *bool   `json:"has_more"`
-			FirstID *string `json:"first_id"`
-			LastID  *string `json:"last_id"`
-		}
-		if st != 200 || json.Unmarshal(body, &an) != nil || an.HasMore == nil || *an.HasMore {
-			t.Fatalf("%s: Anthropic shape: %d %s", hdr, st, body)
-		}
-		got = got[:0]
-		for _, m := range an.Data {
-			got = append(got, m.ID)
-			if _, err := time.Parse(time.RFC3339, m.CreatedAt); m.Type != "model" || m.DisplayName == "" || err != nil {
-				t.Errorf("item %+v", m)
-			}
-		}
-		if !slices.Equal(got, want) || an.FirstID == nil || *an.FirstID != want[0] || an.LastID == nil || *an.LastID != want[len(want)-1] {
-			t.Fatalf("%s: Anthropic list %v (first %v, last %v), want %v", hdr, got, an.FirstID, an.LastID, want)
-		}
-		if strings.Contains(string(body), `"object"`) || !strings.Contains(string(body), `"display_name"`) {
-			t.Errorf("not the Anthropic shape: %s", body)
+// checkAnthropicModelList wants /v1/models asked with the version header
+// hdr in the Anthropic shape: exactly the models want, on one page.
+func checkAnthropicModelList(t *testing.T, e *env, key, hdr string, want []string) {
+	t.Helper()
+	st, _, body := e.do("GET", "/v1/models", key, nil, hdr, "2023-06-01")
+	var an struct {
+		Data []struct {
+			Type        string `json:"type"`
+			ID          string `json:"id"`
+			DisplayName string `json:"display_name"`
+			CreatedAt   string `json:"created_at"`
+		} `json:"data"`
+		HasMore *bool   `json:"has_more"`
+		FirstID *string `json:"first_id"`
+		LastID  *string `json:"last_id"`
+	}
+	if st != 200 || json.Unmarshal(body, &an) != nil || an.HasMore == nil || *an.HasMore {
+		t.Fatalf("%s: Anthropic shape: %d %s", hdr, st, body)
+	}
+	var got []string
+	for _, m := range an.Data {
+		got = append(got, m.ID)
+		if _, err := time.Parse(time.RFC3339, m.CreatedAt); m.Type != "model" || m.DisplayName == "" || err != nil {
+			t.Errorf("item %+v", m)
 		}
 	}
-	// x-api-key is for the messages endpoints only, whatever the shape.
-	if st, _, body := e.do("GET", "/v1/models", "", nil, "x-api-key", key, "anthropic-version", "2023-06-01"); st != 401 {
-		t.Fatalf("x-api-key on /v1/models: %d %s", st, body)
+	if !slices.Equal(got, want) || an.FirstID == nil || *an.FirstID != want[0] || an.LastID == nil || *an.LastID != want[len(want)-1] {
+		t.Fatalf("%s: Anthropic list %v (first %v, last %v), want %v", hdr, got, an.FirstID, an.LastID, want)
 	}
-	// Paging as the Anthropic SDKs do: limit, after_id, before_id.
-	st, _, body = e.do("GET", "/v1/models?limit=1&after_id="+url.QueryEscape(want[0]), key, nil, "anthropic-version", "2023-06-01")
-	if st != 200 || !strings.Contains(string(body), `"first_id":"`+want[1]+`"`) {
-		t.Fatalf("after_id page: %d %s", st, body)
-	}
-	st, _, body = e.do("GET", "/v1/models?limit=0", key, nil, "anthropic-version", "2023-06-01")
-	if _, _, code := errBody(t, body); st != 400 || code != "invalid_limit" {
-		t.Fatalf("limit=0: %d %s", st, body)
+	if strings.Contains(string(body), `"object"`) || !strings.Contains(string(body), `"display_name"`) {
+		t.Errorf("not the Anthropic shape: %s", body)
 	}
 }
 

@@ -42,41 +42,8 @@ func TestOpenAISDKChat(t *testing.T) {
 		t.Errorf("usage %+v", res.Usage)
 	}
 
-	t.Run("stream without usage", func(t *testing.T) {
-		s := c.Chat.Completions.NewStreaming(ctx, params)
-		acc := openai.ChatCompletionAccumulator{}
-		chunks := 0
-		for s.Next() {
-			ch := s.Current()
-			if ch.JSON.Usage.Valid() {
-				t.Errorf("chunk %d carries usage the client did not ask for: %s", chunks, ch.RawJSON())
-			}
-			acc.AddChunk(ch)
-			chunks++
-		}
-		if err := s.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if chunks < 3 || !strings.Contains(acc.Choices[0].Message.Content, "Say hello to the gateway") {
-			t.Errorf("%d chunks, content %q", chunks, acc.Choices[0].Message.Content)
-		}
-	})
-	t.Run("stream with usage", func(t *testing.T) {
-		p := params
-		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-		s := c.Chat.Completions.NewStreaming(ctx, p)
-		acc := openai.ChatCompletionAccumulator{}
-		for s.Next() {
-			acc.AddChunk(s.Current())
-		}
-		if err := s.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if acc.Usage.PromptTokens != res.Usage.PromptTokens || acc.Usage.CompletionTokens != res.Usage.CompletionTokens {
-			t.Errorf("stream usage %+v, JSON usage %+v", acc.Usage, res.Usage)
-		}
-	})
-
+	t.Run("stream without usage", func(t *testing.T) { checkSDKStreamWithoutUsage(t, c, params) })
+	t.Run("stream with usage", func(t *testing.T) { checkSDKStreamUsage(t, c, params, res.Usage) })
 	t.Run("models", func(t *testing.T) {
 		page, err := c.Models.List(ctx)
 		if err != nil {
@@ -90,36 +57,80 @@ func TestOpenAISDKChat(t *testing.T) {
 			t.Errorf("models %v", ids)
 		}
 	})
+	t.Run("typed errors", func(t *testing.T) { checkSDKTypedErrors(t, e, c, params) })
+}
 
-	t.Run("typed errors", func(t *testing.T) {
-		cases := []struct {
-			name   string
-			client openai.Client
-			model  string
-			status int
-		}{
-			{"401", sdkClient(e, "sk-not-a-real-key-at-all-000000"), "modelb-6-astra", 401},
-			{"403", c, "not-a-model", 403},
+// checkSDKStreamWithoutUsage streams params and wants the whole content,
+// in three chunks or more, none carrying usage the client did not ask for.
+func checkSDKStreamWithoutUsage(t *testing.T, c openai.Client, params openai.ChatCompletionNewParams) {
+	s := c.Chat.Completions.NewStreaming(context.Background(), params)
+	acc := openai.ChatCompletionAccumulator{}
+	chunks := 0
+	for s.Next() {
+		ch := s.Current()
+		if ch.JSON.Usage.Valid() {
+			t.Errorf("chunk %d carries usage the client did not ask for: %s", chunks, ch.RawJSON())
 		}
-		for _, tc := range cases {
-			p := params
-			p.Model = tc.model
-			_, err := tc.client.Chat.Completions.New(ctx, p)
-			var apiErr *openai.Error
-			if !errors.As(err, &apiErr) {
-				t.Fatalf("%s: error %T %v", tc.name, err, err)
-			}
-			if apiErr.StatusCode != tc.status || apiErr.Message == "" || apiErr.Type == "" {
-				t.Errorf("%s: status %d message %q type %q", tc.name, apiErr.StatusCode, apiErr.Message, apiErr.Type)
-			}
-		}
-		// 404: a path the service does not relay, through the SDK's own call.
-		_, err := c.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "modelb-6-astra", Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("x")}})
+		acc.AddChunk(ch)
+		chunks++
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if chunks < 3 || !strings.Contains(acc.Choices[0].Message.Content, "Say hello to the gateway") {
+		t.Errorf("%d chunks, content %q", chunks, acc.Choices[0].Message.Content)
+	}
+}
+
+// checkSDKStreamUsage streams params asking for usage and wants the usage
+// of the JSON answer, want.
+func checkSDKStreamUsage(t *testing.T, c openai.Client, params openai.ChatCompletionNewParams, want openai.CompletionUsage) {
+	p := params
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	s := c.Chat.Completions.NewStreaming(context.Background(), p)
+	acc := openai.ChatCompletionAccumulator{}
+	for s.Next() {
+		acc.AddChunk(s.Current())
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if acc.Usage.PromptTokens != want.PromptTokens || acc.Usage.CompletionTokens != want.CompletionTokens {
+		t.Errorf("stream usage %+v, JSON usage %+v", acc.Usage, want)
+	}
+}
+
+// checkSDKTypedErrors wants the SDK's typed error, with status, message
+// and type, for an unknown key (401), a model not sold (403) and a path
+// the service does not relay (404, through the SDK's own call).
+func checkSDKTypedErrors(t *testing.T, e *env, c openai.Client, params openai.ChatCompletionNewParams) {
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		client openai.Client
+		model  string
+		status int
+	}{
+		{"401", sdkClient(e, "sk-not-a-real-key-at-all-000000"), "modelb-6-astra", 401},
+		{"403", c, "not-a-model", 403},
+	}
+	for _, tc := range cases {
+		p := params
+		p.Model = tc.model
+		_, err := tc.client.Chat.Completions.New(ctx, p)
 		var apiErr *openai.Error
-		if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
-			t.Fatalf("embeddings: %v", err)
+		if !errors.As(err, &apiErr) {
+			t.Fatalf("%s: error %T %v", tc.name, err, err)
 		}
-	})
+		if apiErr.StatusCode != tc.status || apiErr.Message == "" || apiErr.Type == "" {
+			t.Errorf("%s: status %d message %q type %q", tc.name, apiErr.StatusCode, apiErr.Message, apiErr.Type)
+		}
+	}
+	_, err := c.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "modelb-6-astra", Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("x")}})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
+		t.Fatalf("embeddings: %v", err)
+	}
 }
 
 // The provider's 404 for a model it does not know passes through as 404.

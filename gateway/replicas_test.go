@@ -76,7 +76,13 @@ func dropPrefixURL(url, prefix string) {
 func TestReplicasShareKeyRate(t *testing.T) {
 	url := redisURL(t)
 	const rate, burst, span = 5, 5, 10 * time.Second // the issue's: over 10 s at most R·10 plus one burst
-	a := newEnv(t, withRedis(t, url), func(c *Config) { c.Limits.KeyRate = RateConfig{Rate: rate, Burst: burst} })
+	// A generous redis.timeout: this test measures the shared limit, and a
+	// command slower than the default 100 ms on a loaded machine would send
+	// a replica to its local fallback bucket (a documented, looser limit).
+	a := newEnv(t, withRedis(t, url), func(c *Config) {
+		c.Limits.KeyRate = RateConfig{Rate: rate, Burst: burst}
+		c.Redis.Timeout = 2 * time.Second
+	})
 	reps := []*env{a, a.replica(nil), a.replica(nil)}
 	a.account("acme", "100")
 	key := a.key("acme", "economy")
@@ -194,12 +200,7 @@ func TestReplicasShareCooldown(t *testing.T) {
 	}
 	cooled := time.Now()
 	for _, r := range []*env{b, c} {
-		for r.gw.lines.byName["eco-429"].coolUntil.Load() == 0 {
-			if time.Since(cooled) > time.Second {
-				t.Fatal("the cooldown did not reach another replica within 1 s")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitCooling(t, r, cooled, time.Second, "the cooldown did not reach another replica within 1 s")
 	}
 	for _, r := range []*env{a, b, c} {
 		for range 5 {
@@ -212,14 +213,28 @@ func TestReplicasShareCooldown(t *testing.T) {
 		t.Fatalf("the cooling line was tried %d times by the replicas, want only the first", n)
 	}
 	// A replica that starts later reads the cooldown from Redis.
-	d := a.replica(nil)
-	for d.gw.lines.byName["eco-429"].coolUntil.Load() == 0 {
-		if time.Since(cooled) > 2*time.Second {
-			t.Fatal("a replica started later did not load the cooldown")
+	waitCooling(t, a.replica(nil), cooled, 2*time.Second, "a replica started later did not load the cooldown")
+	checkCoolingRefusedWithoutTry(t, a, b, &hits, body, cooled)
+}
+
+// waitCooling waits for line eco-429 of r to be cooling, until within
+// after cooled; then it fails the test with msg.
+func waitCooling(t *testing.T, r *env, cooled time.Time, within time.Duration, msg string) {
+	t.Helper()
+	for r.gw.lines.byName["eco-429"].coolUntil.Load() == 0 {
+		if time.Since(cooled) > within {
+			t.Fatal(msg)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
 
+// checkCoolingRefusedWithoutTry: on the standard route, whose only line
+// answers 429, a call on A gets the provider's 429; then B refuses at once,
+// without a try upstream (hits), with upstream_rate_limited and the time
+// left of the 5 s.
+func checkCoolingRefusedWithoutTry(t *testing.T, a, b *env, hits *atomic.Int64, body string, cooled time.Time) {
+	t.Helper()
 	std := a.key("acme", "standard")
 	if code, _, _ := a.do("POST", "/v1/chat/completions", std, body); code != 429 {
 		t.Fatalf("status %d, want the provider's 429", code)
@@ -319,104 +334,135 @@ func TestReplicasRedisDown(t *testing.T) {
 			})
 			b := a.replica(nil)
 			a.account("acme", "100")
-			key := a.key("acme", "economy")
-			body := chatBody("modelf-flash", "hi", `"max_tokens":4`)
-			answered := 0
-			call := func(r *env) (int, http.Header, []byte) {
-				code, h, data := r.do("POST", "/v1/chat/completions", key, body)
-				if code == 200 {
-					answered++
-				}
-				return code, h, data
-			}
+			cl := &countingCaller{key: a.key("acme", "economy"), body: chatBody("modelf-flash", "hi", `"max_tokens":4`)}
 			waitWithin(t, 2*time.Second, "redis up", func() bool { return a.sh.Up() && b.sh.Up() })
-			if code, _, data := call(a); code != 200 {
+			if code, _, data := cl.call(a); code != 200 {
 				t.Fatalf("status %d: %s", code, data)
 			}
 
 			p.Cut()
 			// The first call after the cut finds out (within redis.timeout),
 			// or the background ping does first.
-			code, h, data := call(b)
+			code, _, data := cl.call(b)
 			waitWithin(t, 2*time.Second, "redis seen down", func() bool { return !a.sh.Up() && !b.sh.Up() })
 			if closed {
-				for _, r := range []*env{a, b} {
-					code, h, data = call(r)
-					if code != 503 {
-						t.Fatalf("fail-closed: status %d: %s", code, data)
-					}
-					if _, typ, ecode := errBody(t, data); typ != "service_unavailable_error" || ecode != "shared_limits_unavailable" {
-						t.Fatalf("fail-closed: %s %v", typ, ecode)
-					}
-					if h.Get("Retry-After") == "" {
-						t.Fatal("fail-closed 503 without Retry-After")
-					}
-				}
+				checkFailClosed(t, cl, a, b)
 			} else {
-				_ = h
 				if code != 200 {
 					t.Fatalf("fail-open: status %d: %s", code, data)
 				}
-				// Each replica's local bucket: burst 4/2 = 2, then 429.
-				for _, r := range []*env{a, b} {
-					codes := []int{}
-					for range 4 {
-						c, _, _ := call(r)
-						codes = append(codes, c)
-					}
-					if codes[3] != 429 {
-						t.Fatalf("fail-open: statuses %v; the local limit (half the burst) should refuse by the 4th", codes)
-					}
-					if codes[0] != 200 && r == a {
-						t.Fatalf("fail-open: statuses %v", codes)
-					}
-				}
+				checkFailOpen(t, cl, a, b)
 			}
-			for _, r := range []*env{a, b} {
-				if !strings.Contains(r.logs.String(), "redis is unavailable") {
-					t.Fatal("no log line says redis is unavailable")
-				}
-				_, _, m := r.do("GET", "/metrics", "", nil)
-				if !strings.Contains(string(m), "relay_redis_up 0") || !strings.Contains(string(m), "relay_redis_errors_total") {
-					t.Fatalf("metrics do not say redis is down:\n%s", grepLines(string(m), "relay_redis"))
-				}
-			}
+			checkRedisDownReported(t, a, b)
 
 			p.Restore(t)
-			waitWithin(t, 3*time.Second, "redis back up", func() bool { return a.sh.Up() && b.sh.Up() })
-			for _, r := range []*env{a, b} {
-				if !strings.Contains(r.logs.String(), "redis is answering") {
-					t.Fatal("no log line says redis is back")
-				}
-			}
-			// Sharing resumes: a revocation on A reaches B (which has the
-			// key cached) at once.
-			time.Sleep(2 * time.Second) // let the key's buckets refill
-			if code, _, data := call(b); code != 200 {
-				t.Fatalf("after recovery: status %d: %s", code, data)
-			}
-			if code, _, data := a.do("POST", "/admin/keys/revoke", testAdminToken, map[string]string{"key": key}); code != 200 {
-				t.Fatalf("revoke: %d %s", code, data)
-			}
-			waitWithin(t, time.Second, "the revocation reaches B after the recovery", func() bool {
-				c, _, _ := call(b) // a 200 before the revocation lands is charged, and counted
-				return c == 401
-			})
-			// Nothing charged twice: one charge per answered call.
-			es, err := a.charges("acme", 1000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := 0
-			for _, e := range es {
-				if e.Kind == store.KindCharge {
-					n++
-				}
-			}
-			if n != answered {
-				t.Fatalf("%d charges for %d answered calls", n, answered)
-			}
+			checkRedisRecovered(t, cl, a, b)
 		})
+	}
+}
+
+// countingCaller makes the chat calls of TestReplicasRedisDown with key
+// and counts those answered.
+type countingCaller struct {
+	key, body string
+	answered  int
+}
+
+func (cl *countingCaller) call(r *env) (int, http.Header, []byte) {
+	code, h, data := r.do("POST", "/v1/chat/completions", cl.key, cl.body)
+	if code == 200 {
+		cl.answered++
+	}
+	return code, h, data
+}
+
+// checkFailClosed wants each replica to refuse a call with 503
+// shared_limits_unavailable and Retry-After while Redis is down.
+func checkFailClosed(t *testing.T, cl *countingCaller, a, b *env) {
+	t.Helper()
+	for _, r := range []*env{a, b} {
+		code, h, data := cl.call(r)
+		if code != 503 {
+			t.Fatalf("fail-closed: status %d: %s", code, data)
+		}
+		if _, typ, ecode := errBody(t, data); typ != "service_unavailable_error" || ecode != "shared_limits_unavailable" {
+			t.Fatalf("fail-closed: %s %v", typ, ecode)
+		}
+		if h.Get("Retry-After") == "" {
+			t.Fatal("fail-closed 503 without Retry-After")
+		}
+	}
+}
+
+// checkFailOpen wants each replica to answer from its local bucket while
+// Redis is down: burst 4/2 = 2, then 429.
+func checkFailOpen(t *testing.T, cl *countingCaller, a, b *env) {
+	t.Helper()
+	for _, r := range []*env{a, b} {
+		codes := []int{}
+		for range 4 {
+			c, _, _ := cl.call(r)
+			codes = append(codes, c)
+		}
+		if codes[3] != 429 {
+			t.Fatalf("fail-open: statuses %v; the local limit (half the burst) should refuse by the 4th", codes)
+		}
+		if codes[0] != 200 && r == a {
+			t.Fatalf("fail-open: statuses %v", codes)
+		}
+	}
+}
+
+// checkRedisDownReported wants each replica to log that Redis is
+// unavailable and its metrics to say so.
+func checkRedisDownReported(t *testing.T, a, b *env) {
+	t.Helper()
+	for _, r := range []*env{a, b} {
+		if !strings.Contains(r.logs.String(), "redis is unavailable") {
+			t.Fatal("no log line says redis is unavailable")
+		}
+		_, _, m := r.do("GET", "/metrics", "", nil)
+		if !strings.Contains(string(m), "relay_redis_up 0") || !strings.Contains(string(m), "relay_redis_errors_total") {
+			t.Fatalf("metrics do not say redis is down:\n%s", grepLines(string(m), "relay_redis"))
+		}
+	}
+}
+
+// checkRedisRecovered wants both replicas to see Redis back and log it,
+// sharing to resume (a revocation on A reaches B, which has the key
+// cached, at once), and one charge per answered call.
+func checkRedisRecovered(t *testing.T, cl *countingCaller, a, b *env) {
+	t.Helper()
+	waitWithin(t, 3*time.Second, "redis back up", func() bool { return a.sh.Up() && b.sh.Up() })
+	for _, r := range []*env{a, b} {
+		if !strings.Contains(r.logs.String(), "redis is answering") {
+			t.Fatal("no log line says redis is back")
+		}
+	}
+	time.Sleep(2 * time.Second) // let the key's buckets refill
+	if code, _, data := cl.call(b); code != 200 {
+		t.Fatalf("after recovery: status %d: %s", code, data)
+	}
+	if code, _, data := a.do("POST", "/admin/keys/revoke", testAdminToken, map[string]string{"key": cl.key}); code != 200 {
+		t.Fatalf("revoke: %d %s", code, data)
+	}
+	waitWithin(t, time.Second, "the revocation reaches B after the recovery", func() bool {
+		c, _, _ := cl.call(b) // a 200 before the revocation lands is charged, and counted
+		return c == 401
+	})
+	// Nothing charged twice: one charge per answered call.
+	es, err := a.charges("acme", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range es {
+		if e.Kind == store.KindCharge {
+			n++
+		}
+	}
+	if n != cl.answered {
+		t.Fatalf("%d charges for %d answered calls", n, cl.answered)
 	}
 }
 

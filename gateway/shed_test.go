@@ -156,84 +156,18 @@ func TestOverloadSheds(t *testing.T) {
 	e.account("acme", "100")
 	key := e.key("acme", "auto")
 
-	// The queue: four goroutines per P that never yield. The runtime
-	// preempts each after 10 ms, so every other run waits about 30 ms.
-	var stop atomic.Bool
-	var spin sync.WaitGroup
-	for range 4 * runtime.GOMAXPROCS(0) {
-		spin.Add(1)
-		go func() {
-			defer spin.Done()
-			for !stop.Load() {
-			}
-		}()
-	}
-	stopSpinning := sync.OnceFunc(func() { stop.Store(true); spin.Wait() })
+	stopSpinning := startRunQueue()
 	defer stopSpinning()
-
-	// Calls from eight clients at once, as an overloaded gateway gets them,
-	// until one is refused.
-	type outcome struct {
-		status int
-		h      http.Header
-		body   []byte
-	}
-	var (
-		mu       sync.Mutex
-		ok, shed int
-		refusal  outcome
-		clients  sync.WaitGroup
-		deadline = time.Now().Add(20 * time.Second)
-	)
-	for range 8 {
-		clients.Add(1)
-		go func() {
-			defer clients.Done()
-			for time.Now().Before(deadline) {
-				mu.Lock()
-				done := shed > 0
-				mu.Unlock()
-				if done {
-					return
-				}
-				st, h, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "under load"))
-				mu.Lock()
-				switch st {
-				case http.StatusOK:
-					ok++
-				case http.StatusServiceUnavailable:
-					shed++
-					refusal = outcome{st, h, data}
-				default:
-					t.Errorf("status %d: %s", st, data)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	clients.Wait()
+	r := callUntilShed(t, e, key)
 	stopSpinning()
-	if shed == 0 {
-		t.Fatalf("no call refused in 20 s of a queue (%d answered; last delay %v)", ok, time.Duration(e.gw.shed.delay.Load()))
+	if r.shed == 0 {
+		t.Fatalf("no call refused in 20 s of a queue (%d answered; last delay %v)", r.ok, time.Duration(e.gw.shed.delay.Load()))
 	}
-	msg, typ, code := errBody(t, refusal.body)
-	if typ != "service_unavailable_error" || code != "overloaded" || !strings.Contains(msg, "overloaded; retry") ||
-		!strings.HasSuffix(msg, refusal.h.Get("X-Request-Id")) {
-		t.Errorf("refusal: type %q, code %v, message %q", typ, code, msg)
-	}
-	if ra := refusal.h.Get("Retry-After"); ra != "1" {
-		t.Errorf("Retry-After %q, want 1", ra)
-	}
-	if strings.Contains(e.logs.String(), `"level":"ERROR"`) {
-		t.Errorf("a refusal was logged as an error:\n%s", e.logs.String())
-	}
-	if got := e.gw.shed.shed.Load(); got != uint64(shed) {
-		t.Errorf("relay_overload_shed_total counted %d, the clients saw %d", got, shed)
-	}
+	checkRefusal(t, e, r)
 
 	// Nothing held or charged for a refused call.
-	if _, kinds := journalSum(t, e, "acme"); kinds[store.KindCharge] != ok || len(kinds) != 2 {
-		t.Errorf("journal %v for %d answered calls (and %d refused)", kinds, ok, shed)
+	if _, kinds := journalSum(t, e, "acme"); kinds[store.KindCharge] != r.ok || len(kinds) != 2 {
+		t.Errorf("journal %v for %d answered calls (and %d refused)", kinds, r.ok, r.shed)
 	}
 	if b := e.balance("acme"); b.Held != 0 {
 		t.Errorf("held %v after every call ended", b.Held)
@@ -257,5 +191,91 @@ func TestOverloadSheds(t *testing.T) {
 	st, _, data := e.do("GET", "/metrics", "", nil)
 	if st != 200 || !strings.Contains(string(data), "relay_overload_shed_total ") || !strings.Contains(string(data), "relay_overload_queue_delay_seconds ") {
 		t.Errorf("/metrics lacks the overload series: %d", st)
+	}
+}
+
+// startRunQueue makes a run queue: four goroutines per P that never
+// yield. The runtime preempts each after 10 ms, so every other run waits
+// about 30 ms. The function it returns ends them; it may be called twice.
+func startRunQueue() (stop func()) {
+	var stopped atomic.Bool
+	var spin sync.WaitGroup
+	for range 4 * runtime.GOMAXPROCS(0) {
+		spin.Add(1)
+		go func() {
+			defer spin.Done()
+			for !stopped.Load() {
+			}
+		}()
+	}
+	return sync.OnceFunc(func() { stopped.Store(true); spin.Wait() })
+}
+
+// shedRun is what the clients of callUntilShed saw: the calls answered,
+// the calls refused, and the last refusal.
+type shedRun struct {
+	ok, shed int
+	refusal  struct {
+		h    http.Header
+		body []byte
+	}
+}
+
+// callUntilShed calls from eight clients at once, as an overloaded
+// gateway gets them, until one is refused or 20 s have passed.
+func callUntilShed(t *testing.T, e *env, key string) shedRun {
+	var (
+		mu       sync.Mutex
+		r        shedRun
+		clients  sync.WaitGroup
+		deadline = time.Now().Add(20 * time.Second)
+	)
+	for range 8 {
+		clients.Add(1)
+		go func() {
+			defer clients.Done()
+			for time.Now().Before(deadline) {
+				mu.Lock()
+				done := r.shed > 0
+				mu.Unlock()
+				if done {
+					return
+				}
+				st, h, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "under load"))
+				mu.Lock()
+				switch st {
+				case http.StatusOK:
+					r.ok++
+				case http.StatusServiceUnavailable:
+					r.shed++
+					r.refusal.h, r.refusal.body = h, data
+				default:
+					t.Errorf("status %d: %s", st, data)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	clients.Wait()
+	return r
+}
+
+// checkRefusal wants the refusal in the error shape, overloaded, with
+// Retry-After: 1, not logged as an error, and every refusal counted.
+func checkRefusal(t *testing.T, e *env, r shedRun) {
+	t.Helper()
+	msg, typ, code := errBody(t, r.refusal.body)
+	if typ != "service_unavailable_error" || code != "overloaded" || !strings.Contains(msg, "overloaded; retry") ||
+		!strings.HasSuffix(msg, r.refusal.h.Get("X-Request-Id")) {
+		t.Errorf("refusal: type %q, code %v, message %q", typ, code, msg)
+	}
+	if ra := r.refusal.h.Get("Retry-After"); ra != "1" {
+		t.Errorf("Retry-After %q, want 1", ra)
+	}
+	if strings.Contains(e.logs.String(), `"level":"ERROR"`) {
+		t.Errorf("a refusal was logged as an error:\n%s", e.logs.String())
+	}
+	if got := e.gw.shed.shed.Load(); got != uint64(r.shed) {
+		t.Errorf("relay_overload_shed_total counted %d, the clients saw %d", got, r.shed)
 	}
 }

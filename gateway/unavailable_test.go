@@ -53,32 +53,7 @@ func TestSettleWhileStoreUnavailable(t *testing.T) {
 	// One connection for every call: each must be answered whole while the
 	// settles before it are still waiting for the store.
 	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}, Timeout: 20 * time.Second}
-	call := func(stream bool) string {
-		t.Helper()
-		body := chatBody("modelf-flash", "the ledger is away")
-		if stream {
-			body = chatBody("modelf-flash", "the ledger is away", `"stream":true`)
-		}
-		req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		t0 := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("call while the store is unavailable: %v", err)
-		}
-		data, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != 200 || (stream && !strings.Contains(string(data), "data: [DONE]")) {
-			t.Fatalf("call while the store is unavailable: %d %v %.300s", resp.StatusCode, err, data)
-		}
-		// The settle retries for up to 5 minutes: an answer that waited for
-		// it would take 20 s here (the client's timeout).
-		if d := time.Since(t0); d > 10*time.Second {
-			t.Fatalf("the answer took %s: it waited for the settle", d)
-		}
-		return resp.Header.Get("X-Request-Id")
-	}
+	call := func(stream bool) string { return callWhileStoreDown(t, client, srv.URL, key, stream) }
 	rids := []string{call(false), call(true), call(false), call(true)}
 	if a, _ := e.store.Balance(context.Background(), "acme"); a.Held == 0 || a.Balance != 5_000_000_000 {
 		t.Fatalf("while the store is unavailable the calls stay held, uncharged: %+v", a)
@@ -100,6 +75,43 @@ func TestSettleWhileStoreUnavailable(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the drain did not end once the store answered")
 	}
+	checkEachChargedOnce(t, e, rids)
+}
+
+// callWhileStoreDown makes a chat call (a stream when stream) and wants it
+// answered whole and promptly, not after its settle; it returns the
+// call's request id.
+func callWhileStoreDown(t *testing.T, client *http.Client, url, key string, stream bool) string {
+	t.Helper()
+	body := chatBody("modelf-flash", "the ledger is away")
+	if stream {
+		body = chatBody("modelf-flash", "the ledger is away", `"stream":true`)
+	}
+	req, _ := http.NewRequest("POST", url+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	t0 := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("call while the store is unavailable: %v", err)
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || (stream && !strings.Contains(string(data), "data: [DONE]")) {
+		t.Fatalf("call while the store is unavailable: %d %v %.300s", resp.StatusCode, err, data)
+	}
+	// The settle retries for up to 5 minutes: an answer that waited for
+	// it would take 20 s here (the client's timeout).
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Fatalf("the answer took %s: it waited for the settle", d)
+	}
+	return resp.Header.Get("X-Request-Id")
+}
+
+// checkEachChargedOnce wants nothing held on acme, each call of rids
+// charged once and no other, and the balance 5 USD less the charges.
+func checkEachChargedOnce(t *testing.T, e *env, rids []string) {
+	t.Helper()
 	a, err := e.store.Balance(context.Background(), "acme")
 	if err != nil || a.Held != 0 {
 		t.Fatalf("after the drain: %+v %v", a, err)

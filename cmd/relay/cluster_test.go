@@ -64,43 +64,8 @@ func startCluster(t *testing.T, redisURL string) *cluster {
 	dsn := pgtest.Database(t, "relay_cluster")
 	root, _ := filepath.Abs("../..")
 	c := &cluster{lb: freeAddr(t), dir: t.TempDir(), out: &syncBuffer{&sync.Mutex{}, &bytes.Buffer{}}}
-	var ports []string
-	for i := 0; i < 3; i++ {
-		c.replicas = append(c.replicas, freeAddr(t))
-		_, p, _ := net.SplitHostPort(c.replicas[i])
-		ports = append(ports, p)
-	}
-	_, lbPort, _ := net.SplitHostPort(c.lb)
-	_, simPort, _ := net.SplitHostPort(freeAddr(t))
-	cache := os.Getenv("RELAY_WASM_CACHE")
-	if cache == "" {
-		cache = filepath.Join(c.dir, "wasm-cache")
-	}
 	cmd := exec.Command(filepath.Join(root, "deploy", "cluster", "run.sh"))
-	for _, kv := range os.Environ() {
-		// Without redisURL the example's redis: block stays commented
-		// out, and the replicas share the database alone.
-		if !strings.HasPrefix(kv, "RELAY_REDIS_URL=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	if redisURL != "" {
-		cmd.Env = append(cmd.Env, "RELAY_REDIS_URL="+redisURL, "CLUSTER_REDIS_PREFIX=relay-test-"+filepath.Base(c.dir)+":")
-	}
-	cmd.Env = append(cmd.Env,
-		"CLUSTER_PORT="+lbPort,
-		"CLUSTER_REPLICA_PORTS="+strings.Join(ports, " "),
-		"CLUSTER_SIM_PORT="+simPort,
-		fmt.Sprintf("CLUSTER_SIM_ARGS=-chunks %d -chunk-gap %s", clusterChunks, clusterChunkGap),
-		"CLUSTER_LEASE=2s",
-		"CLUSTER_DIR="+c.dir,
-		"RELAY_DATABASE_URL="+dsn,
-		"RELAY_ADMIN_TOKEN="+adminToken,
-		"RELAY_BIN="+relayBin,
-		"RELAY_PLUGIN_DIR="+pluginDir,
-		"RELAY_WASM_CACHE="+cache,
-		"NGINX="+nginx,
-	)
+	cmd.Env = c.env(t, redisURL, dsn, nginx)
 	// A group of its own: if run.sh does not stop, the test ends it and
 	// everything it started, and nothing else.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -126,6 +91,65 @@ func startCluster(t *testing.T, redisURL string) *cluster {
 			c.dumpLogs(t)
 		}
 	})
+	select {
+	case ok := <-c.watch(cmd, stdout, exited):
+		if !ok {
+			t.Fatalf("run.sh exited before the cluster was ready:\n%s", c.out)
+		}
+	case <-time.After(150 * time.Second):
+		t.Fatalf("the cluster was not ready in 150 s:\n%s", c.out)
+	}
+	return c
+}
+
+// env is run.sh's environment: the test's own, with the cluster's ports
+// (it picks the replicas' addresses), database and binaries. With
+// redisURL the replicas share it, under a key prefix of the test's own.
+func (c *cluster) env(t *testing.T, redisURL, dsn, nginx string) []string {
+	t.Helper()
+	var ports []string
+	for i := 0; i < 3; i++ {
+		c.replicas = append(c.replicas, freeAddr(t))
+		_, p, _ := net.SplitHostPort(c.replicas[i])
+		ports = append(ports, p)
+	}
+	_, lbPort, _ := net.SplitHostPort(c.lb)
+	_, simPort, _ := net.SplitHostPort(freeAddr(t))
+	cache := os.Getenv("RELAY_WASM_CACHE")
+	if cache == "" {
+		cache = filepath.Join(c.dir, "wasm-cache")
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		// Without redisURL the example's redis: block stays commented
+		// out, and the replicas share the database alone.
+		if !strings.HasPrefix(kv, "RELAY_REDIS_URL=") {
+			env = append(env, kv)
+		}
+	}
+	if redisURL != "" {
+		env = append(env, "RELAY_REDIS_URL="+redisURL, "CLUSTER_REDIS_PREFIX=relay-test-"+filepath.Base(c.dir)+":")
+	}
+	return append(env,
+		"CLUSTER_PORT="+lbPort,
+		"CLUSTER_REPLICA_PORTS="+strings.Join(ports, " "),
+		"CLUSTER_SIM_PORT="+simPort,
+		fmt.Sprintf("CLUSTER_SIM_ARGS=-chunks %d -chunk-gap %s", clusterChunks, clusterChunkGap),
+		"CLUSTER_LEASE=2s",
+		"CLUSTER_DIR="+c.dir,
+		"RELAY_DATABASE_URL="+dsn,
+		"RELAY_ADMIN_TOKEN="+adminToken,
+		"RELAY_BIN="+relayBin,
+		"RELAY_PLUGIN_DIR="+pluginDir,
+		"RELAY_WASM_CACHE="+cache,
+		"NGINX="+nginx,
+	)
+}
+
+// watch copies run.sh's stdout into c.out and closes exited once it has
+// exited; the channel it returns gets true once run.sh says the cluster
+// is ready, or false if it exits first.
+func (c *cluster) watch(cmd *exec.Cmd, stdout io.Reader, exited chan<- struct{}) <-chan bool {
 	ready := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -144,15 +168,7 @@ func startCluster(t *testing.T, redisURL string) *cluster {
 			ready <- false
 		}
 	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatalf("run.sh exited before the cluster was ready:\n%s", c.out)
-		}
-	case <-time.After(150 * time.Second):
-		t.Fatalf("the cluster was not ready in 150 s:\n%s", c.out)
-	}
-	return c
+	return ready
 }
 
 func (s syncBuffer) String() string {
@@ -249,20 +265,84 @@ func callStream(addr, key string) streamCall {
 //	    balance once its holds are recovered.
 func TestClusterBehindNginx(t *testing.T) {
 	c := startCluster(t, "")
-	lb := c.lb
-	if _, e, code := cli(t, lb, "accounts", "create", "-account", "acme"); code != 0 {
-		t.Fatalf("accounts create through the balancer: %s", e)
+	key := clusterKey(t, c.lb)
+	rid := checkSDKStreamUnbuffered(t, c.lb, key)
+
+	// (b) One charge, under the request id the balancer passed back. The
+	// admin read may reach another replica than the one that answered, so
+	// it waits for the settle (read after answer across replicas is the
+	// Redis work's promise, not this example's).
+	for deadline := time.Now().Add(10 * time.Second); chargesOf(t, c.lb, rid) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("(b) no charge for %s in the journal after 10 s", rid)
+		}
 	}
-	if _, e, code := cli(t, lb, "accounts", "credit", "-account", "acme", "-usd", "10"); code != 0 {
-		t.Fatalf("accounts credit through the balancer: %s", e)
+
+	before := checkSpread(t, c, key)
+	if n := chargesOf(t, c.lb, rid); n != 1 {
+		t.Errorf("(b) the SDK stream %s is charged %d times", rid, n)
+	}
+
+	// (d) Four callers streaming in a loop; replica 2 killed after a second.
+	const victim = 1 // replica-2
+	calls, down := streamThroughKill(t, c, key, victim)
+	var after, afterOK, cut int
+	for _, sc := range calls {
+		ok := sc.err == nil && sc.status == 200 && sc.done
+		if !sc.start.Before(down) {
+			after++
+			if ok {
+				afterOK++
+			} else {
+				t.Errorf("(d) a call started %s after replica 2 went down failed: status %d, done %v, err %v",
+					sc.start.Sub(down).Round(time.Millisecond), sc.status, sc.done, sc.err)
+			}
+		} else if !ok {
+			cut++
+		}
+	}
+	if after < 20 {
+		t.Errorf("(d) only %d calls started after replica 2 went down", after)
+	}
+	for i, r := range c.replicas {
+		if i == victim {
+			continue
+		}
+		if n := chatCalls(t, r); n <= before[i] {
+			t.Errorf("(d) replica %d answered no call after replica 2 went down (%d before, %d after)", i+1, before[i], n)
+		}
+	}
+	t.Logf("(d) %d calls: %d started after replica 2 went down, %d of them succeeded; %d in flight on it were cut",
+		len(calls), after, afterOK, cut)
+	checkClusterBooks(t, c.lb, calls)
+	if !strings.Contains(c.out.String(), "replica-2") {
+		t.Errorf("run.sh did not report the killed replica:\n%s", c.out)
+	}
+}
+
+// clusterKey creates account acme with $10 through the balancer lb, and a
+// key on it.
+func clusterKey(t *testing.T, lb string) string {
+	t.Helper()
+	for _, args := range [][]string{{"accounts", "create", "-account", "acme"}, {"accounts", "credit", "-account", "acme", "-usd", "10"}} {
+		if _, e, code := cli(t, lb, args...); code != 0 {
+			t.Fatalf("%v through the balancer: %s", args, e)
+		}
 	}
 	key, e, code := cli(t, lb, "keys", "create", "-account", "acme", "-route", "standard")
 	key = strings.TrimSpace(key)
 	if code != 0 || !strings.HasPrefix(key, "sk-") {
 		t.Fatalf("keys create through the balancer: %q %s", key, e)
 	}
+	return key
+}
 
-	// (a) The SDK's stream, event by event.
+// checkSDKStreamUnbuffered (a) streams a chat completion with the official
+// OpenAI Go SDK through lb and wants its content chunks to arrive as the
+// sim sends them, not buffered into one piece; it returns the answer's
+// request id.
+func checkSDKStreamUnbuffered(t *testing.T, lb, key string) string {
+	t.Helper()
 	sdk := openai.NewClient(option.WithBaseURL("http://"+lb+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0))
 	var httpResp *http.Response
 	prompt := "Stream through nginx to the gateway"
@@ -300,11 +380,6 @@ func TestClusterBehindNginx(t *testing.T) {
 		t.Errorf("(a) the first content chunk came at %s of a %s stream: the stream is buffered", arrivals[0], total)
 	}
 	t.Logf("(a) SDK stream: content chunks at %v, stream done at %s", arrivals, total.Round(time.Millisecond))
-
-	// (b) One charge, under the request id the balancer passed back. The
-	// admin read may reach another replica than the one that answered, so
-	// it waits for the settle (read after answer across replicas is the
-	// Redis work's promise, not this example's).
 	rid := ""
 	if httpResp != nil {
 		rid = httpResp.Header.Get("X-Request-Id")
@@ -312,24 +387,28 @@ func TestClusterBehindNginx(t *testing.T) {
 	if rid == "" {
 		t.Fatal("(b) the stream's answer carries no X-Request-Id")
 	}
-	countCharges := func() int {
-		n := 0
-		for _, e := range journal(t, lb, "acme") {
-			if e.RequestID == rid && e.Kind == "charge" {
-				n++
-			}
-		}
-		return n
-	}
-	for deadline := time.Now().Add(10 * time.Second); countCharges() == 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("(b) no charge for %s in the journal after 10 s", rid)
-		}
-	}
+	return rid
+}
 
-	// (c) Spread: twelve calls, round robin over three replicas.
+// chargesOf counts the charges for request rid in acme's journal.
+func chargesOf(t *testing.T, lb, rid string) int {
+	t.Helper()
+	n := 0
+	for _, e := range journal(t, lb, "acme") {
+		if e.RequestID == rid && e.Kind == "charge" {
+			n++
+		}
+	}
+	return n
+}
+
+// checkSpread (c) makes twelve calls through the balancer and wants each
+// replica to have answered at least two of the 13 calls so far; it
+// returns how many each answered.
+func checkSpread(t *testing.T, c *cluster, key string) []int {
+	t.Helper()
 	for i := 0; i < 12; i++ {
-		if o := chatCall(t, lb, key, false); o.status != 200 {
+		if o := chatCall(t, c.lb, key, false); o.status != 200 {
 			t.Fatalf("(c) call %d through the balancer: %d %s", i, o.status, o.code)
 		}
 	}
@@ -355,12 +434,15 @@ func TestClusterBehindNginx(t *testing.T) {
 		}
 	}
 	t.Logf("(c) 13 calls through the balancer, per replica: %v", before)
-	if n := countCharges(); n != 1 {
-		t.Errorf("(b) the SDK stream %s is charged %d times", rid, n)
-	}
+	return before
+}
 
-	// (d) Four callers streaming in a loop; replica 2 killed after a second.
-	const victim = 1 // replica-2
+// streamThroughKill runs four callers streaming through the balancer in a
+// loop, kills replica victim (SIGKILL) after a second, and goes on past
+// nginx's fail_timeout; it returns the calls and when the replica stopped
+// answering (a connection to it refused).
+func streamThroughKill(t *testing.T, c *cluster, key string, victim int) ([]streamCall, time.Time) {
+	t.Helper()
 	var (
 		mu    sync.Mutex
 		calls []streamCall
@@ -377,20 +459,19 @@ func TestClusterBehindNginx(t *testing.T) {
 					return
 				default:
 				}
-				sc := callStream(lb, key)
+				sc := callStream(c.lb, key)
 				mu.Lock()
 				calls = append(calls, sc)
 				mu.Unlock()
 			}
 		}()
 	}
+	stopCallers := func() { close(stop); wg.Wait() }
 	time.Sleep(time.Second)
-	if err := syscall.Kill(c.pid(t, "replica-2"), syscall.SIGKILL); err != nil {
-		close(stop)
-		wg.Wait()
+	if err := syscall.Kill(c.pid(t, fmt.Sprintf("replica-%d", victim+1)), syscall.SIGKILL); err != nil {
+		stopCallers()
 		t.Fatal(err)
 	}
-	// It has stopped answering once a connection to it is refused.
 	var down time.Time
 	for deadline := time.Now().Add(5 * time.Second); down.IsZero(); time.Sleep(5 * time.Millisecond) {
 		conn, err := net.Dial("tcp", c.replicas[victim])
@@ -400,48 +481,22 @@ func TestClusterBehindNginx(t *testing.T) {
 		}
 		conn.Close()
 		if time.Now().After(deadline) {
-			close(stop)
-			wg.Wait()
+			stopCallers()
 			t.Fatal("(d) replica 2 still accepts connections 5 s after SIGKILL")
 		}
 	}
 	// Past nginx's fail_timeout (5 s), so that the balancer tries the dead
 	// replica again and must pass those calls on to the others.
 	time.Sleep(6 * time.Second)
-	close(stop)
-	wg.Wait()
+	stopCallers()
+	return calls, down
+}
 
-	var after, afterOK, cut int
-	for _, sc := range calls {
-		ok := sc.err == nil && sc.status == 200 && sc.done
-		if !sc.start.Before(down) {
-			after++
-			if ok {
-				afterOK++
-			} else {
-				t.Errorf("(d) a call started %s after replica 2 went down failed: status %d, done %v, err %v",
-					sc.start.Sub(down).Round(time.Millisecond), sc.status, sc.done, sc.err)
-			}
-		} else if !ok {
-			cut++
-		}
-	}
-	if after < 20 {
-		t.Errorf("(d) only %d calls started after replica 2 went down", after)
-	}
-	for i, r := range c.replicas {
-		if i == victim {
-			continue
-		}
-		if n := chatCalls(t, r); n <= before[i] {
-			t.Errorf("(d) replica %d answered no call after replica 2 went down (%d before, %d after)", i+1, before[i], n)
-		}
-	}
-	t.Logf("(d) %d calls: %d started after replica 2 went down, %d of them succeeded; %d in flight on it were cut",
-		len(calls), after, afterOK, cut)
-
-	// The books: the killed replica's holds are released by the others
-	// (lease 2 s) and never charged; each successful call is charged once.
+// checkClusterBooks wants the killed replica's holds released by the
+// others (lease 2 s) and never charged, each successful call of calls
+// charged once, and the books to balance.
+func checkClusterBooks(t *testing.T, lb string, calls []streamCall) {
+	t.Helper()
 	var account struct {
 		Balance string `json:"balance_usd"`
 		Held    string `json:"held_usd"`
@@ -485,9 +540,6 @@ func TestClusterBehindNginx(t *testing.T) {
 	if bal := nanoOf(t, account.Balance); credits-bal != charges {
 		t.Errorf("(d) credits %d − balance %d = %d, Σ charges %d", credits, bal, credits-bal, charges)
 	}
-	if !strings.Contains(c.out.String(), "replica-2") {
-		t.Errorf("run.sh did not report the killed replica:\n%s", c.out)
-	}
 }
 
 // The example with Redis, as real processes behind nginx: a key revoked
@@ -501,16 +553,7 @@ func TestClusterSharesThroughRedis(t *testing.T) {
 	}
 	c := startCluster(t, redisURL)
 	lb := c.lb
-	for _, args := range [][]string{{"accounts", "create", "-account", "acme"}, {"accounts", "credit", "-account", "acme", "-usd", "10"}} {
-		if _, e, code := cli(t, lb, args...); code != 0 {
-			t.Fatalf("%v through the balancer: %s", args, e)
-		}
-	}
-	key, e, code := cli(t, lb, "keys", "create", "-account", "acme", "-route", "standard")
-	key = strings.TrimSpace(key)
-	if code != 0 || !strings.HasPrefix(key, "sk-") {
-		t.Fatalf("keys create through the balancer: %q %s", key, e)
-	}
+	key := clusterKey(t, lb)
 
 	// Read after answer: each call's charge is in the very first read.
 	for i := 0; i < 9; i++ {

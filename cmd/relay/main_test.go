@@ -262,40 +262,15 @@ func TestCrashRecovery(t *testing.T) {
 	key = strings.TrimSpace(key)
 
 	// One completed call, then eight streams left hanging.
-	call := func(stream bool) {
-		body := fmt.Sprintf(`{"model":"modelf-flash","messages":[{"role":"user","content":"crash"}],"stream":%v}`, stream)
-		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-	}
 	slow.SetOptions(sim.Options{})
-	call(false)
+	crashCall(addr, key, false)
 	slow.SetOptions(sim.Options{FirstChunk: time.Minute})
 	for i := 0; i < 8; i++ {
-		go call(true)
-	}
-	held := func() (string, string) {
-		var a struct {
-			Balance string `json:"balance_usd"`
-			Held    string `json:"held_usd"`
-		}
-		req, _ := http.NewRequest("GET", "http://"+addr+"/admin/accounts/acme", nil)
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return "", ""
-		}
-		defer resp.Body.Close()
-		json.NewDecoder(resp.Body).Decode(&a)
-		return a.Balance, a.Held
+		go crashCall(addr, key, true)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, h := held()
+		_, h := acmeBalance(addr)
 		if h != "" && h != "0.000000000" && slow.Requests() >= 9 {
 			break
 		}
@@ -304,14 +279,14 @@ func TestCrashRecovery(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	balBefore, heldBefore := held()
+	balBefore, heldBefore := acmeBalance(addr)
 	if err := g.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	g.cmd.Process.Wait()
 
 	g2 := startGateway(t, config, addr)
-	bal, h := held()
+	bal, h := acmeBalance(addr)
 	if h != "0.000000000" {
 		t.Fatalf("held after restart %s (before the crash: %s)", h, heldBefore)
 	}
@@ -326,6 +301,45 @@ func TestCrashRecovery(t *testing.T) {
 		t.Errorf("recovery not logged: %s", g2.output())
 	}
 	// The books: balance == Σ journal amounts.
+	if got, sum := nanoOf(t, bal), journalSum(t, addr); got != sum {
+		t.Fatalf("balance %s != Σ journal %d", bal, sum)
+	}
+}
+
+// crashCall makes a chat call (a stream when stream) and reads its answer
+// whole, whatever it is.
+func crashCall(addr, key string, stream bool) {
+	body := fmt.Sprintf(`{"model":"modelf-flash","messages":[{"role":"user","content":"crash"}],"stream":%v}`, stream)
+	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// acmeBalance reads acme's balance and held amount, both empty when the
+// gateway does not answer.
+func acmeBalance(addr string) (balance, held string) {
+	var a struct {
+		Balance string `json:"balance_usd"`
+		Held    string `json:"held_usd"`
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr+"/admin/accounts/acme", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", ""
+	}
+	defer resp.Body.Close()
+	json.NewDecoder(resp.Body).Decode(&a)
+	return a.Balance, a.Held
+}
+
+// journalSum adds up the amounts of acme's journal, in nano-USD.
+func journalSum(t *testing.T, addr string) int64 {
+	t.Helper()
 	var out struct {
 		Data []struct {
 			Amount json.Number `json:"amount_usd"`
@@ -344,9 +358,7 @@ func TestCrashRecovery(t *testing.T) {
 	for _, e := range out.Data {
 		sum += nanoOf(t, e.Text)
 	}
-	if got := nanoOf(t, bal); got != sum {
-		t.Fatalf("balance %s != Σ journal %d", bal, sum)
-	}
+	return sum
 }
 
 func nanoOf(t *testing.T, fixed string) int64 {

@@ -176,9 +176,44 @@ func lineStates(t *testing.T, addr string) []lineView {
 //	(c) every line down: once known dead, 503 no_line_available in well
 //	    under 50 ms, and each line probed at most once per open interval.
 func TestSickPoolDegrades(t *testing.T) {
+	simAddrs := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
+	g := startPoolGateway(t, simAddrs)
+	addr := g.addr
+	cli(t, addr, "accounts", "create", "-account", "acme")
+	const credit = "100"
+	if out, errOut, code := cli(t, addr, "accounts", "credit", "-account", "acme", "-usd", credit); code != 0 {
+		t.Fatalf("credit: %s %s", out, errOut)
+	}
+	key, _, _ := cli(t, addr, "keys", "create", "-account", "acme", "-route", "standard")
+	key = strings.TrimSpace(key)
+	var calls poolCalls
+
+	// (a) One line of three fails every request.
+	running := startSims(t, simAddrs, []string{"-fault-status", "500"}, nil, nil)
+	checkOneLineFailing(t, addr, key, &calls)
+	stopSims(running)
+
+	// (b) Every line fails half its requests, at random, 20 callers.
+	running = startSims(t, simAddrs, []string{"-error-rate", "0.5", "-seed", "7"}, []string{"-error-rate", "0.5", "-seed", "8"}, []string{"-error-rate", "0.5", "-seed", "9"})
+	waitLinesClosed(t, addr, key, &calls, len(simAddrs))
+	checkHalfFailing(t, addr, key, &calls)
+
+	// (d) The books: one charge per successful call, none for a failed one.
+	checkPoolBooks(t, addr, credit, calls)
+
+	// (c) Every line down: the sims are killed, connections are refused.
+	stopSims(running)
+	waitLinesKnownDead(t, g, key)
+	checkDeadPoolAnswersAtOnce(t, addr, key)
+}
+
+// startPoolGateway starts `relay serve` with one route of three lines on
+// simAddrs, default retry settings but for a 1 s breaker_open, and no
+// shedding.
+func startPoolGateway(t *testing.T, simAddrs []string) *gatewayProc {
+	t.Helper()
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	simAddrs := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
 	cache := os.Getenv("RELAY_WASM_CACHE")
 	if cache == "" {
 		cache = filepath.Join(dir, "wasm-cache")
@@ -202,37 +237,44 @@ lines:
 	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	g := startGateway(t, config, addr)
-	cli(t, addr, "accounts", "create", "-account", "acme")
-	const credit = "100"
-	if out, errOut, code := cli(t, addr, "accounts", "credit", "-account", "acme", "-usd", credit); code != 0 {
-		t.Fatalf("credit: %s %s", out, errOut)
-	}
-	key, _, _ := cli(t, addr, "keys", "create", "-account", "acme", "-route", "standard")
-	key = strings.TrimSpace(key)
+	return startGateway(t, config, addr)
+}
 
-	sims := func(args ...[]string) []*simProc {
-		out := make([]*simProc, len(simAddrs))
-		for i, a := range simAddrs {
-			out[i] = startSim(t, a, args[i]...)
-		}
-		return out
+// startSims starts a `relay sim` on each of simAddrs, the i-th with args[i].
+func startSims(t *testing.T, simAddrs []string, args ...[]string) []*simProc {
+	t.Helper()
+	out := make([]*simProc, len(simAddrs))
+	for i, a := range simAddrs {
+		out[i] = startSim(t, a, args[i]...)
 	}
-	var succeeded, failed []string // request ids
-	tally := func(os []outcome) {
-		for _, o := range os {
-			if o.status == 200 && (!o.stream || o.done) {
-				succeeded = append(succeeded, o.rid)
-			} else {
-				failed = append(failed, o.rid)
-			}
-		}
-	}
+	return out
+}
 
-	// (a) One line of three fails every request.
-	running := sims([]string{"-fault-status", "500"}, nil, nil)
+func stopSims(sims []*simProc) {
+	for _, s := range sims {
+		s.stop()
+	}
+}
+
+// poolCalls sorts the request ids of the calls made into succeeded and failed.
+type poolCalls struct{ succeeded, failed []string }
+
+func (p *poolCalls) add(os []outcome) {
+	for _, o := range os {
+		if o.status == 200 && (!o.stream || o.done) {
+			p.succeeded = append(p.succeeded, o.rid)
+		} else {
+			p.failed = append(p.failed, o.rid)
+		}
+	}
+}
+
+// checkOneLineFailing (a) wants every one of 300 calls, a third of them
+// streams, to succeed while one line of three fails every request.
+func checkOneLineFailing(t *testing.T, addr, key string, calls *poolCalls) {
+	t.Helper()
 	outA := callMany(t, addr, key, 300, 20, func(i int) bool { return i%3 == 2 })
-	tally(outA)
+	calls.add(outA)
 	okA := 0
 	for _, o := range outA {
 		if o.status == 200 && (!o.stream || o.done) {
@@ -245,15 +287,14 @@ lines:
 	if okA != len(outA) {
 		t.Fatalf("(a) %d of %d calls succeeded, want all", okA, len(outA))
 	}
-	for _, s := range running {
-		s.stop()
-	}
+}
 
-	// (b) Every line fails half its requests, at random, 20 callers.
-	running = sims([]string{"-error-rate", "0.5", "-seed", "7"}, []string{"-error-rate", "0.5", "-seed", "8"}, []string{"-error-rate", "0.5", "-seed", "9"})
-	// line0's breaker is still open from (a): its half-open probes (one a
-	// second, each succeeding at 50%) close it. Measure once all three
-	// lines serve; the calls until then count for the books.
+// waitLinesClosed waits up to 30 s for all n lines' breakers to be closed,
+// calling meanwhile. line0's breaker is still open from (a): its
+// half-open probes (one a second, each succeeding at 50%) close it. The
+// calls until then count for the books.
+func waitLinesClosed(t *testing.T, addr, key string, calls *poolCalls, n int) {
+	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		closed := 0
 		for _, l := range lineStates(t, addr) {
@@ -261,19 +302,27 @@ lines:
 				closed++
 			}
 		}
-		if closed == len(simAddrs) {
-			break
+		if closed == n {
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("(b) the lines did not all close: %+v", lineStates(t, addr))
 		}
-		tally(callMany(t, addr, key, 40, 20, func(int) bool { return false }))
+		calls.add(callMany(t, addr, key, 40, 20, func(int) bool { return false }))
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// checkHalfFailing (b) makes 6,000 calls from 20 callers, a third of them
+// streams, with every line failing half its requests, and wants the
+// success rate the tries allow, 1 − 0.5³ = 87.5%, for JSON calls and for
+// streams alike, with no retry refused by the budget.
+func checkHalfFailing(t *testing.T, addr, key string, calls *poolCalls) {
+	t.Helper()
 	start := time.Now()
 	outB := callMany(t, addr, key, 6000, 20, func(i int) bool { return i%3 == 2 })
 	elapsed := time.Since(start)
-	tally(outB)
+	calls.add(outB)
 	var jsonOK, jsonN, streamOK, streamN int
 	codes := map[string]int{}
 	for _, o := range outB {
@@ -312,8 +361,13 @@ lines:
 	if jr < 0.85 || sr < 0.85 {
 		t.Errorf("(b) success rates JSON %.1f%%, streams %.1f%%: want at least 85%% each (87.5%% expected)", 100*jr, 100*sr)
 	}
+}
 
-	// (d) The books: one charge per successful call, none for a failed one.
+// checkPoolBooks (d) wants exactly one charge per successful call, none
+// for a failed one, the credit of credit USD, and credits − balance =
+// Σ charges to the nano-dollar with nothing held.
+func checkPoolBooks(t *testing.T, addr, credit string, calls poolCalls) {
+	t.Helper()
 	var journal struct {
 		Data []struct {
 			Kind      string `json:"kind"`
@@ -340,49 +394,56 @@ lines:
 			t.Errorf("(d) unexpected journal entry %+v", e)
 		}
 	}
-	for _, rid := range succeeded {
+	for _, rid := range calls.succeeded {
 		if charged[rid] != 1 {
 			t.Errorf("(d) successful call %s charged %d times", rid, charged[rid])
 		}
 	}
-	for _, rid := range failed {
+	for _, rid := range calls.failed {
 		if charged[rid] != 0 {
 			t.Errorf("(d) failed call %s charged", rid)
 		}
 	}
-	if len(charged) != len(succeeded) || credits != nanoOf(t, credit) {
-		t.Errorf("(d) %d calls charged, %d succeeded; credits %d", len(charged), len(succeeded), credits)
+	if len(charged) != len(calls.succeeded) || credits != nanoOf(t, credit) {
+		t.Errorf("(d) %d calls charged, %d succeeded; credits %d", len(charged), len(calls.succeeded), credits)
 	}
 	if bal := nanoOf(t, account.Balance); credits-bal != charges || account.Held != "0.000000000" {
 		t.Errorf("(d) credits %d − balance %d = %d, Σ charges %d, held %s", credits, bal, credits-bal, charges, account.Held)
 	}
 	t.Logf("(d) %d charges for %d successful calls, %d failed calls uncharged; credits − balance = Σ charges = %d nano-USD",
-		len(charged), len(succeeded), len(failed), charges)
+		len(charged), len(calls.succeeded), len(calls.failed), charges)
+}
 
-	// (c) Every line down: the sims are killed, connections are refused.
-	for _, s := range running {
-		s.stop()
-	}
+// waitLinesKnownDead calls, ten at a time, until every line is known dead
+// (up to 40 s): every breaker has opened, and no line has a success left
+// in its window (so none gets panic traffic).
+func waitLinesKnownDead(t *testing.T, g *gatewayProc, key string) {
+	t.Helper()
 	deadline := time.Now().Add(40 * time.Second)
 	for known := false; !known; {
 		if time.Now().After(deadline) {
-			t.Fatalf("(c) the lines never looked dead: %+v\n%s", lineStates(t, addr), g.output())
+			t.Fatalf("(c) the lines never looked dead: %+v\n%s", lineStates(t, g.addr), g.output())
 		}
 		for i := 0; i < 10; i++ {
-			chatCall(t, addr, key, false)
+			chatCall(t, g.addr, key, false)
 			time.Sleep(20 * time.Millisecond)
 		}
-		// Known dead: every breaker has opened, and no line has a success
-		// left in its window (so none gets panic traffic).
 		known = true
-		for _, l := range lineStates(t, addr) {
+		for _, l := range lineStates(t, g.addr) {
 			if l.Breaker == "closed" || l.WindowSuccesses != 0 {
 				known = false
 			}
 		}
 	}
+}
+
+// checkDeadPoolAnswersAtOnce (c) makes 50 calls to a pool known dead and
+// wants each answered 503 no_line_available with Retry-After, 95% in
+// under 50 ms, and each line probed at most once per open interval (1 s).
+func checkDeadPoolAnswersAtOnce(t *testing.T, addr, key string) {
+	t.Helper()
 	before := lineStates(t, addr)
-	start = time.Now()
+	start := time.Now()
 	var lat []time.Duration
 	for i := 0; i < 50; i++ {
 		o := chatCall(t, addr, key, i%2 == 0)
@@ -400,8 +461,8 @@ lines:
 	if p95 >= 50*time.Millisecond {
 		t.Errorf("(c) p95 %v: want every 503 in under 50 ms once the lines are known dead", p95)
 	}
-	// Each line is probed at most once per open interval (1 s): over span,
-	// at most span/1s + 1 requests, and at least one (probing goes on).
+	// Over span, at most span/1s + 1 requests, and at least one (probing
+	// goes on).
 	most := uint64(span/time.Second) + 1
 	for i := range after {
 		n := after[i].Requests - before[i].Requests

@@ -358,22 +358,8 @@ func TestReplicasShareScarceCredit(t *testing.T) {
 	startSim(t, simAddr, "-latency", "20ms") // admitted calls overlap
 	reps := startReplicas(t, 3, replicaOpts{dsn: dsn, sim: simAddr, lease: 30 * time.Second, outputs: 16})
 
-	// A probe account measures H and C through the replicas themselves:
-	// the call on one replica, the journal read on another.
-	probeKey := newAccount(t, reps[0].addr, "probe", pricing.Nano(1_000_000_000))
-	if r := relayCall(1, reps[1].addr, probeKey, scarceBody, false, nil); r.status != 200 || r.err != nil {
-		t.Fatalf("probe call: %v", r)
-	}
-	waitHeldZero(t, reps[2].addr, "probe", 10*time.Second, dsn)
-	var H, C int64
-	for _, e := range journal(t, reps[2].addr, "probe") {
-		if e.Kind == "charge" {
-			H, C = int64(e.Hold), -int64(e.Amount)
-		}
-	}
-	if H <= 0 || C <= H {
-		t.Fatalf("the probe call: hold %d, charge %d nano-USD; the test needs a charge above the hold (an overrun)", H, C)
-	}
+	p := probeHoldAndCharge(t, reps, dsn)
+	H, C := p.hold, p.charge
 	credit := 10*H + H/2
 	maxAdmitted := credit / H           // 10
 	minAdmitted := (credit-H)/C + 1     // what a refusal implies
@@ -383,7 +369,61 @@ func TestReplicasShareScarceCredit(t *testing.T) {
 		H, C, C-H, credit, minAdmitted, maxAdmitted)
 
 	const calls = 500
-	out := make([]callResult, calls)
+	start := time.Now()
+	out := callAtOnce(reps, key, calls)
+	elapsed := time.Since(start)
+	admitted, refused, perReplica := sortScarceCalls(t, out, len(reps))
+	n := int64(len(admitted))
+	t.Logf("%d calls in %v: %d admitted (per replica %v), %d refused 402",
+		calls, elapsed.Round(time.Millisecond), n, perReplica, len(refused))
+	if n > maxAdmitted || n < minAdmitted {
+		t.Errorf("%d calls admitted; credit %d with hold %d and charge %d admits between %d and %d", n, credit, H, C, minAdmitted, maxAdmitted)
+	}
+
+	a := waitHeldZero(t, reps[1].addr, "acme", 20*time.Second, dsn)
+	entries := journal(t, reps[2].addr, "acme")
+	credits, charges := checkBooks(t, entries, a)
+	checkChargedOnce(t, entries, p, admitted, refused)
+	if credits != credit {
+		t.Errorf("credits %d, want %d", credits, credit)
+	}
+	if over := charges - credits; over > maxOverrun || over > n*(C-H) {
+		t.Errorf("the charges exceed the credit by %d nano-USD; the overrun bound of %d admitted calls is %d", over, n, n*(C-H))
+	}
+	t.Logf("credits %d − balance %d = Σ charges %d nano-USD (%d calls × %d); balance below zero by %d, bound %d",
+		credits, a.Balance, charges, n, C, max(0, -a.Balance), n*(C-H))
+}
+
+// holdAndCharge is what one call of scarceBody holds and is charged, in nano-USD.
+type holdAndCharge struct{ hold, charge int64 }
+
+// probeHoldAndCharge measures the hold and the charge of a call through
+// the replicas themselves, on a probe account: the call on one replica,
+// the journal read on another. The test needs a charge above the hold (an
+// overrun).
+func probeHoldAndCharge(t *testing.T, reps []*gatewayProc, dsn string) holdAndCharge {
+	t.Helper()
+	probeKey := newAccount(t, reps[0].addr, "probe", pricing.Nano(1_000_000_000))
+	if r := relayCall(1, reps[1].addr, probeKey, scarceBody, false, nil); r.status != 200 || r.err != nil {
+		t.Fatalf("probe call: %v", r)
+	}
+	waitHeldZero(t, reps[2].addr, "probe", 10*time.Second, dsn)
+	var p holdAndCharge
+	for _, e := range journal(t, reps[2].addr, "probe") {
+		if e.Kind == "charge" {
+			p = holdAndCharge{int64(e.Hold), -int64(e.Amount)}
+		}
+	}
+	if p.hold <= 0 || p.charge <= p.hold {
+		t.Fatalf("the probe call: hold %d, charge %d nano-USD; the test needs a charge above the hold (an overrun)", p.hold, p.charge)
+	}
+	return p
+}
+
+// callAtOnce makes n calls of scarceBody with key, call i on replica i%3,
+// all let go at the same moment, and returns them once all have ended.
+func callAtOnce(reps []*gatewayProc, key string, n int) []callResult {
+	out := make([]callResult, n)
 	gate := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range out {
@@ -394,14 +434,18 @@ func TestReplicasShareScarceCredit(t *testing.T) {
 			out[i] = relayCall(i%3, reps[i%3].addr, key, scarceBody, false, nil)
 		}()
 	}
-	start := time.Now()
 	close(gate)
 	wg.Wait()
-	elapsed := time.Since(start)
+	return out
+}
 
-	admitted := map[string]bool{}
-	refused := map[string]bool{}
-	perReplica := make([]int, len(reps))
+// sortScarceCalls sorts the calls into admitted (200) and refused (402 in
+// the error shape, docs/api.md#errors) by request id, and counts the
+// admitted per replica; any other answer fails the test.
+func sortScarceCalls(t *testing.T, out []callResult, replicas int) (admitted, refused map[string]bool, perReplica []int) {
+	t.Helper()
+	admitted, refused = map[string]bool{}, map[string]bool{}
+	perReplica = make([]int, replicas)
 	for _, r := range out {
 		switch {
 		case r.err != nil || r.rid == "":
@@ -419,22 +463,19 @@ func TestReplicasShareScarceCredit(t *testing.T) {
 			t.Errorf("want 200 or 402: %v %q", r, r.message)
 		}
 	}
-	n := int64(len(admitted))
-	t.Logf("%d calls in %v: %d admitted (per replica %v), %d refused 402",
-		calls, elapsed.Round(time.Millisecond), n, perReplica, len(refused))
-	if n > maxAdmitted || n < minAdmitted {
-		t.Errorf("%d calls admitted; credit %d with hold %d and charge %d admits between %d and %d", n, credit, H, C, minAdmitted, maxAdmitted)
-	}
+	return admitted, refused, perReplica
+}
 
-	a := waitHeldZero(t, reps[1].addr, "acme", 20*time.Second, dsn)
-	entries := journal(t, reps[2].addr, "acme")
-	credits, charges := checkBooks(t, entries, a)
+// checkChargedOnce wants each admitted call charged once, with the hold
+// and the charge p, and no refused call charged.
+func checkChargedOnce(t *testing.T, entries []entry, p holdAndCharge, admitted, refused map[string]bool) {
+	t.Helper()
 	charged := map[string]int{}
 	for _, e := range entries {
 		if e.Kind == "charge" {
 			charged[e.RequestID]++
-			if int64(e.Hold) != H || -int64(e.Amount) != C {
-				t.Errorf("charge of %s: hold %d, amount %d; want %d and −%d", e.RequestID, e.Hold, e.Amount, H, C)
+			if int64(e.Hold) != p.hold || -int64(e.Amount) != p.charge {
+				t.Errorf("charge of %s: hold %d, amount %d; want %d and −%d", e.RequestID, e.Hold, e.Amount, p.hold, p.charge)
 			}
 		}
 	}
@@ -448,14 +489,9 @@ func TestReplicasShareScarceCredit(t *testing.T) {
 			t.Errorf("refused call %s charged", rid)
 		}
 	}
-	if len(charged) != len(admitted) || credits != credit {
-		t.Errorf("%d calls charged, %d admitted; credits %d, want %d", len(charged), len(admitted), credits, credit)
+	if len(charged) != len(admitted) {
+		t.Errorf("%d calls charged, %d admitted", len(charged), len(admitted))
 	}
-	if over := charges - credits; over > maxOverrun || over > n*(C-H) {
-		t.Errorf("the charges exceed the credit by %d nano-USD; the overrun bound of %d admitted calls is %d", over, n, n*(C-H))
-	}
-	t.Logf("credits %d − balance %d = Σ charges %d nano-USD (%d calls × %d); balance below zero by %d, bound %d",
-		credits, a.Balance, charges, n, C, max(0, -a.Balance), n*(C-H))
 }
 
 // Three replicas with a 2 s lease, 50 slow streams round-robin over them;
@@ -475,23 +511,7 @@ func TestReplicasRecoverKilledReplica(t *testing.T) {
 	body := `{"model":"modelf-flash","messages":[{"role":"user","content":"a long story"}]}`
 
 	const streams = 50
-	out := make([]callResult, streams)
-	started := make(chan struct{}, streams)
-	var wg sync.WaitGroup
-	for i := range out {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = relayCall(i%3, reps[i%3].addr, key, body, true, started)
-		}()
-	}
-	for i := 0; i < streams; i++ {
-		select {
-		case <-started:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("only %d of %d streams started", i, streams)
-		}
-	}
+	out, streamsEnd := startStreams(t, reps, key, body, streams)
 	if a := account(t, reps[1].addr, "acme"); a.Held <= 0 {
 		t.Fatalf("the streams hold nothing: %+v", a)
 	}
@@ -505,30 +525,46 @@ func TestReplicasRecoverKilledReplica(t *testing.T) {
 	// within a sweep interval more, the survivors release them.
 	wantDead := (streams + 2) / 3
 	bound := lease + lease/2 + 3*time.Second // the lease, the sweep interval, and slack for a busy box
-	var recovered time.Duration
-	for {
-		n := 0
-		for _, e := range journal(t, reps[1].addr, "acme") {
-			if e.Kind == "recovery" {
-				n++
-			}
-		}
-		if n == wantDead {
-			recovered = time.Since(killed)
-			break
-		}
-		if n > wantDead || time.Since(killed) > bound {
-			t.Fatalf("%d recovery entries %s after the kill; want the killed replica's %d within %s", n, time.Since(killed).Round(time.Millisecond), wantDead, bound)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	wg.Wait()
+	waitRecoveries(t, reps[1].addr, wantDead, killed, bound)
+	recovered := time.Since(killed)
+	streamsEnd()
 
 	a := waitHeldZero(t, reps[2].addr, "acme", 20*time.Second, dsn)
 	entries := journal(t, reps[2].addr, "acme")
 	checkBooks(t, entries, a)
+	hold, survived := checkKilledStreamsRecovered(t, entries, out)
+	t.Logf("killed a replica with %d of %d streams in flight: its holds (%s USD each) recovered %s after the kill (lease %s, sweep every %s); %d streams on the survivors settled",
+		wantDead, streams, hold.Fixed(), recovered.Round(time.Millisecond), lease, lease/2, survived)
+}
+
+// waitRecoveries waits for acme's journal to hold want recovery entries,
+// and fails if it holds more, or fewer bound after killed.
+func waitRecoveries(t *testing.T, addr string, want int, killed time.Time, bound time.Duration) {
+	t.Helper()
+	for {
+		n := 0
+		for _, e := range journal(t, addr, "acme") {
+			if e.Kind == "recovery" {
+				n++
+			}
+		}
+		if n == want {
+			return
+		}
+		if n > want || time.Since(killed) > bound {
+			t.Fatalf("%d recovery entries %s after the kill; want the killed replica's %d within %s", n, time.Since(killed).Round(time.Millisecond), want, bound)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkKilledStreamsRecovered wants each stream on the killed replica 0
+// unfinished with one recovery entry and no charge, all for the same
+// hold (returned), and each stream on a survivor finished and charged
+// once; it counts the latter.
+func checkKilledStreamsRecovered(t *testing.T, entries []entry, out []callResult) (hold pricing.Nano, survived int) {
+	t.Helper()
 	kinds := map[string][]string{}
-	var hold pricing.Nano
 	for _, e := range entries {
 		kinds[e.RequestID] = append(kinds[e.RequestID], e.Kind)
 		if e.Kind == "recovery" {
@@ -538,7 +574,6 @@ func TestReplicasRecoverKilledReplica(t *testing.T) {
 			hold = e.Hold
 		}
 	}
-	survived := 0
 	for _, r := range out {
 		got := strings.Join(kinds[r.rid], ",")
 		switch {
@@ -556,8 +591,7 @@ func TestReplicasRecoverKilledReplica(t *testing.T) {
 			survived++
 		}
 	}
-	t.Logf("killed a replica with %d of %d streams in flight: its holds (%s USD each) recovered %s after the kill (lease %s, sweep every %s); %d streams on the survivors settled",
-		wantDead, streams, hold.Fixed(), recovered.Round(time.Millisecond), lease, lease/2, survived)
+	return hold, survived
 }
 
 var retriesLine = regexp.MustCompile(`(?m)^relay_store_retries_total\{op="settle"\} (\S+)$`)
@@ -620,32 +654,91 @@ func TestDatabaseOutage(t *testing.T) {
 	key := newAccount(t, reps[0].addr, "acme", pricing.Nano(10_000_000_000))
 	body := `{"model":"modelf-flash","messages":[{"role":"user","content":"through an outage"}]}`
 
-	// Callers that keep calling, two per replica, until stop.
-	var (
-		mu      sync.Mutex
-		results []callResult
-		stop    = make(chan struct{})
-		load    sync.WaitGroup
-	)
-	okSince := func(t0 time.Time) (ok, unavailable int) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, r := range results {
-			if r.start.After(t0) && r.status == 200 {
-				ok++
-			}
-			if r.start.After(t0) && r.status == 503 {
-				unavailable++
-			}
-		}
-		return ok, unavailable
+	load := startOutageLoad(t, reps, key, body)
+	t0 := time.Now()
+	waitUntil(t, "30 calls answered before the outage", 30*time.Second, func() bool { ok, _ := load.since(t0); return ok >= 30 })
+
+	// Streams in flight when the database goes.
+	const streams = 12
+	sout, streamsEnd := startStreams(t, reps, key, body, streams)
+	var at outageTimes
+	at.cut = time.Now()
+	proxy.Cut()
+	t.Logf("database cut with %d streams in flight", streams)
+	checkStreamsFinish(t, sout, streamsEnd)
+	checkReplicasRefuse(t, reps, key, body)
+	// The outage outlasts the lease of every hold taken before it.
+	waitUntil(t, "20 calls refused during the outage", 20*time.Second, func() bool { _, n := load.since(at.cut); return n >= 20 })
+	for time.Since(at.cut) < lease+lease/2 {
+		time.Sleep(50 * time.Millisecond)
 	}
-	stopLoad := sync.OnceFunc(func() { close(stop); load.Wait() })
-	t.Cleanup(stopLoad) // before the replicas go, should the test end early
+
+	proxy.Restore(t)
+	at.back = time.Now()
+	waitReplicasReady(t, reps)
+	at.ready = time.Now()
+	t.Logf("database down for %s; every replica ready %s after it came back", at.back.Sub(at.cut).Round(time.Millisecond), at.ready.Sub(at.back).Round(time.Millisecond))
+	waitUntil(t, "30 calls answered after the outage", 20*time.Second, func() bool { ok, _ := load.since(at.ready); return ok >= 30 })
+	load.end()
+
+	// Nothing stays held, and every call answered 200 is charged: a sweep
+	// may have released a hold (nothing held) before its owner's settle,
+	// retried with a backoff of up to 2 s, came back to charge it.
+	all := append(load.results, sout...)
+	entries := waitAllCharged(t, reps, dsn, all)
+	checkBooks(t, entries, account(t, reps[0].addr, "acme"))
+	byRID := journalByRequest(t, entries, all)
+	tally := checkOutageCalls(t, all, byRID, at)
+	for _, r := range sout {
+		if s := byRID[r.rid]; s != nil && s.charges == 1 && !s.charged.After(at.back) {
+			t.Errorf("stream %s charged at %s, before the outage ended", r.rid, s.charged)
+		}
+	}
+	var retries float64
+	for _, g := range reps {
+		retries += settleRetries(t, g.addr)
+	}
+	if retries < streams {
+		t.Errorf("relay_store_retries_total{op=\"settle\"} = %v across the replicas; each of the %d streams settled during the outage retried", retries, streams)
+	}
+	t.Logf("%d calls answered 200 and charged once (%d after their hold had been recovered), %d refused 503 store_unavailable (slowest %s), none charged (%d whose hold had landed, recovered); %v settle retries",
+		tally.ok, tally.late, tally.refused, tally.worst.Round(time.Millisecond), tally.landed, retries)
+}
+
+// waitUntil waits up to within for cond, 20 ms between looks, and fails
+// the test naming what did not happen (and *last[0], if given).
+func waitUntil(t *testing.T, what string, within time.Duration, cond func() bool, last ...*string) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			detail := ""
+			if len(last) > 0 {
+				detail = *last[0]
+			}
+			t.Fatalf("%s: not within %s %s", what, within, detail)
+		}
+	}
+}
+
+// outageLoad is callers that keep calling, two per replica, until end.
+type outageLoad struct {
+	mu      sync.Mutex
+	results []callResult
+	end     func() // stops the callers and waits for them; once
+}
+
+// startOutageLoad starts six callers of body with key, two per replica;
+// they are stopped before the replicas go, should the test end early.
+func startOutageLoad(t *testing.T, reps []*gatewayProc, key, body string) *outageLoad {
+	l := &outageLoad{}
+	stop := make(chan struct{})
+	var callers sync.WaitGroup
+	l.end = sync.OnceFunc(func() { close(stop); callers.Wait() })
+	t.Cleanup(l.end)
 	for w := 0; w < 6; w++ {
-		load.Add(1)
+		callers.Add(1)
 		go func() {
-			defer load.Done()
+			defer callers.Done()
 			for {
 				select {
 				case <-stop:
@@ -653,56 +746,64 @@ func TestDatabaseOutage(t *testing.T) {
 				default:
 				}
 				r := relayCall(w%3, reps[w%3].addr, key, body, false, nil)
-				mu.Lock()
-				results = append(results, r)
-				mu.Unlock()
+				l.mu.Lock()
+				l.results = append(l.results, r)
+				l.mu.Unlock()
 				if r.status != 200 {
 					time.Sleep(20 * time.Millisecond)
 				}
 			}
 		}()
 	}
-	waitFor := func(what string, within time.Duration, cond func() bool, last ...*string) {
-		t.Helper()
-		for deadline := time.Now().Add(within); !cond(); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				detail := ""
-				if len(last) > 0 {
-					detail = *last[0]
-				}
-				t.Fatalf("%s: not within %s %s", what, within, detail)
-			}
+	return l
+}
+
+// since counts the calls started after t0 answered 200 and 503.
+func (l *outageLoad) since(t0 time.Time) (ok, unavailable int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.results {
+		if r.start.After(t0) && r.status == 200 {
+			ok++
+		}
+		if r.start.After(t0) && r.status == 503 {
+			unavailable++
 		}
 	}
-	t0 := time.Now()
-	waitFor("30 calls answered before the outage", 30*time.Second, func() bool { ok, _ := okSince(t0); return ok >= 30 })
+	return ok, unavailable
+}
 
-	// Streams in flight when the database goes.
-	const streams = 12
-	sout := make([]callResult, streams)
-	started := make(chan struct{}, streams)
-	var sw sync.WaitGroup
-	for i := range sout {
-		sw.Add(1)
+// startStreams starts n streams of body with key, stream i on replica i%3,
+// and waits until each has its first line (or has ended); wait waits for
+// them to end, and out holds their results then.
+func startStreams(t *testing.T, reps []*gatewayProc, key, body string, n int) (out []callResult, wait func()) {
+	t.Helper()
+	out = make([]callResult, n)
+	started := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Add(1)
 		go func() {
-			defer sw.Done()
-			sout[i] = relayCall(i%3, reps[i%3].addr, key, body, true, started)
+			defer wg.Done()
+			out[i] = relayCall(i%3, reps[i%3].addr, key, body, true, started)
 		}()
 	}
-	for i := 0; i < streams; i++ {
+	for i := 0; i < n; i++ {
 		select {
 		case <-started:
 		case <-time.After(30 * time.Second):
-			t.Fatalf("only %d of %d streams started", i, streams)
+			t.Fatalf("only %d of %d streams started", i, n)
 		}
 	}
+	return out, wg.Wait
+}
 
-	cut := time.Now()
-	proxy.Cut()
-	t.Logf("database cut with %d streams in flight", streams)
-	// The streams finish while it is down: the provider does not need it.
+// checkStreamsFinish wants the streams answered before the cut to finish
+// whole while the database is down: the provider does not need it.
+func checkStreamsFinish(t *testing.T, sout []callResult, wait func()) {
+	t.Helper()
 	streamsDone := make(chan struct{})
-	go func() { sw.Wait(); close(streamsDone) }()
+	go func() { wait(); close(streamsDone) }()
 	select {
 	case <-streamsDone:
 	case <-time.After(20 * time.Second):
@@ -713,9 +814,14 @@ func TestDatabaseOutage(t *testing.T) {
 			t.Errorf("a stream answered before the cut did not finish during it: %v", r)
 		}
 	}
-	// Every replica says not ready, and refuses a call with 503.
+}
+
+// checkReplicasRefuse wants every replica to say not ready, and to refuse
+// a call with 503 store_unavailable and Retry-After.
+func checkReplicasRefuse(t *testing.T, reps []*gatewayProc, key, body string) {
+	t.Helper()
 	for i, g := range reps {
-		waitFor(fmt.Sprintf("replica %d /readyz not ready", i), 10*time.Second, func() bool {
+		waitUntil(t, fmt.Sprintf("replica %d /readyz not ready", i), 10*time.Second, func() bool {
 			code, _ := readyz(g.addr)
 			return code == 503
 		})
@@ -727,17 +833,14 @@ func TestDatabaseOutage(t *testing.T) {
 			t.Errorf("replica %d during the outage: %v Retry-After %q %q", i, r, r.retryAfter, r.message)
 		}
 	}
-	// The outage outlasts the lease of every hold taken before it.
-	waitFor("20 calls refused during the outage", 20*time.Second, func() bool { _, n := okSince(cut); return n >= 20 })
-	for time.Since(cut) < lease+lease/2 {
-		time.Sleep(50 * time.Millisecond)
-	}
+}
 
-	proxy.Restore(t)
-	back := time.Now()
+// waitReplicasReady waits up to 20 s for each replica's /readyz to be 200.
+func waitReplicasReady(t *testing.T, reps []*gatewayProc) {
+	t.Helper()
 	for i, g := range reps {
 		var last string
-		waitFor(fmt.Sprintf("replica %d /readyz ready", i), 20*time.Second, func() bool {
+		waitUntil(t, fmt.Sprintf("replica %d /readyz ready", i), 20*time.Second, func() bool {
 			code, text := readyz(g.addr)
 			if last = text; code != 200 {
 				last += "\n" + tail(g.output(), 3000)
@@ -745,19 +848,15 @@ func TestDatabaseOutage(t *testing.T) {
 			return code == 200
 		}, &last)
 	}
-	ready := time.Now()
-	t.Logf("database down for %s; every replica ready %s after it came back", back.Sub(cut).Round(time.Millisecond), ready.Sub(back).Round(time.Millisecond))
-	waitFor("30 calls answered after the outage", 20*time.Second, func() bool { ok, _ := okSince(ready); return ok >= 30 })
-	stopLoad()
+}
 
-	// Nothing stays held, and every call answered 200 is charged: a sweep
-	// may have released a hold (nothing held) before its owner's settle,
-	// retried with a backoff of up to 2 s, came back to charge it.
-	all := append(results, sout...)
-	a := waitHeldZero(t, reps[0].addr, "acme", 30*time.Second, dsn)
-	var entries []entry
+// waitAllCharged waits for nothing to be held, then up to 30 s for every
+// call of all answered 200 to have its charge, and returns the journal.
+func waitAllCharged(t *testing.T, reps []*gatewayProc, dsn string, all []callResult) []entry {
+	t.Helper()
+	waitHeldZero(t, reps[0].addr, "acme", 30*time.Second, dsn)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		entries = journal(t, reps[1].addr, "acme")
+		entries := journal(t, reps[1].addr, "acme")
 		charged := map[string]bool{}
 		for _, e := range entries {
 			if e.Kind == "charge" {
@@ -771,20 +870,26 @@ func TestDatabaseOutage(t *testing.T) {
 			}
 		}
 		if missing == 0 || time.Now().After(deadline) {
-			break
+			return entries
 		}
 	}
-	a = account(t, reps[0].addr, "acme")
-	checkBooks(t, entries, a)
-	type seen struct {
-		charges, recoveries int
-		charged             time.Time
-	}
-	byRID := map[string]*seen{}
+}
+
+// requestEntries is what the journal holds for one request.
+type requestEntries struct {
+	charges, recoveries int
+	charged             time.Time // of the last charge
+}
+
+// journalByRequest sorts the journal by request, and wants no entries for
+// a request none of the calls of all made.
+func journalByRequest(t *testing.T, entries []entry, all []callResult) map[string]*requestEntries {
+	t.Helper()
+	byRID := map[string]*requestEntries{}
 	for _, e := range entries {
 		s := byRID[e.RequestID]
 		if s == nil {
-			s = &seen{}
+			s = &requestEntries{}
 			byRID[e.RequestID] = s
 		}
 		switch e.Kind {
@@ -804,61 +909,74 @@ func TestDatabaseOutage(t *testing.T) {
 			t.Errorf("journal entries for %s, a request no caller saw", rid)
 		}
 	}
-	var ok, refused, late, landed int
-	var worst time.Duration
+	return byRID
+}
+
+// outageTimes are the moments of the outage: the database cut, back, and
+// every replica ready again.
+type outageTimes struct{ cut, back, ready time.Time }
+
+// outageTally counts the calls of the outage test: answered 200 (late:
+// after their hold was recovered), refused 503 (landed: whose hold was
+// recovered), and the slowest refusal.
+type outageTally struct {
+	ok, late, refused, landed int
+	worst                     time.Duration
+}
+
+// checkOutageCalls wants every call answered 200 and charged once, or
+// refused at once during the outage with 503 store_unavailable and
+// Retry-After and not charged.
+func checkOutageCalls(t *testing.T, all []callResult, byRID map[string]*requestEntries, at outageTimes) outageTally {
+	t.Helper()
+	var n outageTally
 	for _, r := range all {
 		s := byRID[r.rid]
 		if s == nil {
-			s = &seen{}
+			s = &requestEntries{}
 		}
 		switch {
 		case r.err != nil || r.rid == "":
 			t.Errorf("call: %v", r)
 		case r.status == 200:
-			ok++
+			n.ok++
 			if s.charges != 1 {
 				t.Errorf("call %v answered 200, charged %d times", r, s.charges)
 			}
 			if s.recoveries > 0 {
-				late++
+				n.late++
 			}
 		case r.status == 503:
-			refused++
-			worst = max(worst, r.latency())
-			if r.code != "store_unavailable" || r.retryAfter == "" || r.typ != "service_unavailable_error" {
-				t.Errorf("a 503 that is not store_unavailable with Retry-After: %v %q", r, r.message)
-			}
-			if s.charges != 0 {
-				t.Errorf("call %v answered 503, charged", r)
-			}
+			n.refused++
+			n.worst = max(n.worst, r.latency())
+			checkRefusedInOutage(t, r, s, at)
 			if s.recoveries > 0 { // its hold landed as the database went: released by a sweep
-				landed++
-			}
-			if r.start.After(ready) {
-				t.Errorf("call %v refused after every replica was ready again", r)
-			}
-			if r.end.Before(cut) {
-				t.Errorf("call %v refused before the outage", r)
+				n.landed++
 			}
 		default:
 			t.Errorf("want 200 or 503: %v %q", r, r.message)
 		}
 	}
-	if worst > 5*time.Second {
-		t.Errorf("a call took %s to be refused during the outage; it should be at once", worst)
+	if n.worst > 5*time.Second {
+		t.Errorf("a call took %s to be refused during the outage; it should be at once", n.worst)
 	}
-	for _, r := range sout {
-		if s := byRID[r.rid]; s != nil && s.charges == 1 && !s.charged.After(back) {
-			t.Errorf("stream %s charged at %s, before the outage ended", r.rid, s.charged)
-		}
+	return n
+}
+
+// checkRefusedInOutage wants a call answered 503 to be store_unavailable
+// with Retry-After, not charged, and refused during the outage.
+func checkRefusedInOutage(t *testing.T, r callResult, s *requestEntries, at outageTimes) {
+	t.Helper()
+	if r.code != "store_unavailable" || r.retryAfter == "" || r.typ != "service_unavailable_error" {
+		t.Errorf("a 503 that is not store_unavailable with Retry-After: %v %q", r, r.message)
 	}
-	var retries float64
-	for _, g := range reps {
-		retries += settleRetries(t, g.addr)
+	if s.charges != 0 {
+		t.Errorf("call %v answered 503, charged", r)
 	}
-	if retries < streams {
-		t.Errorf("relay_store_retries_total{op=\"settle\"} = %v across the replicas; each of the %d streams settled during the outage retried", retries, streams)
+	if r.start.After(at.ready) {
+		t.Errorf("call %v refused after every replica was ready again", r)
 	}
-	t.Logf("%d calls answered 200 and charged once (%d after their hold had been recovered), %d refused 503 store_unavailable (slowest %s), none charged (%d whose hold had landed, recovered); %v settle retries",
-		ok, late, refused, worst.Round(time.Millisecond), landed, retries)
+	if r.end.Before(at.cut) {
+		t.Errorf("call %v refused before the outage", r)
+	}
 }

@@ -46,19 +46,7 @@ func TestReplicasShareVideoJobs(t *testing.T) {
 	startSim(t, simAddr, "-video-steps", "50ms")
 	reps := startReplicas(t, 3, replicaOpts{dsn: dsn, sim: simAddr, lease: 30 * time.Second})
 	key := newAccount(t, reps[0].addr, "acme", 10*pricing.NanoPerUSD)
-
-	create := func(prompt string) string {
-		st, data := videoCall(t, "POST", reps[0].addr, "/v1/videos/generations", key,
-			`{"model":"modelc-imagine-video-1.5","prompt":"`+prompt+`","duration":5,"resolution":"720p"}`)
-		var r struct {
-			RequestID string `json:"request_id"`
-		}
-		if st != 200 || json.Unmarshal(data, &r) != nil || r.RequestID == "" {
-			t.Fatalf("create on replica 0: %d %s", st, data)
-		}
-		return r.RequestID
-	}
-	good, failed := create("a calm sea"), create("[fail] a storm")
+	good, failed := createVideo(t, reps[0].addr, key, "a calm sea"), createVideo(t, reps[0].addr, key, "[fail] a storm")
 
 	// Poll the failed job on replicas 1 and 2 at once until both see it
 	// failed.
@@ -67,19 +55,7 @@ func TestReplicasShareVideoJobs(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			deadline := time.Now().Add(20 * time.Second)
-			for time.Now().Before(deadline) {
-				st, data := videoCall(t, "GET", r.addr, "/v1/videos/"+failed, key, "")
-				if st != 200 {
-					t.Errorf("poll on %s: %d %s", r.addr, st, data)
-					return
-				}
-				if strings.Contains(string(data), `"failed"`) {
-					return
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			t.Errorf("the job never failed on %s", r.addr)
+			pollUntilFailed(t, r.addr, key, failed)
 		}()
 	}
 	wg.Wait()
@@ -102,6 +78,46 @@ func TestReplicasShareVideoJobs(t *testing.T) {
 	for _, r := range reps {
 		videoCall(t, "GET", r.addr, "/v1/videos/"+failed, key, "")
 	}
+	checkVideoBooks(t, reps, failed)
+}
+
+// createVideo creates a 5 s video job of prompt on the replica at addr
+// and returns its id.
+func createVideo(t *testing.T, addr, key, prompt string) string {
+	t.Helper()
+	st, data := videoCall(t, "POST", addr, "/v1/videos/generations", key,
+		`{"model":"modelc-imagine-video-1.5","prompt":"`+prompt+`","duration":5,"resolution":"720p"}`)
+	var r struct {
+		RequestID string `json:"request_id"`
+	}
+	if st != 200 || json.Unmarshal(data, &r) != nil || r.RequestID == "" {
+		t.Fatalf("create on replica 0: %d %s", st, data)
+	}
+	return r.RequestID
+}
+
+// pollUntilFailed polls job id on the replica at addr for up to 20 s until
+// it shows the job failed; it may run in a goroutine of its own.
+func pollUntilFailed(t *testing.T, addr, key, id string) {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		st, data := videoCall(t, "GET", addr, "/v1/videos/"+id, key, "")
+		if st != 200 {
+			t.Errorf("poll on %s: %d %s", addr, st, data)
+			return
+		}
+		if strings.Contains(string(data), `"failed"`) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("the job never failed on %s", addr)
+}
+
+// checkVideoBooks wants one 0.5 USD charge per job, exactly one refund, of
+// the failed job, and the books at 9.5 USD with nothing held.
+func checkVideoBooks(t *testing.T, reps []*gatewayProc, failed string) {
+	t.Helper()
 	refunds, charges := map[string]int{}, 0
 	for _, e := range journal(t, reps[2].addr, "acme") {
 		switch e.Kind {

@@ -35,71 +35,110 @@ import (
 // descriptors; each kind of slow client is cut off at its deadline (the
 // unkeyed ones at once); and once the clients go, so do their connections.
 func TestSlowClientsCannotTakeTheGatewayDown(t *testing.T) {
-	const (
-		attackers     = 2000
-		addresses     = 10 // 127.0.0.2 … 127.0.0.11
-		perAddress    = 6
-		fdLimit       = 256
-		headerTimeout = 3 * time.Second
-		bodyTimeout   = 4 * time.Second
-		window        = 8 * time.Second
-		gap           = 500 * time.Millisecond // between two bytes of a slow client
-	)
 	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < attackers+1000 {
-		t.Fatalf("the test needs %d descriptors of its own; the limit is %d (%v)", attackers+1000, lim.Cur, err)
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < floodAttackers+1000 {
+		t.Fatalf("the test needs %d descriptors of its own; the limit is %d (%v)", floodAttackers+1000, lim.Cur, err)
 	}
+	g, slowSim := startFloodGateway(t)
+	key, ecoKey, attackKey := floodKeys(t, g.addr)
+	base := "http://" + g.addr
+	// A new connection for every call: the gateway must go on accepting them.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
+
+	longStream := startLongStream(t, client, base, ecoKey, slowSim)
+	idleFDs := gatewayFDs(g)
+	f := startSlowFlood(g.addr, attackKey)
+	seen := callThroughFlood(t, client, base, key, g)
+	f.end()
+
+	checkOrdinaryCalls(t, seen, f, idleFDs)
+	checkSlowClientsCut(t, f.outcomes)
+	checkLongStream(t, longStream)
+	if strings.Contains(g.output(), "too many open files") {
+		t.Errorf("the gateway ran out of descriptors:\n%s", tail(g.output(), 2000))
+	}
+	waitFloodConnsGone(t, client, base)
+}
+
+// The settings of the slow-client flood.
+const (
+	floodAttackers     = 2000
+	floodAddresses     = 10 // 127.0.0.2 … 127.0.0.11
+	floodPerAddress    = 6
+	floodFDLimit       = 256
+	floodHeaderTimeout = 3 * time.Second
+	floodBodyTimeout   = 4 * time.Second
+	floodWindow        = 8 * time.Second
+	floodGap           = 500 * time.Millisecond // between two bytes of a slow client
+)
+
+// startFloodGateway starts `relay serve` with floodFDLimit descriptors, the
+// flood's header and body timeouts and per-address bound, and its economy
+// route on a provider whose streams last 12 s (returned); it waits until
+// the gateway logs the connection bound its descriptors give, 96.
+func startFloodGateway(t *testing.T) (*gatewayProc, *sim.Server) {
+	t.Helper()
 	fast := httptest.NewServer(sim.New(sim.Options{}))
-	defer fast.Close()
+	t.Cleanup(fast.Close)
 	slowSim := sim.New(sim.Options{Chunks: 48, ChunkGap: 250 * time.Millisecond}) // a 12 s stream
 	slow := httptest.NewServer(slowSim)
-	defer slow.Close()
-	defer slowSim.Close()
+	t.Cleanup(slow.Close)
+	t.Cleanup(slowSim.Close)
 
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	config := writeConfig(t, dir, addr, fast.URL)
 	text, _ := os.ReadFile(config)
 	text = bytes.Replace(text, []byte("{name: eco, protocol: openai, base_url: "+fast.URL), []byte("{name: eco, protocol: openai, base_url: "+slow.URL), 1)
-	text = fmt.Appendf(text, "server: {header_timeout: %s, body_timeout: %s, max_connections_per_address: %d}\n", headerTimeout, bodyTimeout, perAddress)
+	text = fmt.Appendf(text, "server: {header_timeout: %s, body_timeout: %s, max_connections_per_address: %d}\n", floodHeaderTimeout, floodBodyTimeout, floodPerAddress)
 	if err := os.WriteFile(config, text, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// Go raises the soft limit to the hard one at start: lower both.
-	g := startGatewayCmd(t, exec.Command("sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" serve -config "$1"`, fdLimit), relayBin, config), addr)
+	g := startGatewayCmd(t, exec.Command("sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" serve -config "$1"`, floodFDLimit), relayBin, config), addr)
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(g.output(), `"max_connections":96`); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) { // the log is written every 100 ms
-			t.Fatalf("the bound derived from %d descriptors should be 96:\n%s", fdLimit, g.output())
+			t.Fatalf("the bound derived from %d descriptors should be 96:\n%s", floodFDLimit, g.output())
 		}
 	}
+	return g, slowSim
+}
 
+// floodKeys creates a funded account and three keys on it: the ordinary
+// client's, one on the economy route, and the slow clients', which has a
+// rate limit of its own.
+func floodKeys(t *testing.T, addr string) (key, ecoKey, attackKey string) {
+	t.Helper()
 	cli(t, addr, "accounts", "create", "-account", "acme")
 	cli(t, addr, "accounts", "credit", "-account", "acme", "-usd", "100")
-	key, _, _ := cli(t, addr, "keys", "create", "-account", "acme", "-route", "standard")
-	key = strings.TrimSpace(key)
-	ecoKey, _, _ := cli(t, addr, "keys", "create", "-account", "acme", "-route", "economy")
-	ecoKey = strings.TrimSpace(ecoKey)
-	attackKey, _, _ := cli(t, addr, "keys", "create", "-account", "acme", "-route", "standard") // its own rate limit
-	attackKey = strings.TrimSpace(attackKey)
-	base := "http://" + addr
-	// A new connection for every call: the gateway must go on accepting them.
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
-	call := func(k, body string) (int, string, error) {
-		req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+k)
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, "", err
-		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(data), err
+	newKey := func(route string) string {
+		k, _, _ := cli(t, addr, "keys", "create", "-account", "acme", "-route", route)
+		return strings.TrimSpace(k)
 	}
+	return newKey("standard"), newKey("economy"), newKey("standard")
+}
 
-	// A stream established before the flood.
+// postChat posts body to the chat endpoint with key k and reads the whole answer.
+func postChat(client *http.Client, base, k, body string) (int, string, error) {
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+k)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data), err
+}
+
+// startLongStream starts a stream on the economy route (the slow provider)
+// and waits until the provider has it; the channel gets its status, error
+// and body once it ends.
+func startLongStream(t *testing.T, client *http.Client, base, ecoKey string, slowSim *sim.Server) <-chan string {
+	t.Helper()
 	longStream := make(chan string, 1)
 	go func() {
-		status, out, err := call(ecoKey, `{"model":"modelf-flash","messages":[{"role":"user","content":"a long story"}],"stream":true}`)
+		status, out, err := postChat(client, base, ecoKey, `{"model":"modelf-flash","messages":[{"role":"user","content":"a long story"}],"stream":true}`)
 		longStream <- fmt.Sprintf("%d %v %s", status, err, out)
 	}()
 	for deadline := time.Now().Add(20 * time.Second); slowSim.Requests() < 1; time.Sleep(10 * time.Millisecond) {
@@ -107,173 +146,12 @@ func TestSlowClientsCannotTakeTheGatewayDown(t *testing.T) {
 			t.Fatal("the long stream did not start")
 		}
 	}
+	return longStream
+}
 
-	fds := func() int { // the gateway's open descriptors (Linux)
-		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", g.cmd.Process.Pid))
-		if err != nil {
-			return 0
-		}
-		return len(ents)
-	}
-	idleFDs, maxFDs := fds(), 0
-
-	// The flood.
-	type outcome struct {
-		kind   int           // 0 slow headers, 1 slow body without a key, 2 slow body with a key
-		answer int           // the status read, 0 for a close without an answer
-		took   time.Duration // from the connection to the answer or the close
-	}
-	var (
-		stop      = make(chan struct{})
-		attack    sync.WaitGroup
-		mu        sync.Mutex
-		outcomes  []outcome
-		refused   atomic.Int64
-		dialFails atomic.Int64
-		openConns sync.Map // net.Conn → struct{}: closed at the end
-	)
-	heads := [3]string{
-		"POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nX-Slow: ",
-		"POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n",
-		"POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer " + attackKey + "\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n",
-	}
-	wait := func(d time.Duration) bool {
-		select {
-		case <-stop:
-			return false
-		case <-time.After(d):
-			return true
-		}
-	}
-	for i := range attackers {
-		attack.Add(1)
-		go func() {
-			defer attack.Done()
-			kind := i % 3
-			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+i%addresses))}, Timeout: 5 * time.Second}
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				c, err := d.Dial("tcp", addr)
-				if err != nil {
-					dialFails.Add(1)
-					if !wait(time.Second) {
-						return
-					}
-					continue
-				}
-				openConns.Store(c, struct{}{})
-				start := time.Now()
-				_, _ = io.WriteString(c, heads[kind])
-				go func() { // a byte every gap until the connection fails or the test stops
-					for wait(gap) {
-						if _, err := c.Write([]byte{'a'}); err != nil {
-							return
-						}
-					}
-				}()
-				_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-				o := outcome{kind: kind, took: time.Since(start)}
-				if err == nil {
-					o.answer = resp.StatusCode
-					_, _ = io.Copy(io.Discard, resp.Body)
-				}
-				c.Close()
-				openConns.Delete(c)
-				select {
-				case <-stop: // cut by the test, not by the gateway
-					return
-				default:
-				}
-				if o.answer == http.StatusServiceUnavailable {
-					refused.Add(1)
-				} else {
-					mu.Lock()
-					outcomes = append(outcomes, o)
-					mu.Unlock()
-				}
-				if !wait(time.Second) { // Retry-After: 1
-					return
-				}
-			}
-		}()
-	}
-
-	// Ordinary calls while the flood goes on.
-	var lat []time.Duration
-	maxOpen := 0.0
-	floodEnd := time.Now().Add(window)
-	for n := 0; time.Now().Before(floodEnd); n++ {
-		t0 := time.Now()
-		var status int
-		var out string
-		var err error
-		switch n % 3 {
-		case 0:
-			status, out, err = call(key, `{"model":"modelf-flash","messages":[{"role":"user","content":"hi"}],"max_tokens":16}`)
-		case 1:
-			status, out, err = call(key, `{"model":"modelf-flash","messages":[{"role":"user","content":"hi"}],"stream":true}`)
-			if err == nil && !strings.Contains(out, "data: [DONE]") {
-				err = errors.New("stream not finished")
-			}
-		case 2:
-			var resp *http.Response
-			req, _ := http.NewRequest("GET", base+"/metrics", nil)
-			if resp, err = client.Do(req); err == nil {
-				data, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				status, out = resp.StatusCode, string(data)
-				maxOpen = max(maxOpen, pageMetric(t, out, "relay_connections_open"))
-			}
-		}
-		lat = append(lat, time.Since(t0))
-		maxFDs = max(maxFDs, fds())
-		if err != nil || status != 200 {
-			t.Fatalf("ordinary call %d during the flood: %d %v %.300s", n, status, err, out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	close(stop)
-	openConns.Range(func(c, _ any) bool { c.(net.Conn).Close(); return true })
-	attack.Wait()
-
-	slices.Sort(lat)
-	median, worst := lat[len(lat)/2], lat[len(lat)-1]
-	t.Logf("%d ordinary calls during the flood: median %s, max %s; %d refusals, %d dial failures; at most %.0f connections open, %d descriptors (%d before)",
-		len(lat), median, worst, refused.Load(), dialFails.Load(), maxOpen, maxFDs, idleFDs)
-	if median > time.Second || worst > 10*time.Second {
-		t.Errorf("ordinary calls slowed by the flood: median %s, max %s", median, worst)
-	}
-	if maxFDs >= fdLimit {
-		t.Errorf("the gateway had %d descriptors open; its limit is %d", maxFDs, fdLimit)
-	}
-	if maxOpen > 96 {
-		t.Errorf("%.0f connections open; the bound is 96", maxOpen)
-	}
-	if refused.Load() < attackers {
-		t.Errorf("only %d refusals: the per-address bound should refuse most of %d clients", refused.Load(), attackers)
-	}
-	// Each kind of slow client was cut off at its deadline.
-	var seen [3]int
-	for _, o := range outcomes {
-		seen[o.kind]++
-		switch {
-		case o.kind == 0 && (o.answer != 0 || o.took > headerTimeout+3*time.Second):
-			t.Errorf("slow headers: answer %d after %s; want a close at %s", o.answer, o.took, headerTimeout)
-		case o.kind == 1 && (o.answer != 401 || o.took > 3*time.Second):
-			t.Errorf("slow body without a key: answer %d after %s; want 401 at once", o.answer, o.took)
-		case o.kind == 2 && (o.answer != 408 || o.took > bodyTimeout+3*time.Second):
-			t.Errorf("slow body with a key: answer %d after %s; want 408 at %s", o.answer, o.took, bodyTimeout)
-		}
-	}
-	if seen[0] == 0 || seen[1] == 0 || seen[2] == 0 {
-		t.Errorf("every kind of slow client should have been admitted and cut off: %v", seen)
-	}
-
+// checkLongStream wants the stream established before the flood to finish whole.
+func checkLongStream(t *testing.T, longStream <-chan string) {
+	t.Helper()
 	select {
 	case s := <-longStream:
 		if !strings.HasPrefix(s, "200 <nil>") || !strings.Contains(s, "data: [DONE]") {
@@ -282,10 +160,243 @@ func TestSlowClientsCannotTakeTheGatewayDown(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Error("the stream established before the flood did not finish")
 	}
-	if strings.Contains(g.output(), "too many open files") {
-		t.Errorf("the gateway ran out of descriptors:\n%s", tail(g.output(), 2000))
+}
+
+// gatewayFDs counts the gateway's open descriptors (Linux), 0 if unknown.
+func gatewayFDs(g *gatewayProc) int {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", g.cmd.Process.Pid))
+	if err != nil {
+		return 0
 	}
-	// The flood's connections are gone from the gateway.
+	return len(ents)
+}
+
+// slowOutcome is how the gateway ended one slow client's connection.
+type slowOutcome struct {
+	kind   int           // 0 slow headers, 1 slow body without a key, 2 slow body with a key
+	answer int           // the status read, 0 for a close without an answer
+	took   time.Duration // from the connection to the answer or the close
+}
+
+// slowFlood is floodAttackers slow clients from floodAddresses loopback
+// addresses, each sending a byte every floodGap and coming back a second
+// after each refusal until the flood ends.
+type slowFlood struct {
+	addr      string
+	heads     [3]string // the start of each kind's request
+	stop      chan struct{}
+	attack    sync.WaitGroup
+	mu        sync.Mutex
+	outcomes  []slowOutcome // all but the refusals
+	refused   atomic.Int64
+	dialFails atomic.Int64
+	openConns sync.Map // net.Conn → struct{}: closed at the end
+}
+
+// startSlowFlood starts the slow clients against addr; those with a key use attackKey.
+func startSlowFlood(addr, attackKey string) *slowFlood {
+	f := &slowFlood{addr: addr, stop: make(chan struct{}), heads: [3]string{
+		"POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nX-Slow: ",
+		"POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n",
+		"POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer " + attackKey + "\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n",
+	}}
+	for i := range floodAttackers {
+		f.attack.Add(1)
+		go f.attacker(i)
+	}
+	return f
+}
+
+// wait sleeps d; false if the flood ends first.
+func (f *slowFlood) wait(d time.Duration) bool {
+	select {
+	case <-f.stop:
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// attacker is slow client i, of kind i%3: it connects, trickles its
+// request, records how the gateway ended it and comes back a second later.
+func (f *slowFlood) attacker(i int) {
+	defer f.attack.Done()
+	kind := i % 3
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+i%floodAddresses))}, Timeout: 5 * time.Second}
+	for {
+		select {
+		case <-f.stop:
+			return
+		default:
+		}
+		c, err := d.Dial("tcp", f.addr)
+		if err != nil {
+			f.dialFails.Add(1)
+			if !f.wait(time.Second) {
+				return
+			}
+			continue
+		}
+		o, cut := f.trickle(c, kind)
+		if cut { // cut by the test, not by the gateway
+			return
+		}
+		f.record(o)
+		if !f.wait(time.Second) { // Retry-After: 1
+			return
+		}
+	}
+}
+
+// trickle sends a request of kind on c a byte every floodGap and reads how
+// the gateway ends it; cut is true when the flood ended first.
+func (f *slowFlood) trickle(c net.Conn, kind int) (o slowOutcome, cut bool) {
+	f.openConns.Store(c, struct{}{})
+	start := time.Now()
+	_, _ = io.WriteString(c, f.heads[kind])
+	go func() { // a byte every gap until the connection fails or the test stops
+		for f.wait(floodGap) {
+			if _, err := c.Write([]byte{'a'}); err != nil {
+				return
+			}
+		}
+	}()
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	o = slowOutcome{kind: kind, took: time.Since(start)}
+	if err == nil {
+		o.answer = resp.StatusCode
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}
+	c.Close()
+	f.openConns.Delete(c)
+	select {
+	case <-f.stop:
+		return o, true
+	default:
+		return o, false
+	}
+}
+
+// record counts a refusal (503) or keeps any other outcome.
+func (f *slowFlood) record(o slowOutcome) {
+	if o.answer == http.StatusServiceUnavailable {
+		f.refused.Add(1)
+		return
+	}
+	f.mu.Lock()
+	f.outcomes = append(f.outcomes, o)
+	f.mu.Unlock()
+}
+
+// end stops the slow clients, closes their connections and waits for them.
+func (f *slowFlood) end() {
+	close(f.stop)
+	f.openConns.Range(func(c, _ any) bool { c.(net.Conn).Close(); return true })
+	f.attack.Wait()
+}
+
+// floodView is what the ordinary client saw during the flood.
+type floodView struct {
+	lat     []time.Duration // of each call
+	maxOpen float64         // the most connections /metrics showed open
+	maxFDs  int             // the most descriptors the gateway had open
+}
+
+// callThroughFlood makes ordinary calls for floodWindow, 50 ms apart, in
+// turn a chat, a stream and /metrics; every one must answer 200.
+func callThroughFlood(t *testing.T, client *http.Client, base, key string, g *gatewayProc) floodView {
+	t.Helper()
+	var v floodView
+	floodEnd := time.Now().Add(floodWindow)
+	for n := 0; time.Now().Before(floodEnd); n++ {
+		t0 := time.Now()
+		status, out, err := ordinaryCall(t, client, base, key, n, &v)
+		v.lat = append(v.lat, time.Since(t0))
+		v.maxFDs = max(v.maxFDs, gatewayFDs(g))
+		if err != nil || status != 200 {
+			t.Fatalf("ordinary call %d during the flood: %d %v %.300s", n, status, err, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return v
+}
+
+// ordinaryCall makes call n of the ordinary client: a chat, a whole stream
+// or /metrics, whose open connections it notes in v.
+func ordinaryCall(t *testing.T, client *http.Client, base, key string, n int, v *floodView) (status int, out string, err error) {
+	switch n % 3 {
+	case 0:
+		return postChat(client, base, key, `{"model":"modelf-flash","messages":[{"role":"user","content":"hi"}],"max_tokens":16}`)
+	case 1:
+		status, out, err = postChat(client, base, key, `{"model":"modelf-flash","messages":[{"role":"user","content":"hi"}],"stream":true}`)
+		if err == nil && !strings.Contains(out, "data: [DONE]") {
+			err = errors.New("stream not finished")
+		}
+		return status, out, err
+	default:
+		var resp *http.Response
+		req, _ := http.NewRequest("GET", base+"/metrics", nil)
+		if resp, err = client.Do(req); err == nil {
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			status, out = resp.StatusCode, string(data)
+			v.maxOpen = max(v.maxOpen, pageMetric(t, out, "relay_connections_open"))
+		}
+		return status, out, err
+	}
+}
+
+// checkOrdinaryCalls wants the ordinary calls prompt, the gateway's
+// descriptors and connections within their bounds, and most slow clients
+// refused by the per-address bound.
+func checkOrdinaryCalls(t *testing.T, v floodView, f *slowFlood, idleFDs int) {
+	t.Helper()
+	slices.Sort(v.lat)
+	median, worst := v.lat[len(v.lat)/2], v.lat[len(v.lat)-1]
+	t.Logf("%d ordinary calls during the flood: median %s, max %s; %d refusals, %d dial failures; at most %.0f connections open, %d descriptors (%d before)",
+		len(v.lat), median, worst, f.refused.Load(), f.dialFails.Load(), v.maxOpen, v.maxFDs, idleFDs)
+	if median > time.Second || worst > 10*time.Second {
+		t.Errorf("ordinary calls slowed by the flood: median %s, max %s", median, worst)
+	}
+	if v.maxFDs >= floodFDLimit {
+		t.Errorf("the gateway had %d descriptors open; its limit is %d", v.maxFDs, floodFDLimit)
+	}
+	if v.maxOpen > 96 {
+		t.Errorf("%.0f connections open; the bound is 96", v.maxOpen)
+	}
+	if f.refused.Load() < floodAttackers {
+		t.Errorf("only %d refusals: the per-address bound should refuse most of %d clients", f.refused.Load(), floodAttackers)
+	}
+}
+
+// checkSlowClientsCut wants each kind of slow client admitted and cut off
+// at its deadline: slow headers closed at the header timeout, a slow body
+// without a key refused (401) at once, one with a key answered 408 at the
+// body timeout.
+func checkSlowClientsCut(t *testing.T, outcomes []slowOutcome) {
+	t.Helper()
+	var seen [3]int
+	for _, o := range outcomes {
+		seen[o.kind]++
+		switch {
+		case o.kind == 0 && (o.answer != 0 || o.took > floodHeaderTimeout+3*time.Second):
+			t.Errorf("slow headers: answer %d after %s; want a close at %s", o.answer, o.took, floodHeaderTimeout)
+		case o.kind == 1 && (o.answer != 401 || o.took > 3*time.Second):
+			t.Errorf("slow body without a key: answer %d after %s; want 401 at once", o.answer, o.took)
+		case o.kind == 2 && (o.answer != 408 || o.took > floodBodyTimeout+3*time.Second):
+			t.Errorf("slow body with a key: answer %d after %s; want 408 at %s", o.answer, o.took, floodBodyTimeout)
+		}
+	}
+	if seen[0] == 0 || seen[1] == 0 || seen[2] == 0 {
+		t.Errorf("every kind of slow client should have been admitted and cut off: %v", seen)
+	}
+}
+
+// waitFloodConnsGone waits up to 15 s for the flood's connections to be
+// gone from the gateway: at most 4 open.
+func waitFloodConnsGone(t *testing.T, client *http.Client, base string) {
+	t.Helper()
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		resp, err := client.Get(base + "/metrics")
 		if err != nil {

@@ -223,6 +223,18 @@ func TestStoreCopy(t *testing.T) {
 // checkCopy compares the source and the copy through the store interfaces.
 func checkCopy(t *testing.T, src source, b *badger.Store, pg *postgres.Store) {
 	t.Helper()
+	checkCopiedAccounts(t, b, pg)
+	checkCopiedKeys(t, b, pg)
+	checkCopiedJobs(t, src, b, pg)
+	checkCopiedOutcomes(t, src, b, pg)
+	checkCopiedLogins(t, b, pg)
+	checkCopyTakesCalls(t, pg)
+}
+
+// checkCopiedAccounts wants the source's four accounts in the copy, each
+// with the same balance, journal and audit.
+func checkCopiedAccounts(t *testing.T, b *badger.Store, pg *postgres.Store) {
+	t.Helper()
 	ctx := context.Background()
 	want, err := b.ListAccounts(ctx, "", 0)
 	if err != nil {
@@ -244,38 +256,52 @@ func checkCopy(t *testing.T, src source, b *badger.Store, pg *postgres.Store) {
 		if err != nil || bal != a {
 			t.Errorf("Balance(%s): %+v, %v; want %+v", a.ID, bal, err, a)
 		}
-		we, err := b.Charges(ctx, a.ID, 10000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ge, err := pg.Charges(ctx, a.ID, 10000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ge) != len(we) {
-			t.Errorf("%s: %d entries in the copy, %d in the source", a.ID, len(ge), len(we))
-		}
-		for j := range min(len(ge), len(we)) {
-			w := we[j]
-			w.Time = at(w.Time)
-			if ge[j] != w {
-				t.Errorf("%s entry %d:\n got %+v\nwant %+v", a.ID, w.Seq, ge[j], w)
-			}
-		}
-		ra, err := b.Audit(ctx, a.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rg, err := pg.Audit(ctx, a.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rg.Err() != nil || ra.Err() != nil || rg.Entries != ra.Entries || rg.LastSeq != ra.LastSeq || rg.Journal != ra.Journal ||
-			rg.Journal != rg.Account.Balance || rg.OpenHolds != 0 {
-			t.Errorf("%s: audit of the copy %+v (%v), of the source %+v (%v)", a.ID, rg, rg.Err(), ra, ra.Err())
+		checkCopiedJournal(t, b, pg, a.ID)
+	}
+}
+
+// checkCopiedJournal wants the copy to hold account id's journal entries
+// as the source does, and both to pass the audit alike, with no open hold.
+func checkCopiedJournal(t *testing.T, b *badger.Store, pg *postgres.Store, id string) {
+	t.Helper()
+	ctx := context.Background()
+	we, err := b.Charges(ctx, id, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ge, err := pg.Charges(ctx, id, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ge) != len(we) {
+		t.Errorf("%s: %d entries in the copy, %d in the source", id, len(ge), len(we))
+	}
+	for j := range min(len(ge), len(we)) {
+		w := we[j]
+		w.Time = at(w.Time)
+		if ge[j] != w {
+			t.Errorf("%s entry %d:\n got %+v\nwant %+v", id, w.Seq, ge[j], w)
 		}
 	}
-	// Keys: all of them, with their hashes, flags and exclusions.
+	ra, err := b.Audit(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg, err := pg.Audit(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rg.Err() != nil || ra.Err() != nil || rg.Entries != ra.Entries || rg.LastSeq != ra.LastSeq || rg.Journal != ra.Journal ||
+		rg.Journal != rg.Account.Balance || rg.OpenHolds != 0 {
+		t.Errorf("%s: audit of the copy %+v (%v), of the source %+v (%v)", id, rg, rg.Err(), ra, ra.Err())
+	}
+}
+
+// checkCopiedKeys wants the source's three keys in the copy, with their
+// hashes, flags and exclusions.
+func checkCopiedKeys(t *testing.T, b *badger.Store, pg *postgres.Store) {
+	t.Helper()
+	ctx := context.Background()
 	wk, err := b.ListKeys(ctx, "")
 	if err != nil {
 		t.Fatal(err)
@@ -308,7 +334,13 @@ func checkCopy(t *testing.T, src source, b *badger.Store, pg *postgres.Store) {
 	if revoked != 1 || excluded != 1 {
 		t.Errorf("%d revoked keys, %d with exclusions; want 1 and 1", revoked, excluded)
 	}
-	// Jobs and outcomes.
+}
+
+// checkCopiedJobs wants the source's video jobs in the copy, the refunded
+// one refunded.
+func checkCopiedJobs(t *testing.T, src source, b *badger.Store, pg *postgres.Store) {
+	t.Helper()
+	ctx := context.Background()
 	for _, id := range src.jobs {
 		w, err := b.Job(ctx, id)
 		if err != nil {
@@ -322,6 +354,13 @@ func checkCopy(t *testing.T, src source, b *badger.Store, pg *postgres.Store) {
 	if j, _ := pg.Job(ctx, "vid_failed"); !j.Refunded {
 		t.Error("the refunded job is not refunded in the copy")
 	}
+}
+
+// checkCopiedOutcomes wants the source's request outcomes in the copy,
+// each in the state the source's story left it.
+func checkCopiedOutcomes(t *testing.T, src source, b *badger.Store, pg *postgres.Store) {
+	t.Helper()
+	ctx := context.Background()
 	states := map[string]string{}
 	for _, id := range src.requests {
 		w, err := b.Outcome(ctx, id)
@@ -339,10 +378,13 @@ func checkCopy(t *testing.T, src source, b *badger.Store, pg *postgres.Store) {
 		states["req_released"] != store.OutcomeReleased || states["req_overrun"] != store.OutcomeSettled {
 		t.Errorf("outcome states in the copy: %v", states)
 	}
+}
 
-	checkCopiedLogins(t, b, pg)
-
-	// The copy takes calls: the journal goes on from the copied counter.
+// checkCopyTakesCalls holds and settles a call on the copy: the journal
+// goes on from the copied counter and the audit still passes.
+func checkCopyTakesCalls(t *testing.T, pg *postgres.Store) {
+	t.Helper()
+	ctx := context.Background()
 	before, err := pg.Audit(ctx, "acme")
 	if err != nil {
 		t.Fatal(err)
