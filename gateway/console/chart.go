@@ -47,8 +47,8 @@ func (s *spend) add(e store.Entry, keyID string) {
 
 // Chart geometry, in SVG user units.
 const (
-	chartW, chartH     = 760, 260
-	padL, padR         = 72, 12
+	chartW, chartH     = 784, 260
+	padL, padR         = 96, 12 // padL fits a label such as "$0.0000375"
 	padT, padB         = 12, 40
 	plotW, plotH       = chartW - padL - padR, chartH - padT - padB
 	legendRow, nColors = 22, 8
