@@ -138,34 +138,11 @@ func tiersFromABI(list []abi.Tier) map[string]pricing.Nano {
 	return out
 }
 
-// UsageToABI converts a usage to its wire form.
-func UsageToABI(u pricing.Usage) abi.Usage {
-	return abi.Usage{
-		InputTokens:        u.InputTokens,
-		CacheReadTokens:    u.CacheReadTokens,
-		CacheWriteTokens:   u.CacheWriteTokens,
-		CacheWrite1hTokens: u.CacheWrite1hTokens,
-		OutputTokens:       u.OutputTokens,
-		Images:             u.Images,
-		SizeTier:           u.SizeTier,
-		Seconds:            u.Seconds,
-		Resolution:         u.Resolution,
-		Requests:           u.Requests,
-	}
-}
+// UsageToABI converts a usage to its wire form. pricing.Usage and
+// abi.Usage have the same fields in the same order (only their JSON tags
+// differ), so this is a conversion: a field added to one and not the other
+// stops the build here rather than dropping a count on the way.
+func UsageToABI(u pricing.Usage) abi.Usage { return abi.Usage(u) }
 
-// UsageFromABI converts a wire usage to a pricing.Usage.
-func UsageFromABI(u abi.Usage) pricing.Usage {
-	return pricing.Usage{
-		InputTokens:        u.InputTokens,
-		CacheReadTokens:    u.CacheReadTokens,
-		CacheWriteTokens:   u.CacheWriteTokens,
-		CacheWrite1hTokens: u.CacheWrite1hTokens,
-		OutputTokens:       u.OutputTokens,
-		Images:             u.Images,
-		SizeTier:           u.SizeTier,
-		Seconds:            u.Seconds,
-		Resolution:         u.Resolution,
-		Requests:           u.Requests,
-	}
-}
+// UsageFromABI converts a wire usage to a pricing.Usage (see UsageToABI).
+func UsageFromABI(u abi.Usage) pricing.Usage { return pricing.Usage(u) }
