@@ -347,6 +347,11 @@ func (p *Param) decode(d *decoder) {
 
 func appendParams(b []byte, list []Param) []byte { return appendList(b, list, (*Param).AppendTo) }
 
+// Each list type has a reader of its own (decodeParams, decodeTiers,
+// decodeRoutes, decodeModels, decodeLines, decodeSteps) rather than one
+// generic decodeList: a method called through a generic's dictionary makes
+// the decoder escape, one more allocation of 288 B per decode
+// (BenchmarkAdmitRequestRoundTrip: 3 allocs and 40 B/op, against 4 and 328).
 func decodeParams(d *decoder, field string) []Param {
 	n := d.count(field, minParam)
 	if n == 0 {
