@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
 
+	"github.com/modelrelay/modelrelay/internal/browsertest"
 	"github.com/modelrelay/modelrelay/pricing"
 )
 
@@ -130,19 +131,19 @@ const visibleModelsJS = `Array.from(document.querySelectorAll("article[data-mode
 func TestPricingPageInBrowser(t *testing.T) {
 	e := newEnv(t)
 	table, _ := getPriceTable(t, e)
-	ctx := startBrowser(t, 90*time.Second)
+	ctx := browsertest.Start(t, 90*time.Second)
 	// Script errors and console errors (a CSP violation is one) fail the test.
-	p := &pricingPage{t: t, ctx: ctx, problems: watchProblems(ctx), table: table}
+	p := &pricingPage{t: t, ctx: ctx, problems: browsertest.WatchProblems(ctx), table: table}
 	p.run("load the page",
 		chromedp.Navigate(e.url+"/pricing"),
 		chromedp.WaitVisible(`body[data-state="ready"]`, chromedp.ByQuery),
 	)
-	p.problems.check(t)
+	p.problems.Check(t)
 	p.checkAmounts()
 	p.checkFacts()
 	p.checkFilters()
-	p.problems.check(t)
-	saveScreenshot(t, ctx, "pricing.png")
+	p.problems.Check(t)
+	browsertest.Screenshot(t, ctx, "pricing.png")
 }
 
 // pricingPage is /pricing in a browser tab, and the price table the API
@@ -150,13 +151,13 @@ func TestPricingPageInBrowser(t *testing.T) {
 type pricingPage struct {
 	t        *testing.T
 	ctx      context.Context
-	problems *pageProblems
+	problems *browsertest.Problems
 	table    []wirePriceModel
 }
 
 func (p *pricingPage) run(what string, actions ...chromedp.Action) {
 	p.t.Helper()
-	runActions(p.t, p.ctx, p.problems, what, actions...)
+	browsertest.Run(p.t, p.ctx, p.problems, what, actions...)
 }
 
 // checkAmounts checks that the page lists the API's models, in its order,
@@ -352,7 +353,7 @@ func TestPricingPageShowsRateLimit(t *testing.T) {
 	if status, _, _ := e.do("GET", "/api/pricing", "", nil); status != http.StatusOK {
 		t.Fatalf("first call = %d", status)
 	}
-	ctx := startBrowser(t, 60*time.Second)
+	ctx := browsertest.Start(t, 60*time.Second)
 	var text string
 	var nodes []*cdp.Node
 	if err := chromedp.Run(ctx,

@@ -1,4 +1,4 @@
-package gateway
+package browsertest
 
 import (
 	"context"
@@ -18,51 +18,70 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// chromiumPath is Debian's chromium, or $RELAY_CHROMIUM.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
+// ChromiumPath is Debian's chromium, or $RELAY_CHROMIUM; without it the
+// test fails saying how to install it.
+func ChromiumPath(tb testing.TB) string {
+	tb.Helper()
 	p := os.Getenv("RELAY_CHROMIUM")
 	if p == "" {
 		p = "/usr/bin/chromium"
 	}
 	if st, err := os.Stat(p); err != nil || st.IsDir() {
-		t.Fatalf("the browser test needs Chromium at %s (set RELAY_CHROMIUM to use another): install it with `apt-get install chromium` (%v)", p, err)
+		tb.Fatalf("the browser test needs Chromium at %s (set RELAY_CHROMIUM to use another): install it with `apt-get install chromium` (%v)", p, err)
 	}
 	return p
 }
 
-// artifactPath is where a page's screenshot goes: $RELAY_ARTIFACTS, or
-// build/artifacts under the repository root.
-func artifactPath(t *testing.T, name string) string {
-	t.Helper()
+// ArtifactPath is where a page's screenshot goes: $RELAY_ARTIFACTS, or
+// build/artifacts under the module root.
+func ArtifactPath(tb testing.TB, name string) string {
+	tb.Helper()
 	dir := os.Getenv("RELAY_ARTIFACTS")
 	if dir == "" {
-		dir = filepath.Join(moduleRoot(), "build", "artifacts")
+		dir = filepath.Join(moduleRoot(tb), "build", "artifacts")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return filepath.Join(dir, name)
 }
 
-// browserDataDir is a profile directory for one Chromium run. It is not
-// t.TempDir: Chromium's helper processes can still be writing into it for a
-// moment after the browser is stopped, which made t.TempDir's cleanup fail
+// moduleRoot is the closest directory holding a go.mod, from the working
+// directory up: a test runs in its package's directory, inside the module.
+func moduleRoot(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			tb.Fatalf("no go.mod above %s: set RELAY_ARTIFACTS", dir)
+		}
+	}
+}
+
+// dataDir is a profile directory for one Chromium run. It is not
+// tb.TempDir: Chromium's helper processes can still be writing into it for a
+// moment after the browser is stopped, which made TempDir's cleanup fail
 // the test ("directory not empty"). This one is removed with retries.
-func browserDataDir(t *testing.T) string {
-	t.Helper()
+func dataDir(tb testing.TB) string {
+	tb.Helper()
 	dir, err := os.MkdirTemp("", "relay-chromium-")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		for i := 0; ; i++ {
 			err := os.RemoveAll(dir)
 			if err == nil {
 				return
 			}
 			if i == 50 {
-				t.Logf("could not remove the browser profile %s: %v", dir, err)
+				tb.Logf("could not remove the browser profile %s: %v", dir, err)
 				return
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -71,13 +90,13 @@ func browserDataDir(t *testing.T) string {
 	return dir
 }
 
-// startBrowser starts headless Chromium for t and returns the context of its
+// Start starts headless Chromium for tb and returns the context of its
 // first tab, which ends after timeout; the browser stops when the test ends.
 // The flags keep it quiet and self-contained: no sandbox (tests run as root
 // in containers), no GPU, nothing fetched in the background, a fixed window.
-func startBrowser(t *testing.T, timeout time.Duration) context.Context {
-	t.Helper()
-	exe := chromiumPath(t)
+func Start(tb testing.TB, timeout time.Duration) context.Context {
+	tb.Helper()
+	exe := ChromiumPath(tb)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(exe),
 		chromedp.Flag("headless", true),
@@ -92,30 +111,30 @@ func startBrowser(t *testing.T, timeout time.Duration) context.Context {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.Flag("mute-audio", true),
-		chromedp.UserDataDir(browserDataDir(t)),
+		chromedp.UserDataDir(dataDir(tb)),
 		chromedp.WindowSize(1280, 900),
 	)
 	ctx, cancel := chromedp.NewContext(alloc)
 	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		cancelTimeout()
 		cancel()
 		cancelAlloc()
 	})
 	if err := chromedp.Run(ctx); err != nil { // starts the browser
-		t.Fatalf("start Chromium: %v", err)
+		tb.Fatalf("start Chromium: %v", err)
 	}
 	return ctx
 }
 
-// newPrivateTab opens a tab in a new browser context of browser's — its
+// PrivateTab opens a tab in a new browser context of browser's — its
 // own cookies and storage, like a separate user's browser — and returns its
 // context; the browser context is disposed of when the test ends. It opens
 // the tab in a new window: headless Chromium refuses a new context's tab
 // without one ("Failed to open new tab - no browser is open"), which is
 // what chromedp.WithNewBrowserContext runs into.
-func newPrivateTab(t *testing.T, browser context.Context) context.Context {
-	t.Helper()
+func PrivateTab(tb testing.TB, browser context.Context) context.Context {
+	tb.Helper()
 	var id target.ID
 	var bc cdp.BrowserContextID
 	err := chromedp.Run(browser, chromedp.ActionFunc(func(ctx context.Context) error {
@@ -128,16 +147,16 @@ func newPrivateTab(t *testing.T, browser context.Context) context.Context {
 		return err
 	}))
 	if err != nil {
-		t.Fatalf("open a tab in a new browser context: %v", err)
+		tb.Fatalf("open a tab in a new browser context: %v", err)
 	}
 	ctx, cancel := chromedp.NewContext(browser, chromedp.WithTargetID(id))
 	// The first Run attaches the tab with ctx itself: chromedp ties the
 	// tab's event loop to the context of that first Run, so a step's
 	// shorter-lived context there would leave the tab dead after the step.
 	if err := chromedp.Run(ctx); err != nil {
-		t.Fatalf("attach to the new tab: %v", err)
+		tb.Fatalf("attach to the new tab: %v", err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		cancel()
 		_ = chromedp.Run(browser, chromedp.ActionFunc(func(ctx context.Context) error {
 			return target.DisposeBrowserContext(bc).Do(cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser))
@@ -146,17 +165,17 @@ func newPrivateTab(t *testing.T, browser context.Context) context.Context {
 	return ctx
 }
 
-// pageProblems collects what a tab reports as wrong: script exceptions and
+// Problems collects what a tab reports as wrong: script exceptions and
 // console or log errors and warnings (a Content-Security-Policy violation is
 // one).
-type pageProblems struct {
+type Problems struct {
 	mu   sync.Mutex
 	list []string
 }
 
-// watchProblems starts collecting ctx's tab's problems.
-func watchProblems(ctx context.Context) *pageProblems {
-	p := &pageProblems{}
+// WatchProblems starts collecting ctx's tab's problems.
+func WatchProblems(ctx context.Context) *Problems {
+	p := &Problems{}
 	chromedp.ListenTarget(ctx, func(ev any) {
 		var s string
 		switch ev := ev.(type) {
@@ -186,46 +205,46 @@ func watchProblems(ctx context.Context) *pageProblems {
 	return p
 }
 
-// all returns the problems reported so far.
-func (p *pageProblems) all() []string {
+// All returns the problems reported so far.
+func (p *Problems) All() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.list...)
 }
 
-// check fails the test if the tab reported any problem.
-func (p *pageProblems) check(t *testing.T) {
-	t.Helper()
-	if l := p.all(); len(l) > 0 {
-		t.Fatalf("the page reported problems:\n%s", strings.Join(l, "\n"))
+// Check fails the test if the tab reported any problem.
+func (p *Problems) Check(tb testing.TB) {
+	tb.Helper()
+	if l := p.All(); len(l) > 0 {
+		tb.Fatalf("the page reported problems:\n%s", strings.Join(l, "\n"))
 	}
 }
 
-// runActions runs actions in ctx's tab; on failure it fails the test with
-// what was being done, and on a timeout with the tab's problems too.
-func runActions(t *testing.T, ctx context.Context, p *pageProblems, what string, actions ...chromedp.Action) {
-	t.Helper()
+// Run runs actions in ctx's tab; on failure it fails the test with what
+// was being done, and on a timeout with the tab's problems too.
+func Run(tb testing.TB, ctx context.Context, p *Problems, what string, actions ...chromedp.Action) {
+	tb.Helper()
 	if err := chromedp.Run(ctx, actions...); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			var url string
 			_ = chromedp.Run(context.WithoutCancel(ctx), chromedp.Location(&url))
-			t.Fatalf("%s: timed out at %s; problems: %q", what, url, p.all())
+			tb.Fatalf("%s: timed out at %s; problems: %q", what, url, p.All())
 		}
-		t.Fatalf("%s: %v", what, err)
+		tb.Fatalf("%s: %v", what, err)
 	}
 }
 
-// saveScreenshot writes a full-page screenshot of ctx's tab to name under
-// artifactPath.
-func saveScreenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
+// Screenshot writes a full-page screenshot of ctx's tab to name under
+// ArtifactPath.
+func Screenshot(tb testing.TB, ctx context.Context, name string) {
+	tb.Helper()
 	var png []byte
 	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
+		tb.Fatalf("screenshot %s: %v", name, err)
 	}
-	path := artifactPath(t, name)
+	path := ArtifactPath(tb, name)
 	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Logf("screenshot: %s (%d bytes)", path, len(png))
+	tb.Logf("screenshot: %s (%d bytes)", path, len(png))
 }
