@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,7 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -190,47 +188,6 @@ func (h *home) run(t *testing.T, d *demo, tap *tap, model, bin string, args ...s
 	if after := d.charges(t, model); after <= before {
 		t.Errorf("%s: no new charge for %s on account demo (%d before, %d after)", name, model, before, after)
 	}
-}
-
-// demo is a running `relay demo`.
-type demo struct {
-	addr, key, token string
-}
-
-func startDemo(t *testing.T) *demo {
-	t.Helper()
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	cmd := exec.Command(relayBin, "demo", "-addr", addr, "-data", filepath.Join(dir, "data"), "-plugins", pluginDir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := syncBuffer{&sync.Mutex{}, &bytes.Buffer{}}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
-	d := &demo{addr: addr}
-	timer := time.AfterFunc(120*time.Second, func() { _ = cmd.Process.Kill() })
-	sc := bufio.NewScanner(stdout)
-	for (d.key == "" || d.token == "") && sc.Scan() {
-		l := sc.Text()
-		if v, ok := strings.CutPrefix(l, "key: "); ok {
-			d.key = v
-		} else if v, ok := strings.CutPrefix(l, "admin token: "); ok {
-			d.token = v
-		}
-	}
-	timer.Stop()
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	if d.key == "" || d.token == "" {
-		stderr.mu.Lock()
-		defer stderr.mu.Unlock()
-		t.Fatalf("relay demo printed no key/admin token; stderr: %s", stderr.b.String())
-	}
-	return d
 }
 
 // charges counts the demo account's entries that took money for model.

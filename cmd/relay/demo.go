@@ -107,6 +107,9 @@ func demoConfig(simURL, addr, data, pluginDir string) gateway.Config {
 // demoLogin is the console login the demo gives the demo account.
 const demoLogin = "demo@example.com"
 
+// demoCredit is what the demo account is credited with on the first run.
+const demoCredit = 10 * pricing.NanoPerUSD
+
 // printConsole issues the demo account's console login (a fresh one-time
 // link on every run) and prints it with the operator's sign-in address.
 func printConsole(ctx context.Context, srv *server) error {
@@ -135,7 +138,7 @@ func seedDemo(ctx context.Context, st store.Store) (key string, seeded bool, err
 		if _, err := st.CreateAccount(ctx, "demo"); err != nil {
 			return "", false, err
 		}
-		if _, err := st.Credit(ctx, "demo", 10*pricing.NanoPerUSD, "demo credit"); err != nil {
+		if _, err := st.Credit(ctx, "demo", demoCredit, "demo credit"); err != nil {
 			return "", false, err
 		}
 		seeded = true

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -376,49 +375,73 @@ func nanoOf(t *testing.T, fixed string) int64 {
 	return n
 }
 
-// relay demo prints the key, the admin token and a curl line that works.
-func TestDemo(t *testing.T) {
+// demo is a running `relay demo` and what it printed: the key, the admin
+// token, the curl line to try, the demo account's console setup link and
+// the operator's console sign-in address.
+type demo struct {
+	addr, key, token, curl, setup, signin string
+}
+
+// startDemo starts relay demo on a fresh data directory and reads its
+// output until all that demo holds is printed; the demo stops when the
+// test ends.
+func startDemo(t *testing.T) *demo {
+	t.Helper()
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	cmd := exec.Command(relayBin, "demo", "-addr", addr, "-data", filepath.Join(dir, "data"), "-plugins", pluginDir)
-	stdout, _ := cmd.StdoutPipe()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	stderr := syncBuffer{&sync.Mutex{}, &bytes.Buffer{}}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
-	sc := bufio.NewScanner(stdout)
-	var key, token, curl, setup, signin string
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	go func() { <-ctx.Done(); cmd.Process.Kill() }()
-	for (key == "" || token == "" || curl == "" || setup == "" || signin == "") && sc.Scan() {
-		l := sc.Text()
-		switch {
-		case strings.HasPrefix(l, "#   account demo (demo@example.com): set a password once at "):
-			setup = l[strings.LastIndexByte(l, ' ')+1:]
-		case strings.HasPrefix(l, "#   operator: sign in at "):
-			signin = strings.Fields(l)[5]
-		case strings.HasPrefix(l, "key: "):
-			key = strings.TrimPrefix(l, "key: ")
-		case strings.HasPrefix(l, "admin token: "):
-			token = strings.TrimPrefix(l, "admin token: ")
-		case strings.HasPrefix(l, "curl "):
-			curl = l
-		}
-	}
-	if !strings.HasPrefix(key, "sk-") || token == "" || !strings.Contains(curl, key) {
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
+	d := &demo{addr: addr}
+	timer := time.AfterFunc(120*time.Second, func() { _ = cmd.Process.Kill() })
+	d.read(bufio.NewScanner(stdout))
+	timer.Stop()
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	if !strings.HasPrefix(d.key, "sk-") || d.token == "" || !strings.Contains(d.curl, d.key) || d.setup == "" || d.signin == "" {
 		stderr.mu.Lock()
 		defer stderr.mu.Unlock()
-		t.Fatalf("demo output: key %q token %q curl %q; stderr %s", key, token, curl, stderr.b.String())
+		t.Fatalf("demo output: key %q token %q curl %q setup %q sign-in %q; stderr %s", d.key, d.token, d.curl, d.setup, d.signin, stderr.b.String())
 	}
-	out, err := exec.Command("sh", "-c", curl).CombinedOutput()
+	return d
+}
+
+// read takes what the demo prints from sc until it has it all.
+func (d *demo) read(sc *bufio.Scanner) {
+	for (d.key == "" || d.token == "" || d.curl == "" || d.setup == "" || d.signin == "") && sc.Scan() {
+		l := sc.Text()
+		switch {
+		case strings.HasPrefix(l, "#   account demo ("+demoLogin+"): set a password once at "):
+			d.setup = l[strings.LastIndexByte(l, ' ')+1:]
+		case strings.HasPrefix(l, "#   operator: sign in at "):
+			d.signin = strings.Fields(l)[5]
+		case strings.HasPrefix(l, "key: "):
+			d.key = strings.TrimPrefix(l, "key: ")
+		case strings.HasPrefix(l, "admin token: "):
+			d.token = strings.TrimPrefix(l, "admin token: ")
+		case strings.HasPrefix(l, "curl "):
+			d.curl = l
+		}
+	}
+}
+
+// relay demo prints the key, the admin token and a curl line that works.
+func TestDemo(t *testing.T) {
+	d := startDemo(t)
+	addr := d.addr
+	out, err := exec.Command("sh", "-c", d.curl).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"chat.completion"`) {
 		t.Fatalf("the printed curl does not work: %v %s", err, out)
 	}
 	// The console is on, with a setup link for the demo account's login.
-	for _, u := range []string{setup, signin} {
+	for _, u := range []string{d.setup, d.signin} {
 		if !strings.HasPrefix(u, "http://"+addr+"/console/") {
 			t.Fatalf("console link %q", u)
 		}
@@ -432,17 +455,10 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("GET %s: %d %s", u, resp.StatusCode, page)
 		}
 	}
-	req, _ := http.NewRequest("GET", "http://"+addr+"/admin/accounts/demo", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var a struct {
 		Balance string `json:"balance_usd"`
 	}
-	json.NewDecoder(resp.Body).Decode(&a)
-	resp.Body.Close()
+	adminGetAs(t, addr, d.token, "/admin/accounts/demo", &a)
 	if !strings.HasPrefix(a.Balance, "9.99") {
 		t.Fatalf("demo balance after one call: %q", a.Balance)
 	}

@@ -127,10 +127,19 @@ type lineView struct {
 	WindowFailures  int64  `json:"window_failures"`
 }
 
+// adminGet decodes the admin API's answer to GET path into v, with the
+// tests' admin token.
 func adminGet(t *testing.T, addr, path string, v any) {
 	t.Helper()
+	adminGetAs(t, addr, adminToken, path, v)
+}
+
+// adminGetAs is adminGet with another admin token (relay demo makes its
+// own).
+func adminGetAs(t *testing.T, addr, token, path string, v any) {
+	t.Helper()
 	req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
-	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := poolClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
