@@ -311,7 +311,7 @@ func TestCrashRecovery(t *testing.T) {
 	if n := strings.Count(charges, "recovery"); n != 8 {
 		t.Errorf("want 8 recovery entries, got %d:\n%s", n, charges)
 	}
-	if !strings.Contains(g2.output(), "released holds left by a process that ended") {
+	if !g2.outputHas("released holds left by a process that ended") {
 		t.Errorf("recovery not logged: %s", g2.output())
 	}
 	// The books: balance == Σ journal amounts.
