@@ -71,7 +71,7 @@ func TestServeDebugListen(t *testing.T) {
 			t.Errorf("debug_listen serves the gateway's %s: HTTP %d", path, code)
 		}
 	}
-	if !strings.Contains(g.output(), `"msg":"profiler listening"`) {
+	if !g.outputHas(`"msg":"profiler listening"`) {
 		t.Errorf("relay serve does not say where the profiler listens:\n%s", g.output())
 	}
 }

@@ -154,6 +154,20 @@ func (g *gatewayProc) output() string {
 	return g.logs.String()
 }
 
+// outputHas waits up to 5 s for s to appear in the process's output: the
+// log sink writes its lines asynchronously, so a line logged before an
+// address answered may land a moment after.
+func (g *gatewayProc) outputHas(s string) bool {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(g.output(), s) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 // cli runs the relay binary as a user would.
 func cli(t *testing.T, server string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
@@ -296,7 +310,7 @@ func TestCrashRecovery(t *testing.T) {
 	if n := strings.Count(charges, "recovery"); n != 8 {
 		t.Errorf("want 8 recovery entries, got %d:\n%s", n, charges)
 	}
-	if !strings.Contains(g2.output(), "released holds left by a process that ended") {
+	if !g2.outputHas("released holds left by a process that ended") {
 		t.Errorf("recovery not logged: %s", g2.output())
 	}
 	// The books: balance == Σ journal amounts.
@@ -589,7 +603,7 @@ func TestConsoleListen(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
 		t.Errorf("/v1/models on the console's listener: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	if !strings.Contains(g.output(), "console listening on http://"+consoleAddr+"/console/") {
+	if !g.outputHas("console listening on http://" + consoleAddr + "/console/") {
 		t.Errorf("no console address in the output: %s", g.output())
 	}
 	cli(t, addr, "accounts", "create", "-account", "acme")
