@@ -200,7 +200,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: envLogLevel}))
 	st := e.openStore(t, log)
 	e.store = st
-	host, err := plugins.Open(context.Background(), cfg.Plugins.HostConfig(log)) // Poll -1: no reloading
+	host, shared, err := openHost(cfg.Plugins, log)
 	if err != nil {
 		st.Close()
 		t.Fatal(err)
@@ -217,10 +217,46 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		if e.sh != nil {
 			e.sh.Close()
 		}
-		host.Close(context.Background())
+		if !shared {
+			host.Close(context.Background())
+		}
 		st.Close()
 	})
 	return e
+}
+
+// The package's tests share one plugin host per plugins.Settings while
+// they load the built plugins (pluginDir) unchanged: opening a host
+// instantiates every plugin's pool, about 5 s under -race, and the host
+// keeps no state a test can change without its own plugin files (a test
+// that reloads or swaps plugins names a directory of its own, and gets a
+// host of its own, closed with its env). The shared hosts log to
+// sharedHostLogs.
+var (
+	sharedHostsMu  sync.Mutex
+	sharedHosts    = map[plugins.Settings]*plugins.Host{}
+	sharedHostLogs = &lockedBuffer{}
+)
+
+// openHost opens the host of settings: a shared one (shared true, never
+// closed) for the built plugins, else one of the env's own on log.
+func openHost(settings plugins.Settings, log *slog.Logger) (h *plugins.Host, shared bool, err error) {
+	if settings.Dir != pluginDir {
+		h, err = plugins.Open(context.Background(), settings.HostConfig(log)) // Poll -1: no reloading
+		return h, false, err
+	}
+	sharedHostsMu.Lock()
+	defer sharedHostsMu.Unlock()
+	if h := sharedHosts[settings]; h != nil {
+		return h, true, nil
+	}
+	hlog := slog.New(slog.NewJSONHandler(sharedHostLogs, &slog.HandlerOptions{Level: envLogLevel}))
+	h, err = plugins.Open(context.Background(), settings.HostConfig(hlog))
+	if err != nil {
+		return nil, false, err
+	}
+	sharedHosts[settings] = h
+	return h, true, nil
 }
 
 // serve serves gw as e's gateway, as relay serve serves it: its deadlines
