@@ -120,11 +120,7 @@ func (l *line) do(req *http.Request) (*http.Response, error) {
 		pass, _ := u.Password()
 		req.SetBasicAuth(u.Username(), pass)
 	}
-	start := time.Now()
 	resp, err := l.rt.RoundTrip(req)
-	if err == nil {
-		l.observeLatency(time.Since(start))
-	}
 	if err != nil {
 		method := req.Method[:1] + strings.ToLower(req.Method[1:])
 		// The query string is the caller's: it stays out of the error,
@@ -140,8 +136,9 @@ func (l *line) do(req *http.Request) (*http.Response, error) {
 }
 
 // latency is the line's recent time to response headers: a weighted mean
-// (each new round trip weighs 1/8) of its successful round trips; 0 before
-// the first. The console's lines page shows it.
+// (each new round trip weighs 1/8) of the relayed calls' successful round
+// trips (the upstream request feeds it the time it measures for the access log);
+// 0 before the first. The console's lines page shows it.
 func (l *line) latency() time.Duration { return time.Duration(l.lat.Load()) }
 
 func (l *line) observeLatency(d time.Duration) {

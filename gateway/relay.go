@@ -1174,6 +1174,7 @@ func (g *Gateway) try(ctx context.Context, c *call, l *line) (*upstream, error) 
 		return nil, err
 	}
 	c.info.upstream = g.now().Sub(start)
+	l.observeLatency(c.info.upstream)
 	up := &upstream{resp: resp, line: l, cancel: cancel, start: start}
 	up.idle = newIdleTimer(l.cfg.Timeouts.Idle, cancel)
 	resp.Body = &idleBody{rc: resp.Body, t: up.idle}
