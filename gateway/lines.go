@@ -137,7 +137,7 @@ func (l *line) do(req *http.Request) (*http.Response, error) {
 
 // latency is the line's recent time to response headers: a weighted mean
 // (each new round trip weighs 1/8) of the relayed calls' successful round
-// trips (the upstream request feeds it the time it measures for the access log);
+// trips (Gateway.try feeds it the time it measures for the access log);
 // 0 before the first. The console's lines page shows it.
 func (l *line) latency() time.Duration { return time.Duration(l.lat.Load()) }
 
