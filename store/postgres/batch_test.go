@@ -14,10 +14,10 @@ import (
 // ops (all of l) in its own goroutine in order, waiting until each is
 // queued, and returns a function that sends the queue as one batch and
 // waits for every op's result.
-func queueBatch(t *testing.T, s *Store, l lane, ops ...func() error) func() []error {
+func queueBatch(t *testing.T, s *Store, account string, ops ...func() error) func() []error {
 	t.Helper()
 	s.batch.mu.Lock()
-	s.batch.queued[l] = nil
+	s.batch.lanes[account] = &lane{running: true}
 	s.batch.mu.Unlock()
 	errs := make([]chan error, len(ops))
 	for i, op := range ops {
@@ -26,7 +26,7 @@ func queueBatch(t *testing.T, s *Store, l lane, ops ...func() error) func() []er
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			s.batch.mu.Lock()
-			n := len(s.batch.queued[l])
+			n := len(s.batch.lanes[account].queued)
 			s.batch.mu.Unlock()
 			if n == i+1 {
 				break
@@ -38,7 +38,7 @@ func queueBatch(t *testing.T, s *Store, l lane, ops ...func() error) func() []er
 		}
 	}
 	return func() []error {
-		s.drain(l, s.nextBatch(l))
+		s.drain(account, s.nextBatch(account))
 		out := make([]error, len(errs))
 		for i, c := range errs {
 			out[i] = <-c
@@ -56,7 +56,7 @@ func TestBatchAdmitsInArrivalOrder(t *testing.T) {
 	if _, err := s.Credit(ctx, "acme", 3*usd, "c"); err != nil {
 		t.Fatal(err)
 	}
-	send := queueBatch(t, s, lane{account: "acme"},
+	send := queueBatch(t, s, "acme",
 		func() error { return s.Hold(ctx, hold("acme", "req_a", 2*usd)) },
 		func() error { return s.Hold(ctx, hold("acme", "req_b", 2*usd)) },
 		func() error { return s.Hold(ctx, hold("acme", "req_c", usd)) },
@@ -69,7 +69,7 @@ func TestBatchAdmitsInArrivalOrder(t *testing.T) {
 	if !errors.As(errs[1], &ie) || ie.Needed != 2*usd || ie.Available != usd || ie.Limit != store.LimitAccount {
 		t.Fatalf("req_b: %v, want the account's refusal needing 2 USD with the 1 USD req_a left", errs[1])
 	}
-	send = queueBatch(t, s, lane{account: "acme", settle: true},
+	send = queueBatch(t, s, "acme",
 		func() error {
 			_, err := s.Settle(ctx, store.Settlement{RequestID: "req_a", Account: "acme", Charge: usd / 2})
 			return err
@@ -110,7 +110,7 @@ func TestBatchFallsBackOneByOne(t *testing.T) {
 	if err := s.Hold(ctx, hold("acme", "req_old", usd)); err != nil {
 		t.Fatal(err)
 	}
-	send := queueBatch(t, s, lane{account: "acme"},
+	send := queueBatch(t, s, "acme",
 		func() error { return s.Hold(ctx, hold("acme", "req_a", usd)) },
 		func() error { return s.Hold(ctx, hold("acme", "req_old", usd)) }, // open already: a unique violation
 		func() error { return s.Hold(ctx, hold("acme", "req_a", usd)) },   // the same again
@@ -145,14 +145,14 @@ func TestBatchCancelWhileQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	send := queueBatch(t, s, lane{account: "acme"},
+	send := queueBatch(t, s, "acme",
 		func() error { return s.Hold(cctx, hold("acme", "req_gone", usd)) },
 		func() error { return s.Hold(ctx, hold("acme", "req_kept", usd)) },
 	)
 	cancel()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		s.batch.mu.Lock()
-		n := len(s.batch.queued[lane{account: "acme"}])
+		n := len(s.batch.lanes["acme"].queued)
 		s.batch.mu.Unlock()
 		if n == 1 {
 			break
@@ -180,8 +180,8 @@ func TestBatchCancelWhileQueued(t *testing.T) {
 }
 
 // TestSettleLingersOnlyWithCompany: a settle waits for others to share its
-// commit only while other calls of its account run on this replica; alone,
-// it goes at once.
+// commit only while other calls of its account run on this replica, and the
+// account's next hold takes it along at once; alone, it goes at once.
 func TestSettleLingersOnlyWithCompany(t *testing.T) {
 	s := openStore(t, freshDSN(t), Options{RenewEvery: -1, SettleLinger: time.Hour})
 	ctx := context.Background()
@@ -202,10 +202,12 @@ func TestSettleLingersOnlyWithCompany(t *testing.T) {
 		}
 	}
 	done := settle("req_a") // req_b still runs: req_a lingers
-	l := lane{account: "acme", settle: true}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		s.batch.mu.Lock()
-		n := len(s.batch.queued[l])
+		n := 0
+		if l := s.batch.lanes["acme"]; l != nil {
+			n = len(l.queued)
+		}
 		s.batch.mu.Unlock()
 		if n == 1 {
 			break
@@ -214,8 +216,20 @@ func TestSettleLingersOnlyWithCompany(t *testing.T) {
 			t.Fatal("the settle with company did not wait in its lane")
 		}
 	}
-	s.drain(l, s.nextBatch(l))
-	if err := <-done; err != nil {
+	// The next hold of the account takes the lingering settle along at
+	// once (the linger is an hour).
+	if err := s.Hold(ctx, hold("acme", "req_c", usd)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a hold did not take the lingering settle along")
+	}
+	if err := s.Release(ctx, "req_c", "test"); err != nil {
 		t.Fatal(err)
 	}
 	select { // req_b is alone now

@@ -84,12 +84,13 @@ type Options struct {
 	// (DefaultSweepBatch).
 	SweepBatch int
 	// SettleLinger is how long a Settle that finds no batch of its
-	// account's settles in flight, while other calls of the account are
-	// running here, waits for their settles to share its commit
-	// (DefaultSettleLinger); negative sends it at once. The gateway settles
-	// after the client has its answer, so the wait costs the client
-	// nothing, and fewer commits hold the account's row less often. A
-	// settle with no other call of its account running goes at once.
+	// account in flight, while other calls of the account are running
+	// here, waits for their holds or settles to share its commit
+	// (DefaultSettleLinger); the next hold of the account takes it along
+	// at once. Negative sends it at once. The gateway settles after the
+	// client has its answer, so the wait costs the client nothing, and
+	// fewer commits hold the account's row less often. A settle with no
+	// other call of its account running goes at once.
 	SettleLinger time.Duration
 	Logger       *slog.Logger
 }
@@ -106,8 +107,8 @@ type Store struct {
 	// zero means none.
 	opTimeout time.Duration
 	batch     batcher
-	// settleLinger is how long a settle that finds its lane idle waits
-	// for others to share its batch.
+	// settleLinger is how long a settle that finds its account idle
+	// waits for others to share its batch.
 	settleLinger time.Duration
 
 	// live are the request ids of the holds this replica's calls own, the
@@ -192,7 +193,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		opts.Logger.Info("postgres: schema migrated", "versions", applied)
 	}
 	s := &Store{dsn: dsn, pool: pool, owner: opts.Owner, lease: opts.Lease, sweepBatch: opts.SweepBatch, log: opts.Logger, live: map[string]string{}, liveOn: map[string]int{}, stop: make(chan struct{})}
-	s.batch.queued = map[lane][]*ledgerOp{}
+	s.batch.lanes = map[string]*lane{}
 	if opts.SettleLinger > 0 {
 		s.settleLinger = opts.SettleLinger
 	}
