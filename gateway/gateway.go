@@ -67,6 +67,10 @@ type Gateway struct {
 	sh     *shared.Client // nil: single replica (replicas.go)
 
 	settling *settling // calls answered but not yet settled, per account
+	// seen and overlap: a hold goes beside its upstream request
+	// (overlap.go).
+	seen     *creditSeen
+	overlap  bool
 	streams  *streamsEnding
 	inflight sync.WaitGroup
 	closing  atomic.Bool
@@ -103,6 +107,8 @@ func New(o Options) (*Gateway, error) {
 
 		settling: newSettling(),
 		streams:  newStreamsEnding(),
+		seen:     newCreditSeen(),
+		overlap:  overlapsHolds(o.Config.Store.Driver),
 	}
 	g.lines = newLineSet(o.Config, o.Transport, o.Logger)
 	g.limits = newLimiters(o.Config, o.Shared)

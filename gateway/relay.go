@@ -114,8 +114,10 @@ type call struct {
 	params   []abi.Param // as admitted, after the plugin's Set
 	set      []abi.Param // what the plugin's quote set
 	hold     pricing.Nano
-	settled  bool     // the charge is written (see settle)
-	answered *pending // the answer went out before the settle (see relayJSON)
+	admitted time.Time // the gateway's clock at the quote: the hold's time
+	held     bool      // the hold is taken (holdAndSend)
+	settled  bool      // the charge is written (see settle)
+	answered *pending  // the answer went out before the settle (see relayJSON)
 	// detached: the settle goes on in the background, which owns the hold
 	// from then on (see settleAnswered).
 	detached bool
@@ -151,21 +153,19 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		if ep.uncharged {
 			return g.relayUncharged(ctx, w, c)
 		}
-		if err := g.admit(ctx, c); err != nil {
+		if err := g.quote(ctx, c); err != nil {
 			return err
 		}
-		defer func() {
-			if c.answered != nil && !c.detached { // after releaseUnsettled
-				g.settling.end(c.key.Account, c.answered)
-				g.settleEnd(c.key.Account, c.sharedSettle)
-			}
-		}()
-		defer g.releaseUnsettled(c)
-
-		if err := prepareBody(c); err != nil {
-			return err
+		up, err := g.holdAndSend(ctx, c)
+		if c.held {
+			defer func() {
+				if c.answered != nil && !c.detached { // after releaseUnsettled
+					g.settling.end(c.key.Account, c.answered)
+					g.settleEnd(c.key.Account, c.sharedSettle)
+				}
+			}()
+			defer g.releaseUnsettled(c)
 		}
-		up, err := g.sendOK(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -310,9 +310,11 @@ func (g *Gateway) admitModel(c *call) error {
 	return nil
 }
 
-// admit validates and quotes with the model's plugin, then holds the quote.
-func (g *Gateway) admit(ctx context.Context, c *call) error {
+// quote validates and quotes the call with the model's plugin: c.hold is
+// what the call may cost, to be held (hold).
+func (g *Gateway) quote(ctx context.Context, c *call) error {
 	now := g.now()
+	c.admitted = now
 	t0 := time.Now()
 	res, err := g.host.Admit(ctx, abi.AdmitRequest{
 		Now:                 now.UnixNano(),
@@ -338,7 +340,45 @@ func (g *Gateway) admit(ctx context.Context, c *call) error {
 		c.set = res.Set
 	}
 	c.hold = pricing.Nano(res.Hold)
-	err = g.store.Hold(ctx, store.Hold{
+	return nil
+}
+
+// holdAndSend holds c's quote, then sends c upstream (sendOK); c.held says
+// whether the hold was taken, whatever it returns. Where holds commit in a
+// database (overlapHold), the hold's commit and the upstream request go at
+// once; either way nothing reaches the client before the hold is taken, and
+// a refused hold is the call's answer, as if it had been made first: the
+// upstream request, if it was sent, is cancelled and its answer dropped.
+func (g *Gateway) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
+	h := g.holdOf(c)
+	if !g.overlapHold(c) {
+		if err := g.hold(ctx, c, g.storeHold(ctx, h)); err != nil {
+			return nil, err
+		}
+		if err := prepareBody(c); err != nil {
+			return nil, err
+		}
+		return g.sendOK(ctx, c)
+	}
+	held := make(chan error, 1)
+	go func() { held <- g.storeHold(ctx, h) }()
+	err := prepareBody(c)
+	var up *upstream
+	if err == nil {
+		up, err = g.sendOK(ctx, c)
+	}
+	if herr := g.hold(ctx, c, <-held); herr != nil {
+		if up != nil {
+			up.close()
+		}
+		return nil, herr
+	}
+	return up, err
+}
+
+// holdOf is the hold of c's quote.
+func (g *Gateway) holdOf(c *call) store.Hold {
+	return store.Hold{
 		RequestID: c.info.rid,
 		Account:   c.key.Account,
 		KeyID:     c.key.ID,
@@ -346,16 +386,33 @@ func (g *Gateway) admit(ctx context.Context, c *call) error {
 		Route:     c.route,
 		Endpoint:  c.ep.name,
 		Amount:    c.hold,
-		Created:   now,
-	})
+		Created:   c.admitted,
+	}
+}
+
+// storeHold writes h, timed; it reads nothing of the call (it may run
+// beside the upstream request).
+func (g *Gateway) storeHold(ctx context.Context, h store.Hold) error {
+	t0 := time.Now()
+	err := g.store.Hold(ctx, h)
+	g.met.holdDur.Observe(time.Since(t0).Seconds())
+	return err
+}
+
+// hold records the outcome err of c's hold (storeHold): c.held when it
+// was taken, else the error the caller gets.
+func (g *Gateway) hold(ctx context.Context, c *call, err error) error {
+	if err == nil {
+		c.held = true
+		g.met.openHolds.Add(1)
+		return nil
+	}
+	g.seen.forget(c.key.Account)
 	if errors.Is(err, store.ErrNotFound) {
 		return errf(http.StatusPaymentRequired, "insufficient_quota", "insufficient_credit", "the account %q has no credit", c.key.Account)
 	}
 	if ie := (*store.InsufficientError)(nil); errors.As(err, &ie) && ie.Limit == store.LimitKey {
-		return keyLimitError(ie, &c.key, now)
-	}
-	if err == nil {
-		g.met.openHolds.Add(1)
+		return keyLimitError(ie, &c.key, c.admitted)
 	}
 	return err
 }
@@ -544,7 +601,12 @@ func (g *Gateway) settleAnswered(ctx context.Context, c *call, st store.Settleme
 func (g *Gateway) writeSettle(ctx context.Context, st store.Settlement) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := g.store.Settle(ctx, st)
+	t0 := time.Now()
+	e, err := g.store.Settle(ctx, st)
+	g.met.settleDur.Observe(time.Since(t0).Seconds())
+	if err == nil {
+		g.seen.saw(st.Account, e.BalanceAfter, time.Now())
+	}
 	return err
 }
 

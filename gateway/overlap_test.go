@@ -1,0 +1,192 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// watchedHolds wraps a store: each Hold first waits, up to wait, for the
+// providers to see one more request than when it began, notes whether they
+// did, then takes the hold (or, with refuse set, refuses it for credit).
+type watchedHolds struct {
+	Store
+	upstream func() int64 // requests the providers have seen
+	wait     time.Duration
+	refuse   atomic.Bool
+	overlaps atomic.Int32 // holds during which the upstream request arrived
+	done     atomic.Int64 // UnixNano when the last Hold returned
+}
+
+func (s *watchedHolds) Hold(ctx context.Context, h store.Hold) error {
+	defer func() { s.done.Store(time.Now().UnixNano()) }()
+	n := s.upstream()
+	for deadline := time.Now().Add(s.wait); s.upstream() == n && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if s.upstream() > n {
+		s.overlaps.Add(1)
+		time.Sleep(50 * time.Millisecond) // a slow commit, after the provider has answered
+	}
+	if s.refuse.Load() {
+		return &store.InsufficientError{Needed: h.Amount, Limit: store.LimitAccount}
+	}
+	return s.Store.Hold(ctx, h)
+}
+
+// TestHoldOverlapsUpstream: where holds commit in a database, a call of an
+// account that plainly has the credit sends its hold and its upstream
+// request at once; nothing reaches the client before the hold is taken, a
+// refused hold is the answer (nothing charged, the provider's answer
+// dropped), and after a refusal the account's calls hold first again.
+func TestHoldOverlapsUpstream(t *testing.T) {
+	e := newEnv(t)
+	e.account("acme", "100")
+	key := e.key("acme", "standard")
+	w := &watchedHolds{wait: 300 * time.Millisecond, upstream: func() int64 {
+		var n int64
+		for _, s := range e.sims {
+			n += s.Requests()
+		}
+		return n
+	}}
+	r := e.replica(func(s Store) Store { w.Store = s; return w })
+	r.gw.overlap = true
+	call := func(extra ...string) (int, []byte) {
+		st, _, data := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello", extra...))
+		return st, data
+	}
+
+	// No balance seen yet: the first call holds, then goes upstream.
+	if st, data := call(); st != 200 {
+		t.Fatalf("first call: %d %s", st, data)
+	}
+	if n := w.overlaps.Load(); n != 0 {
+		t.Fatalf("the first call overlapped its hold (%d); no balance was seen yet", n)
+	}
+	r.gw.settling.wait(context.Background(), "acme")
+
+	// Its settle showed $100: the next call's hold goes beside its request.
+	if st, data := call(); st != 200 {
+		t.Fatalf("second call: %d %s", st, data)
+	}
+	if n := w.overlaps.Load(); n != 1 {
+		t.Fatalf("overlapped holds: %d, want 1", n)
+	}
+	r.gw.settling.wait(context.Background(), "acme")
+
+	// A stream: its first byte comes after the hold is taken.
+	t0 := time.Now()
+	req, _ := http.NewRequest("POST", r.url+"/v1/chat/completions", strings.NewReader(chatBody("modelf-flash", "hello", `"stream":true`)))
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	headers := time.Now()
+	if _, err := io.ReadAll(resp.Body); err != nil { // to its end: the stream settles before it
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || w.overlaps.Load() != 2 {
+		t.Fatalf("stream: %d, overlapped holds %d", resp.StatusCode, w.overlaps.Load())
+	}
+	if held := time.Unix(0, w.done.Load()); headers.Before(held) || held.Before(t0) {
+		t.Fatalf("the stream's headers came at %v, its hold returned at %v", headers.Sub(t0), held.Sub(t0))
+	}
+	r.gw.settling.wait(context.Background(), "acme")
+	before := e.balance("acme")
+	entries, err := e.charges("acme", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A refused hold: the caller gets 402 though the provider answered,
+	// and nothing is charged or left held.
+	w.refuse.Store(true)
+	reached := w.upstream()
+	st, data := call()
+	if st != http.StatusPaymentRequired || w.overlaps.Load() != 3 || w.upstream() != reached+1 {
+		t.Fatalf("refused hold: %d %s (overlapped %d, provider requests %d → %d)", st, data, w.overlaps.Load(), reached, w.upstream())
+	}
+	if _, typ, _ := errBody(t, data); typ != "insufficient_quota" {
+		t.Fatalf("refused hold: type %q, want insufficient_quota", typ)
+	}
+	after := e.balance("acme")
+	if after.Balance != before.Balance || after.Held != 0 {
+		t.Fatalf("after a refused hold: balance %v held %v, want %v held 0", after.Balance, after.Held, before.Balance)
+	}
+	if got, _ := e.charges("acme", 100); len(got) != len(entries) {
+		t.Fatalf("journal: %d entries after a refused hold, want %d", len(got), len(entries))
+	}
+
+	// The refusal ends overlap for the account until a settle shows its
+	// balance again.
+	w.refuse.Store(false)
+	if st, data := call(); st != 200 || w.overlaps.Load() != 3 {
+		t.Fatalf("after a refusal: %d %s, overlapped holds %d, want 3", st, data, w.overlaps.Load())
+	}
+}
+
+// TestOverlapOnlyWithAmpleCredit: a hold overlaps only on a store that
+// commits remotely, for a call of a key with no spend limit whose account
+// last showed overlapMargin times the hold, lately.
+func TestOverlapOnlyWithAmpleCredit(t *testing.T) {
+	if overlapsHolds(store.DriverBadger) || !overlapsHolds(store.DriverPostgres) {
+		t.Fatal("holds overlap on PostgreSQL only")
+	}
+	now := time.Now()
+	s := newCreditSeen()
+	hold := pricing.Nano(40_600)
+	s.saw("rich", overlapMargin*hold, now)
+	s.saw("short", overlapMargin*hold-1, now)
+	s.saw("stale", overlapMargin*hold*10, now.Add(-overlapFresh-time.Second))
+	s.saw("owing", -5, now)
+	for account, want := range map[string]bool{"rich": true, "short": false, "stale": false, "owing": false, "unseen": false} {
+		if got := s.ample(account, hold, now); got != want {
+			t.Errorf("ample(%s) = %v, want %v", account, got, want)
+		}
+	}
+	if !s.ample("rich", 0, now) {
+		t.Error("a free call of a rich account does not overlap")
+	}
+	s.forget("rich")
+	if s.ample("rich", hold, now) {
+		t.Error("a forgotten account still overlaps")
+	}
+	for i := range maxCreditSeen + 1 {
+		s.saw(string(rune('a'+i%26))+strings.Repeat("x", i%7)+string(rune(i)), 1, now)
+	}
+	if len(s.m) > maxCreditSeen {
+		t.Fatalf("creditSeen holds %d accounts, more than %d", len(s.m), maxCreditSeen)
+	}
+
+	g := &Gateway{seen: newCreditSeen(), overlap: true}
+	g.seen.saw("acme", 1_000_000*hold, time.Now())
+	chat := &endpoint{name: pricing.EndpointChat}
+	c := &call{ep: chat, key: store.Key{Account: "acme"}, hold: hold}
+	if !g.overlapHold(c) {
+		t.Fatal("a call of a rich account does not overlap")
+	}
+	c.key.Limit = pricing.Nano(1)
+	if g.overlapHold(c) {
+		t.Fatal("a call of a key with a spend limit overlaps")
+	}
+	c.key.Limit = 0
+	c.ep = &endpoint{name: pricing.EndpointVideo, accept: acceptVideo}
+	if g.overlapHold(c) {
+		t.Fatal("a video job overlaps")
+	}
+	c.ep = chat
+	g.overlap = false
+	if g.overlapHold(c) {
+		t.Fatal("a call overlaps on a store that holds in memory")
+	}
+}
