@@ -16,7 +16,7 @@
 //     late settle of a hold a sweep recovered.
 //   - holds.go: hold leases renewed while their calls are alive, and the
 //     sweep that releases a dead replica's holds.
-//   - batch.go: one batch in flight per account and per kind.
+//   - batch.go: one batch of holds and settles in flight per account.
 //   - migrate.go and migrations/: the schema, applied at Open.
 //   - import.go and export.go: relay store copy.
 //   - console.go: console logins (a setup token used by one conditional
