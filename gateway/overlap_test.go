@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
 )
 
@@ -132,6 +133,21 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 	w.refuse.Store(false)
 	if st, data := call(); st != 200 || w.overlaps.Load() != 3 {
 		t.Fatalf("after a refusal: %d %s, overlapped holds %d, want 3", st, data, w.overlaps.Load())
+	}
+	r.gw.settling.wait(context.Background(), "acme")
+
+	// A hold refused while the provider is still working ends the upstream
+	// request then, not when the provider answers.
+	for _, s := range e.sims {
+		s.SetOptions(sim.Options{Latency: 5 * time.Second})
+	}
+	w.refuse.Store(true)
+	t0 = time.Now()
+	if st, data := call(); st != http.StatusPaymentRequired || w.overlaps.Load() != 4 {
+		t.Fatalf("refused beside a slow provider: %d %s, overlapped holds %d, want 4", st, data, w.overlaps.Load())
+	}
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Fatalf("a refused hold waited %v for the provider", d)
 	}
 }
 

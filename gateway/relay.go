@@ -352,7 +352,7 @@ func (g *Gateway) quote(ctx context.Context, c *call) error {
 func (g *Gateway) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
 	h := g.holdOf(c)
 	if !g.overlapHold(c) {
-		if err := g.hold(ctx, c, g.storeHold(ctx, h)); err != nil {
+		if err := g.hold(c, g.storeHold(ctx, h)); err != nil {
 			return nil, err
 		}
 		if err := prepareBody(c); err != nil {
@@ -360,14 +360,23 @@ func (g *Gateway) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
 		}
 		return g.sendOK(ctx, c)
 	}
+	// A refused hold ends the upstream request at once (tryLines counts a
+	// cancelled try against no line); a taken one leaves it to the call.
+	sendCtx, stop := context.WithCancel(ctx)
 	held := make(chan error, 1)
-	go func() { held <- g.storeHold(ctx, h) }()
+	go func() {
+		err := g.storeHold(ctx, h)
+		if err != nil {
+			stop()
+		}
+		held <- err
+	}()
 	err := prepareBody(c)
 	var up *upstream
 	if err == nil {
-		up, err = g.sendOK(ctx, c)
+		up, err = g.sendOK(sendCtx, c)
 	}
-	if herr := g.hold(ctx, c, <-held); herr != nil {
+	if herr := g.hold(c, <-held); herr != nil {
 		if up != nil {
 			up.close()
 		}
@@ -401,7 +410,7 @@ func (g *Gateway) storeHold(ctx context.Context, h store.Hold) error {
 
 // hold records the outcome err of c's hold (storeHold): c.held when it
 // was taken, else the error the caller gets.
-func (g *Gateway) hold(ctx context.Context, c *call, err error) error {
+func (g *Gateway) hold(c *call, err error) error {
 	if err == nil {
 		c.held = true
 		g.met.openHolds.Add(1)
