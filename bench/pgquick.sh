@@ -12,7 +12,9 @@
 # Usage: BIN=/tmp/relay-other bench/pgquick.sh
 #   BIN (default bin/relay), RATES (500,1000), DURATION (3s), SIM_LATENCY
 #   (0s: the provider's wait before answering), SYNC (synchronous_commit of
-#   the run's database; default the server's), POSTGRES (as for run.sh).
+#   the run's database; default the server's), MAX_CONNS (store.max_conns,
+#   16), PG_SET (settings of the run's database, "name=value ..."), POSTGRES
+#   (as for run.sh).
 # Needs make build and make plugins, and loadgen and bareproxy from a
 # run.sh (build/bench/bin). Uses 127.0.0.1 ports 8081, 6061, 9101 and 9201:
 # not while run.sh runs.
@@ -23,6 +25,7 @@ BIN=${BIN:-$ROOT/bin/relay}
 RATES=${RATES:-500,1000}
 DURATION=${DURATION:-3s}
 SIM_LATENCY=${SIM_LATENCY:-0s}
+MAX_CONNS=${MAX_CONNS:-16}
 POSTGRES=${POSTGRES:-postgres://postgres@/postgres?host=/var/run/postgresql}
 TOKEN=pgquick-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 
@@ -52,7 +55,10 @@ cleanup() {
 trap cleanup EXIT
 pg "$ADMIN_DB" "CREATE DATABASE $DB" >/dev/null
 [ -z "${SYNC:-}" ] || pg "$ADMIN_DB" "ALTER DATABASE $DB SET synchronous_commit = $SYNC" >/dev/null
-log "synchronous_commit $(pg "$DB" "SHOW synchronous_commit"); $BIN; rates $RATES, $DURATION each; provider latency $SIM_LATENCY"
+for kv in ${PG_SET:-}; do
+	pg "$ADMIN_DB" "ALTER DATABASE $DB SET ${kv%%=*} = '${kv#*=}'" >/dev/null
+done
+log "synchronous_commit $(pg "$DB" "SHOW synchronous_commit")${PG_SET:+, $PG_SET}; $BIN; rates $RATES, $DURATION each; provider latency $SIM_LATENCY"
 
 taskset -c 1 "$ROOT/bin/relay" sim -addr 127.0.0.1:9101 -latency "$SIM_LATENCY" >"$WORK/sim.log" 2>&1 &
 SIM_PID=$!
@@ -82,7 +88,7 @@ lines:
 store:
   driver: postgres
   dsn: '$(pg_url "$DB")'
-  max_conns: 16
+  max_conns: $MAX_CONNS
   statement_timeout: 5s
   lease: 30s
 EOF
@@ -101,6 +107,18 @@ GW=http://127.0.0.1:8081
 "$ROOT/bin/relay" accounts credit -account bench -usd 10000 -server "$GW" >/dev/null
 KEY=$("$ROOT/bin/relay" keys create -account bench -route economy -server "$GW")
 
+# db_cpu: the CPU time, in ns, the database's backends have run (their
+# /proc/PID/schedstat), and their count.
+db_cpu() {
+	local pid total=0 n=0 t
+	for pid in $(pg "$ADMIN_DB" "SELECT pid FROM pg_stat_activity WHERE datname = '$DB'"); do
+		read -r t _ <"/proc/$pid/schedstat" 2>/dev/null || continue
+		total=$((total + t)) n=$((n + 1))
+	done
+	echo "$total $n"
+}
+read -r CPU0 _ < <(db_cpu)
+CALLS0=$(pg "$DB" "SELECT count(*) FROM journal WHERE kind = 'charge'")
 taskset -c 0 "$ROOT/build/bench/bin/loadgen" -direct http://127.0.0.1:9101 -proxy http://127.0.0.1:9201 \
 	-gateway "$GW" -key "$KEY" -phases latency -rates "$RATES" -duration "$DURATION" -rounds 1 \
 	-jitter 0 -warmup 500ms -sim-pid "$SIM_PID" -gateway-pid "$GW_PID" -md "$WORK/report.md" >/dev/null 2>"$WORK/loadgen.log" ||
@@ -121,3 +139,7 @@ curl -sf -H "Authorization: Bearer $TOKEN" "$GW/metrics" | awk '
 		for (op in n) if (n[op] > 0)
 			printf "%s: %d, mean %.3f ms; under 0.5 ms %.0f%%, 1 ms %.0f%%, 2.5 ms %.0f%%\n", op, n[op], 1000 * sum[op] / n[op], 100 * a[op] / n[op], 100 * b[op] / n[op], 100 * c[op] / n[op]
 	}'
+read -r CPU1 CONNS < <(db_cpu)
+CALLS=$(($(pg "$DB" "SELECT count(*) FROM journal WHERE kind = 'charge'") - CALLS0))
+[ "$CALLS" -gt 0 ] && printf 'database: %d µs of CPU per call over %d calls (%d backends; the load phases and their warm-ups)\n' \
+	$(((CPU1 - CPU0) / 1000 / CALLS)) "$CALLS" "$CONNS"
