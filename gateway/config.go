@@ -75,6 +75,11 @@ type BillingConfig struct {
 	// DefaultOutputTokens is the output budget held for a call that names no
 	// max_tokens. Default 4096.
 	DefaultOutputTokens int64 `yaml:"default_output_tokens"`
+	// OverlapHold lets a hold's commit run beside the upstream request on
+	// PostgreSQL, for an account that plainly has the credit (overlap.go).
+	// Default true; false holds every call before it goes upstream. Badger
+	// holds in memory and never overlaps.
+	OverlapHold *bool `yaml:"overlap_hold"`
 }
 
 // replacedKeys are configuration keys that are gone, with what replaced
@@ -189,6 +194,10 @@ func (b *BillingConfig) resolve() error {
 	}
 	if b.DefaultOutputTokens < 0 {
 		return errors.New("config: billing.default_output_tokens: must be positive")
+	}
+	if b.OverlapHold == nil {
+		t := true
+		b.OverlapHold = &t
 	}
 	return nil
 }

@@ -108,7 +108,7 @@ func New(o Options) (*Gateway, error) {
 		settling: newSettling(),
 		streams:  newStreamsEnding(),
 		seen:     newCreditSeen(),
-		overlap:  overlapsHolds(o.Config.Store.Driver),
+		overlap:  overlapsHolds(o.Config),
 	}
 	g.lines = newLineSet(o.Config, o.Transport, o.Logger)
 	g.limits = newLimiters(o.Config, o.Shared)

@@ -90,6 +90,8 @@ func (g *Gateway) overlapHold(c *call) bool {
 		g.seen.ample(c.key.Account, c.hold, time.Now())
 }
 
-// overlapsHolds reports whether holds in a store of this driver overlap
-// the upstream request.
-func overlapsHolds(driver string) bool { return driver == store.DriverPostgres }
+// overlapsHolds reports whether holds overlap the upstream request under
+// c: on PostgreSQL, unless billing.overlap_hold is false.
+func overlapsHolds(c Config) bool {
+	return c.Store.Driver == store.DriverPostgres && (c.Billing.OverlapHold == nil || *c.Billing.OverlapHold)
+}

@@ -151,12 +151,26 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 	}
 }
 
-// TestOverlapOnlyWithAmpleCredit: a hold overlaps only on a store that
-// commits remotely, for a call of a key with no spend limit whose account
+// TestOverlapOnlyWithAmpleCredit: a hold overlaps only on PostgreSQL (unless
+// billing.overlap_hold is false), for a call of a key with no spend limit whose account
 // last showed overlapMargin times the hold, lately.
 func TestOverlapOnlyWithAmpleCredit(t *testing.T) {
-	if overlapsHolds(store.DriverBadger) || !overlapsHolds(store.DriverPostgres) {
-		t.Fatal("holds overlap on PostgreSQL only")
+	for _, tc := range []struct {
+		yaml string
+		want bool
+	}{
+		{"", false},
+		{"store: {driver: postgres, dsn: 'postgres://x@h/db'}\n", true},
+		{"store: {driver: postgres, dsn: 'postgres://x@h/db'}\nbilling: {overlap_hold: false}\n", false},
+		{"billing: {overlap_hold: true}\n", false},
+	} {
+		c, err := ParseConfig([]byte(minimalConfig + tc.yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if got := overlapsHolds(c); got != tc.want {
+			t.Errorf("%q: holds overlap %v, want %v", tc.yaml, got, tc.want)
+		}
 	}
 	now := time.Now()
 	s := newCreditSeen()
