@@ -54,7 +54,7 @@ func newCreditSeen() *creditSeen { return &creditSeen{m: make(map[string]seenBal
 func (s *creditSeen) saw(account string, balance pricing.Nano, t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.m) >= maxCreditSeen {
+	if _, ok := s.m[account]; !ok && len(s.m) >= maxCreditSeen {
 		clear(s.m)
 	}
 	s.m[account] = seenBalance{balance: balance, at: t}

@@ -220,3 +220,66 @@ func TestOverlapOnlyWithAmpleCredit(t *testing.T) {
 		t.Fatal("a call overlaps on a store that holds in memory")
 	}
 }
+
+// panicTransport panics on every upstream request, once the account's
+// hold is taken (held says so; it may go beside the request).
+type panicTransport struct{ held func() bool }
+
+func (p panicTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	for deadline := time.Now().Add(5 * time.Second); !p.held() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	panic("upstream transport")
+}
+
+// panicHolds panics in every Hold.
+type panicHolds struct{ Store }
+
+func (panicHolds) Hold(context.Context, store.Hold) error { panic("store hold") }
+
+// TestHoldReleasedAfterPanic: a panic on the way upstream, after the hold
+// is taken, still releases it (the router recovers the panic: 500), held
+// first or beside the request; a panic in a Hold beside the request fails
+// the call with 500 and leaves the process serving.
+func TestHoldReleasedAfterPanic(t *testing.T) {
+	e := newEnv(t)
+	e.account("acme", "100")
+	key := e.key("acme", "standard")
+	serve := func(st Store, tr http.RoundTripper, overlap bool) *env {
+		r := *e
+		r.logs = &lockedBuffer{}
+		gw, err := New(Options{Config: e.cfg, Store: st, Plugins: e.host, Logger: discardLogger(), Transport: tr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw.overlap = overlap
+		gw.seen.saw("acme", 1_000_000*pricing.NanoPerUSD, time.Now()) // ample for any hold
+		r.serve(gw)
+		t.Cleanup(r.srv.Close)
+		return &r
+	}
+	for _, overlap := range []bool{false, true} {
+		held := func() bool {
+			a, err := e.store.Balance(context.Background(), "acme")
+			return err == nil && a.Held > 0
+		}
+		r := serve(e.store, panicTransport{held}, overlap)
+		st, _, data := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello"))
+		if st != http.StatusInternalServerError {
+			t.Fatalf("overlap %v: %d %s, want 500", overlap, st, data)
+		}
+		if a := e.balance("acme"); a.Held != 0 || a.Balance != 100*pricing.NanoPerUSD {
+			t.Fatalf("overlap %v: after a panic upstream: balance %v held %v, want 100 held 0", overlap, a.Balance, a.Held)
+		}
+		if n := r.gw.met.openHolds.Load(); n != 0 {
+			t.Fatalf("overlap %v: %d open holds counted, want 0", overlap, n)
+		}
+	}
+	r := serve(panicHolds{e.store}, nil, true)
+	if st, _, data := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello")); st != http.StatusInternalServerError {
+		t.Fatalf("a Hold that panics beside the request: %d %s, want 500", st, data)
+	}
+	if st, _, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello")); st != 200 {
+		t.Fatalf("after a Hold panicked: %d %s", st, data)
+	}
+}

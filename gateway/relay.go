@@ -156,16 +156,20 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		if err := g.quote(ctx, c); err != nil {
 			return err
 		}
+		// Armed before the hold, so that they cover a panic on the way
+		// upstream too; they act once the hold is taken (c.held).
+		defer func() {
+			if c.held && c.answered != nil && !c.detached { // after releaseUnsettled
+				g.settling.end(c.key.Account, c.answered)
+				g.settleEnd(c.key.Account, c.sharedSettle)
+			}
+		}()
+		defer func() {
+			if c.held {
+				g.releaseUnsettled(c)
+			}
+		}()
 		up, err := g.holdAndSend(ctx, c)
-		if c.held {
-			defer func() {
-				if c.answered != nil && !c.detached { // after releaseUnsettled
-					g.settling.end(c.key.Account, c.answered)
-					g.settleEnd(c.key.Account, c.sharedSettle)
-				}
-			}()
-			defer g.releaseUnsettled(c)
-		}
 		if err != nil {
 			return err
 		}
@@ -365,17 +369,30 @@ func (g *Gateway) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
 	sendCtx, stop := context.WithCancel(ctx)
 	held := make(chan error, 1)
 	go func() {
-		err := g.storeHold(ctx, h)
-		if err != nil {
-			stop()
+		err := errHoldPanicked
+		defer func() {
+			if r := recover(); r != nil { // as the router's PanicHandler would have
+				g.log.Error("store hold panicked", "request_id", h.RequestID, "panic", bounded(fmt.Sprint(r), maxMessageText))
+			}
+			if err != nil {
+				stop()
+			}
+			held <- err
+		}()
+		err = g.storeHold(ctx, h)
+	}()
+	waited := false
+	defer func() {
+		if !waited { // a panic on the way upstream: the hold's outcome is still the call's
+			_ = g.hold(c, <-held)
 		}
-		held <- err
 	}()
 	err := prepareBody(c)
 	var up *upstream
 	if err == nil {
 		up, err = g.sendOK(sendCtx, c)
 	}
+	waited = true
 	if herr := g.hold(c, <-held); herr != nil {
 		if up != nil {
 			up.close()
@@ -384,6 +401,11 @@ func (g *Gateway) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
 	}
 	return up, err
 }
+
+// errHoldPanicked is the outcome of a hold whose store call panicked
+// beside the upstream request (the goroutine recovers it, as the router
+// does a handler's): the call fails with 500.
+var errHoldPanicked = errors.New("gateway: the store's Hold did not return")
 
 // holdOf is the hold of c's quote.
 func (g *Gateway) holdOf(c *call) store.Hold {
