@@ -53,25 +53,24 @@ fresh() {
 	pg "$ADMIN_DB" "CREATE DATABASE $DB" >/dev/null
 	"$ROOT/bin/relay" migrate -dsn "$(pg_url "$DB")" >/dev/null
 	pg "$DB" "INSERT INTO accounts (id, balance) SELECT 'acct_' || i, 1000000000000000 FROM generate_series(0, $1 - 1) i" >/dev/null
+	pg "$DB" "INSERT INTO keys (id, hash, account, route, created) SELECT 'key_' || i, 'hash_' || i, 'acct_' || i, 'r', now() FROM generate_series(0, $1 - 1) i" >/dev/null
 }
 
-# The store's statements, as store/postgres/ledger.go has them.
+# The store's statements, as store/postgres/ledger.go has them: Hold is
+# relay_hold (migrations/0003), on a key of the account with no limit.
 cat >"$WORK/pair.sql" <<'EOF'
 \set a random(0, :accounts - 1)
 \set r random(1, 999999999999999)
-WITH a AS (
-	UPDATE accounts SET held = held + 2000000
-	WHERE id = 'acct_' || :a AND balance > 0 AND balance - held >= 2000000
-	  AND NOT EXISTS (SELECT 1 FROM outcomes WHERE request_id = 'r' || :client_id || '_' || :r)
-	RETURNING id)
-INSERT INTO holds (request_id, account, key_id, model, route, endpoint, amount, created, owner, lease_until)
-SELECT 'r' || :client_id || '_' || :r, id, 'key_b', 'm', 'r', 'chat', 2000000, now(), 'probe', now() + 30000 * interval '1 millisecond' FROM a;
+SELECT relay_hold('r' || :client_id || '_' || :r, 'acct_' || :a, 2000000, 'key_' || :a, 'm', 'r', 'chat', now(), 'probe', 30000);
 WITH h AS (
 	DELETE FROM holds WHERE request_id = 'r' || :client_id || '_' || :r AND ('acct_' || :a = '' OR account = 'acct_' || :a) RETURNING *),
 a AS (
 	UPDATE accounts acc SET balance = acc.balance - 1234567, held = acc.held - h.amount, seq = acc.seq + 1
 	FROM h WHERE acc.id = h.account
 	RETURNING acc.id, acc.balance, acc.seq),
+k AS (
+	UPDATE keys SET held = keys.held - h.amount, spent = keys.spent + 1234567
+	FROM h, a WHERE h.keyed AND keys.id = h.key_id),
 o AS (
 	INSERT INTO outcomes (request_id, account, state, hold_amount, charge, seq, owner, reason)
 	SELECT h.request_id, h.account, 'settled', h.amount, 1234567, a.seq, h.owner, '' FROM h, a
@@ -123,7 +122,7 @@ for sync in on off; do
 			wait "$bg" || { cat "$WORK/out" >&2; die "pgbench failed"; }
 			pairs=$(awk '/number of transactions actually processed/ {split($0, a, ": "); split(a[2], b, "/"); print b[1]}' "$WORK/out")
 			tps=$(awk '/^tps = / {printf "%.0f", $3}' "$WORK/out")
-			hold=$(awk '/WITH a AS/ {print $1; exit}' "$WORK/out")
+			hold=$(awk '/SELECT relay_hold/ {print $1; exit}' "$WORK/out")
 			settle=$(awk '/WITH h AS/ {print $1; exit}' "$WORK/out")
 			db=$(awk '{last[$1] = $2} END {for (p in last) s += last[p]; printf "%.0f", s}' "$WORK/cpu")
 			read -r u s <"$WORK/time"
