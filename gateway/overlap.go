@@ -11,7 +11,7 @@ import (
 // A hold that overlaps the upstream request.
 //
 // On PostgreSQL a hold is a round trip and a commit flush, which a call
-// waits for before it goes upstream (about 0.4 ms on an idle database, a
+// waits for before it goes upstream (about 0.6 ms on an idle database, a
 // millisecond or more under load). Where the account plainly has the
 // credit, the gateway sends the hold and the upstream request at once and
 // waits for both before the answer's first byte (holdAndSend): the client
