@@ -635,7 +635,7 @@ func (g *Gateway) writeSettle(ctx context.Context, st store.Settlement) error {
 	t0 := time.Now()
 	e, err := g.store.Settle(ctx, st)
 	g.met.settleDur.Observe(time.Since(t0).Seconds())
-	if err == nil {
+	if err == nil && g.overlap { // the balance only decides overlap (overlap.go)
 		g.seen.saw(st.Account, e.BalanceAfter, time.Now())
 	}
 	return err
