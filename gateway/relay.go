@@ -156,19 +156,21 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		if err := g.quote(ctx, c); err != nil {
 			return err
 		}
-		// Armed before the hold, so that they cover a panic on the way
-		// upstream too; they act once the hold is taken (c.held).
+		// Armed before the hold, so that it covers a panic on the way
+		// upstream too; it acts once the hold is taken (c.held).
 		defer func() {
-			if c.held && c.answered != nil && !c.detached { // after releaseUnsettled
+			if !c.held {
+				return
+			}
+			g.releaseUnsettled(c)
+			if c.answered != nil && !c.detached {
 				g.settling.end(c.key.Account, c.answered)
 				g.settleEnd(c.key.Account, c.sharedSettle)
 			}
 		}()
-		defer func() {
-			if c.held {
-				g.releaseUnsettled(c)
-			}
-		}()
+		if err := prepareBody(c); err != nil {
+			return err
+		}
 		up, err := g.holdAndSend(ctx, c)
 		if err != nil {
 			return err
@@ -347,19 +349,17 @@ func (g *Gateway) quote(ctx context.Context, c *call) error {
 	return nil
 }
 
-// holdAndSend holds c's quote, then sends c upstream (sendOK); c.held says
-// whether the hold was taken, whatever it returns. Where holds commit in a
-// database (overlapHold), the hold's commit and the upstream request go at
-// once; either way nothing reaches the client before the hold is taken, and
-// a refused hold is the call's answer, as if it had been made first: the
-// upstream request, if it was sent, is cancelled and its answer dropped.
+// holdAndSend holds c's quote, then sends c's prepared body upstream
+// (sendOK); c.held says whether the hold was taken, whatever it returns.
+// Where holds commit in a database (overlapHold), the hold's commit and the
+// upstream request go at once; either way nothing reaches the client before
+// the hold is taken, and a refused hold is the call's answer, as if it had
+// been made first: the upstream request, if it was sent, is cancelled and
+// its answer dropped.
 func (g *Gateway) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
 	h := g.holdOf(c)
 	if !g.overlapHold(c) {
 		if err := g.hold(c, g.storeHold(ctx, h)); err != nil {
-			return nil, err
-		}
-		if err := prepareBody(c); err != nil {
 			return nil, err
 		}
 		return g.sendOK(ctx, c)
@@ -387,11 +387,7 @@ func (g *Gateway) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
 			_ = g.hold(c, <-held)
 		}
 	}()
-	err := prepareBody(c)
-	var up *upstream
-	if err == nil {
-		up, err = g.sendOK(sendCtx, c)
-	}
+	up, err := g.sendOK(sendCtx, c)
 	waited = true
 	if herr := g.hold(c, <-held); herr != nil {
 		if up != nil {
@@ -438,7 +434,9 @@ func (g *Gateway) hold(c *call, err error) error {
 		g.met.openHolds.Add(1)
 		return nil
 	}
-	g.seen.forget(c.key.Account)
+	if g.overlap && (errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInsufficient)) {
+		g.seen.forget(c.key.Account) // refused: the account's calls hold first again
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return errf(http.StatusPaymentRequired, "insufficient_quota", "insufficient_credit", "the account %q has no credit", c.key.Account)
 	}

@@ -169,7 +169,12 @@ func (s *Store) lingered(account string) {
 
 // takeBatch takes the first maxBatch operations queued in l; b.mu is held.
 func takeBatch(l *lane) []*ledgerOp {
-	n := min(len(l.queued), maxBatch)
+	if len(l.queued) <= maxBatch { // the usual case: all of them, no copy
+		ops := l.queued
+		l.queued = nil
+		return ops
+	}
+	n := maxBatch
 	ops := slices.Clone(l.queued[:n])
 	l.queued = slices.Delete(l.queued, 0, n)
 	return ops
