@@ -1,4 +1,4 @@
-# bench/pg.sh — sourced by run.sh and pgprobe.sh: the PostgreSQL server
+# bench/pg.sh — sourced by run.sh, pgprobe.sh and pgquick.sh: the PostgreSQL server
 # they make their databases on, given as POSTGRES, a postgres:// URL naming
 # a database to connect to (pg_url replaces that name with another).
 

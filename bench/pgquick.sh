@@ -16,7 +16,7 @@
 #   16), PG_SET (settings of the run's database, "name=value ..."), POSTGRES
 #   (as for run.sh).
 # Needs make build and make plugins, and loadgen and bareproxy from a
-# run.sh (build/bench/bin). Uses 127.0.0.1 ports 8081, 6061, 9101 and 9201:
+# run.sh (build/bench/bin). Uses 127.0.0.1 ports 8081, 9101 and 9201:
 # not while run.sh runs.
 set -euo pipefail
 
@@ -67,7 +67,6 @@ taskset -c 1 "$ROOT/build/bench/bin/bareproxy" -addr 127.0.0.1:9201 -target http
 PIDS+=($!)
 cat >"$WORK/relay.yaml" <<EOF
 listen: 127.0.0.1:8081
-debug_listen: 127.0.0.1:6061
 data_dir: $WORK/data
 admin_token: $TOKEN
 plugins:
@@ -141,5 +140,5 @@ curl -sf -H "Authorization: Bearer $TOKEN" "$GW/metrics" | awk '
 	}'
 read -r CPU1 CONNS < <(db_cpu)
 CALLS=$(($(pg "$DB" "SELECT count(*) FROM journal WHERE kind = 'charge'") - CALLS0))
-[ "$CALLS" -gt 0 ] && printf 'database: %d µs of CPU per call over %d calls (%d backends; the load phases and their warm-ups)\n' \
+[ "$CALLS" -le 0 ] || printf 'database: %d µs of CPU per call over %d calls (%d backends; the load phases and their warm-ups)\n' \
 	$(((CPU1 - CPU0) / 1000 / CALLS)) "$CALLS" "$CONNS"

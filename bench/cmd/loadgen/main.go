@@ -300,14 +300,7 @@ func (o *options) write(res *Results) error {
 	return os.WriteFile(o.mdOut, []byte(md), 0o644)
 }
 
-func (s Settings) has(phase string) bool {
-	for _, p := range s.Phases {
-		if p == phase {
-			return true
-		}
-	}
-	return false
-}
+func (s Settings) has(phase string) bool { return slices.Contains(s.Phases, phase) }
 
 func (s Settings) validate() error {
 	switch {
@@ -350,10 +343,8 @@ func parseRates(v string) ([]int, error) {
 		if err != nil || n < 1 || n > 1_000_000 {
 			return nil, fmt.Errorf("-rates: %q is not a rate within 1..1000000", f)
 		}
-		for _, o := range out {
-			if o == n {
-				return nil, fmt.Errorf("-rates: %d is listed twice", n)
-			}
+		if slices.Contains(out, n) {
+			return nil, fmt.Errorf("-rates: %d is listed twice", n)
 		}
 		out = append(out, n)
 	}
@@ -365,11 +356,7 @@ func parsePhases(v string) ([]string, error) {
 	want := map[string]bool{}
 	for _, f := range strings.Split(v, ",") {
 		f = strings.TrimSpace(f)
-		ok := false
-		for _, p := range allPhases {
-			ok = ok || p == f
-		}
-		if !ok {
+		if !slices.Contains(allPhases, f) {
 			return nil, fmt.Errorf("-phases: %q is not one of %s", f, strings.Join(allPhases, ", "))
 		}
 		want[f] = true

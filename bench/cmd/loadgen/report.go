@@ -393,7 +393,7 @@ func renderLatency(p func(string, ...any), res *Results) {
 			p("| %d | %s | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", rate, name, msOf(a.Lat, a.Lat.P50), msOf(a.Lat, a.Lat.P90),
 				msOf(a.Lat, a.Lat.P99), msOf(a.Lat, a.Lat.Max), pct(a.Success), a.Sent, stolenCell(a.Stolen), over)
 		}
-		for _, r := range [][2]string{{"gateway", "gw/proxy"}, {gatewayPG, "pg/proxy"}, {"control", "control/proxy"}} {
+		for _, r := range ratioRows {
 			if g := aggLatency(res.Latency, r[0], rate); g.ok && px.ok && d.ok && !g.Lat.none() && !px.Lat.none() && !d.Lat.none() {
 				og, op := g.Lat.sub(d.Lat), px.Lat.sub(d.Lat)
 				p("| %d | **%s** | | | | | | | | %s | %s | %s | %s |\n", rate, r[1],
@@ -468,7 +468,7 @@ func renderStreaming(p func(string, ...any), res *Results) {
 		p("| %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", name, msOf(a.TTFB, a.TTFB.P50), msOf(a.TTFB, a.TTFB.P99), msOf(a.Total, a.Total.P50), msOf(a.Total, a.Total.P99),
 			pct(a.Success), a.Streams, stolenCell(a.Stolen), over)
 	}
-	for _, r := range [][2]string{{"gateway", "gw/proxy"}, {gatewayPG, "pg/proxy"}, {"control", "control/proxy"}} {
+	for _, r := range ratioRows {
 		if g, px := aggStream(res.Stream, r[0]), aggStream(res.Stream, "proxy"); g.ok && px.ok && d.ok && !g.TTFB.none() && !px.TTFB.none() && !d.TTFB.none() {
 			g1, g2, p1, p2 := g.TTFB.sub(d.TTFB), g.Total.sub(d.Total), px.TTFB.sub(d.TTFB), px.Total.sub(d.Total)
 			p("| **%s** | | | | | | | | %s | %s | %s | %s |\n", r[1], ratio(float64(g1.P50), float64(p1.P50)), ratio(float64(g1.P99), float64(p1.P99)),
@@ -1021,3 +1021,7 @@ func allErrors(res *Results) []string {
 	}
 	return out
 }
+
+// ratioRows are the hops whose overhead the report divides by the bare
+// proxy's, each with its row's name.
+var ratioRows = [][2]string{{"gateway", "gw/proxy"}, {gatewayPG, "pg/proxy"}, {"control", "control/proxy"}}
