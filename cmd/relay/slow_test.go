@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,12 @@ import (
 // started before the flood finishes whole; the gateway never runs out of
 // descriptors; each kind of slow client is cut off at its deadline (the
 // unkeyed ones at once); and once the clients go, so do their connections.
+//
+// The slow clients run in a child process (this test binary again, see
+// floodChild): their 4,000 goroutines, slowed by the race detector, would
+// otherwise queue ahead of the ordinary client's and the provider's in this
+// process's scheduler, and the test would time its own run queue instead of
+// the gateway.
 func TestSlowClientsCannotTakeTheGatewayDown(t *testing.T) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < floodAttackers+1000 {
@@ -47,12 +54,12 @@ func TestSlowClientsCannotTakeTheGatewayDown(t *testing.T) {
 
 	longStream := startLongStream(t, client, base, ecoKey, slowSim)
 	idleFDs := gatewayFDs(g)
-	f := startSlowFlood(g.addr, attackKey)
+	f := startFloodChild(t, g.addr, attackKey)
 	seen := callThroughFlood(t, client, base, key, g)
-	f.end()
+	res := f.end(t)
 
-	checkOrdinaryCalls(t, seen, f, idleFDs)
-	checkSlowClientsCut(t, f.outcomes)
+	checkOrdinaryCalls(t, seen, res, idleFDs)
+	checkSlowClientsCut(t, res.Outcomes)
 	checkLongStream(t, longStream)
 	if strings.Contains(g.output(), "too many open files") {
 		t.Errorf("the gateway ran out of descriptors:\n%s", tail(g.output(), 2000))
@@ -173,9 +180,16 @@ func gatewayFDs(g *gatewayProc) int {
 
 // slowOutcome is how the gateway ended one slow client's connection.
 type slowOutcome struct {
-	kind   int           // 0 slow headers, 1 slow body without a key, 2 slow body with a key
-	answer int           // the status read, 0 for a close without an answer
-	took   time.Duration // from the connection to the answer or the close
+	Kind   int           // 0 slow headers, 1 slow body without a key, 2 slow body with a key
+	Answer int           // the status read, 0 for a close without an answer
+	Took   time.Duration // from the connection to the answer or the close
+}
+
+// floodResult is what the slow clients saw, as the child reports it.
+type floodResult struct {
+	Refused   int64         // answers 503 (the per-address or total bound)
+	DialFails int64         // connections not made
+	Outcomes  []slowOutcome // every other ending
 }
 
 // slowFlood is floodAttackers slow clients from floodAddresses loopback
@@ -263,9 +277,9 @@ func (f *slowFlood) trickle(c net.Conn, kind int) (o slowOutcome, cut bool) {
 	}()
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	o = slowOutcome{kind: kind, took: time.Since(start)}
+	o = slowOutcome{Kind: kind, Took: time.Since(start)}
 	if err == nil {
-		o.answer = resp.StatusCode
+		o.Answer = resp.StatusCode
 		_, _ = io.Copy(io.Discard, resp.Body)
 	}
 	c.Close()
@@ -280,7 +294,7 @@ func (f *slowFlood) trickle(c net.Conn, kind int) (o slowOutcome, cut bool) {
 
 // record counts a refusal (503) or keeps any other outcome.
 func (f *slowFlood) record(o slowOutcome) {
-	if o.answer == http.StatusServiceUnavailable {
+	if o.Answer == http.StatusServiceUnavailable {
 		f.refused.Add(1)
 		return
 	}
@@ -294,6 +308,88 @@ func (f *slowFlood) end() {
 	close(f.stop)
 	f.openConns.Range(func(c, _ any) bool { c.(net.Conn).Close(); return true })
 	f.attack.Wait()
+}
+
+// floodChildEnv, set to "ADDR KEY", makes the test binary the slow
+// clients' process instead of running tests (see TestMain).
+const floodChildEnv = "RELAY_TEST_SLOW_FLOOD"
+
+// runFloodChild is the child's whole life: it starts the slow clients
+// against the gateway at addr, says "started" on a line of its own, presses
+// until its stdin closes, then writes its floodResult as JSON and exits.
+func runFloodChild(spec string) int {
+	addr, attackKey, ok := strings.Cut(spec, " ")
+	if !ok {
+		fmt.Fprintf(os.Stderr, "%s wants \"ADDR KEY\"\n", floodChildEnv)
+		return 2
+	}
+	f := startSlowFlood(addr, attackKey)
+	fmt.Println("started")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	f.end()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := json.NewEncoder(os.Stdout).Encode(floodResult{Refused: f.refused.Load(), DialFails: f.dialFails.Load(), Outcomes: f.outcomes}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// floodChild is the slow clients' process, seen from the test.
+type floodChild struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+	done  bool
+}
+
+// startFloodChild starts the slow clients in a child process against the
+// gateway at addr, those with a key using attackKey, and returns once they
+// are pressing. The child is killed at cleanup if end was not reached.
+func startFloodChild(t *testing.T, addr, attackKey string) *floodChild {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), floodChildEnv+"="+addr+" "+attackKey)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f := &floodChild{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	t.Cleanup(func() {
+		if !f.done {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	if line, err := f.out.ReadString('\n'); err != nil || line != "started\n" {
+		t.Fatalf("the slow clients' process did not start: %q %v", line, err)
+	}
+	return f
+}
+
+// end stops the slow clients and reads what they saw.
+func (f *floodChild) end(t *testing.T) floodResult {
+	t.Helper()
+	f.stdin.Close()
+	var res floodResult
+	err := json.NewDecoder(f.out).Decode(&res)
+	f.done = true
+	if werr := f.cmd.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
+		t.Fatalf("the slow clients' process: %v", err)
+	}
+	return res
 }
 
 // floodView is what the ordinary client saw during the flood.
@@ -350,12 +446,12 @@ func ordinaryCall(t *testing.T, client *http.Client, base, key string, n int, v 
 // checkOrdinaryCalls wants the ordinary calls prompt, the gateway's
 // descriptors and connections within their bounds, and most slow clients
 // refused by the per-address bound.
-func checkOrdinaryCalls(t *testing.T, v floodView, f *slowFlood, idleFDs int) {
+func checkOrdinaryCalls(t *testing.T, v floodView, f floodResult, idleFDs int) {
 	t.Helper()
 	slices.Sort(v.lat)
 	median, worst := v.lat[len(v.lat)/2], v.lat[len(v.lat)-1]
 	t.Logf("%d ordinary calls during the flood: median %s, max %s; %d refusals, %d dial failures; at most %.0f connections open, %d descriptors (%d before)",
-		len(v.lat), median, worst, f.refused.Load(), f.dialFails.Load(), v.maxOpen, v.maxFDs, idleFDs)
+		len(v.lat), median, worst, f.Refused, f.DialFails, v.maxOpen, v.maxFDs, idleFDs)
 	if median > time.Second || worst > 10*time.Second {
 		t.Errorf("ordinary calls slowed by the flood: median %s, max %s", median, worst)
 	}
@@ -365,8 +461,8 @@ func checkOrdinaryCalls(t *testing.T, v floodView, f *slowFlood, idleFDs int) {
 	if v.maxOpen > 96 {
 		t.Errorf("%.0f connections open; the bound is 96", v.maxOpen)
 	}
-	if f.refused.Load() < floodAttackers {
-		t.Errorf("only %d refusals: the per-address bound should refuse most of %d clients", f.refused.Load(), floodAttackers)
+	if f.Refused < floodAttackers {
+		t.Errorf("only %d refusals: the per-address bound should refuse most of %d clients", f.Refused, floodAttackers)
 	}
 }
 
@@ -378,14 +474,14 @@ func checkSlowClientsCut(t *testing.T, outcomes []slowOutcome) {
 	t.Helper()
 	var seen [3]int
 	for _, o := range outcomes {
-		seen[o.kind]++
+		seen[o.Kind]++
 		switch {
-		case o.kind == 0 && (o.answer != 0 || o.took > floodHeaderTimeout+3*time.Second):
-			t.Errorf("slow headers: answer %d after %s; want a close at %s", o.answer, o.took, floodHeaderTimeout)
-		case o.kind == 1 && (o.answer != 401 || o.took > 3*time.Second):
-			t.Errorf("slow body without a key: answer %d after %s; want 401 at once", o.answer, o.took)
-		case o.kind == 2 && (o.answer != 408 || o.took > floodBodyTimeout+3*time.Second):
-			t.Errorf("slow body with a key: answer %d after %s; want 408 at %s", o.answer, o.took, floodBodyTimeout)
+		case o.Kind == 0 && (o.Answer != 0 || o.Took > floodHeaderTimeout+3*time.Second):
+			t.Errorf("slow headers: answer %d after %s; want a close at %s", o.Answer, o.Took, floodHeaderTimeout)
+		case o.Kind == 1 && (o.Answer != 401 || o.Took > 3*time.Second):
+			t.Errorf("slow body without a key: answer %d after %s; want 401 at once", o.Answer, o.Took)
+		case o.Kind == 2 && (o.Answer != 408 || o.Took > floodBodyTimeout+3*time.Second):
+			t.Errorf("slow body with a key: answer %d after %s; want 408 at %s", o.Answer, o.Took, floodBodyTimeout)
 		}
 	}
 	if seen[0] == 0 || seen[1] == 0 || seen[2] == 0 {
