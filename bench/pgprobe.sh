@@ -14,7 +14,10 @@
 # over clients (1, 16) × accounts (1, 16) × synchronous_commit (on, off; set
 # per session through PGOPTIONS, never on the server). It also times the
 # disk's fdatasync of one 8 kB write (pg_test_fsync), what a commit with
-# synchronous_commit on waits for at least.
+# synchronous_commit on waits for at least. A second table prices the
+# pair's parts: the pair beside variants that each leave one part out (the
+# key's period roll, the outcome row, the charge entry read back) or write
+# relay_hold's statement inline, one client, synchronous_commit off.
 #
 # Usage: bench/pgprobe.sh   (POSTGRES as for run.sh; DURATION seconds per
 # case, default 10; CPU: the CPU pgbench is pinned to, default 1, where the
@@ -102,35 +105,106 @@ if [ -n "$FSYNC_BIN" ] && [ "$(stat -c %d "$WORK")" = "$(stat -c %d "$PG_DATA" 2
 fi
 echo "fdatasync of one 8 kB write (pg_test_fsync; the server's WAL sync method: $(pg "$ADMIN_DB" 'SHOW wal_sync_method')): $FSYNC"
 echo
+# run_case SCRIPT CLIENTS ACCOUNTS SYNC: pgbench runs SCRIPT on a fresh
+# database for DURATION seconds and prints "pairs/s hold_ms settle_ms
+# dbCPU_µs clientCPU_µs hot dead" (per pair; hold and settle "-" when the
+# script's statements are not the store's).
+run_case() {
+	local script=$1 clients=$2 accounts=$3 sync=$4 bg
+	fresh "$accounts"
+	: >"$WORK/cpu"
+	PGOPTIONS="-c synchronous_commit=$sync" taskset -c "$CPU" bash -c 'TIMEFORMAT="%U %S"; { time pgbench "$@" >"'"$WORK"'/out" 2>&1; } 2>"'"$WORK"'/time"' _ \
+		-n -M prepared -r -c "$clients" -j 1 -T "$DURATION" -D accounts="$accounts" -f "$script" "$(pg_url "$DB")" &
+	bg=$!
+	# Sample the backends' CPU while they live: the last reading of each.
+	while kill -0 "$bg" 2>/dev/null; do
+		backend_cpu >>"$WORK/cpu"
+		sleep 0.2
+	done
+	wait "$bg" || { cat "$WORK/out" >&2; die "pgbench failed on $script"; }
+	local pairs tps hold settle db u s hot
+	pairs=$(awk '/number of transactions actually processed/ {split($0, a, ": "); split(a[2], b, "/"); print b[1]}' "$WORK/out")
+	tps=$(awk '/^tps = / {printf "%.0f", $3}' "$WORK/out")
+	hold=$(awk '/SELECT relay_hold/ {print $1; exit}' "$WORK/out")
+	settle=$(awk '/WITH h AS/ {print $1; exit}' "$WORK/out")
+	db=$(awk '{last[$1] = $2} END {for (p in last) s += last[p]; printf "%.0f", s}' "$WORK/cpu")
+	read -r u s <"$WORK/time"
+	hot=$(pg "$DB" "SELECT n_tup_hot_upd || '/' || n_tup_upd || ' ' || n_dead_tup FROM pg_stat_user_tables WHERE relname = 'accounts'")
+	awk -v tps="$tps" -v h="${hold:--}" -v st="${settle:--}" -v db="$db" -v n="$pairs" -v u="$u" -v s="$s" -v hot="$hot" \
+		'BEGIN { printf "%s %s %s %.0f %.0f %s\n", tps, h, st, db / 1000 / n, (u + s) * 1e6 / n, hot }'
+}
+
 echo "| clients | accounts | synchronous_commit | pairs/s | hold | settle | db CPU/pair | client CPU/pair | HOT updates | dead rows |"
 echo "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"
 for sync in on off; do
 	for clients in 1 16; do
 		for accounts in 1 16; do
 			[ "$clients" = 1 ] && [ "$accounts" = 16 ] && continue # one caller: the accounts do not matter
-			fresh "$accounts"
-			: >"$WORK/cpu"
-			start=$(date +%s%N)
-			PGOPTIONS="-c synchronous_commit=$sync" taskset -c "$CPU" bash -c 'TIMEFORMAT="%U %S"; { time pgbench "$@" >"'"$WORK"'/out" 2>&1; } 2>"'"$WORK"'/time"' _ \
-				-n -M prepared -r -c "$clients" -j 1 -T "$DURATION" -D accounts="$accounts" -f "$WORK/pair.sql" "$(pg_url "$DB")" &
-			bg=$!
-			# Sample the backends' CPU while they live: the last reading of each.
-			while kill -0 "$bg" 2>/dev/null; do
-				backend_cpu >>"$WORK/cpu"
-				sleep 0.2
-			done
-			wait "$bg" || { cat "$WORK/out" >&2; die "pgbench failed"; }
-			pairs=$(awk '/number of transactions actually processed/ {split($0, a, ": "); split(a[2], b, "/"); print b[1]}' "$WORK/out")
-			tps=$(awk '/^tps = / {printf "%.0f", $3}' "$WORK/out")
-			hold=$(awk '/SELECT relay_hold/ {print $1; exit}' "$WORK/out")
-			settle=$(awk '/WITH h AS/ {print $1; exit}' "$WORK/out")
-			db=$(awk '{last[$1] = $2} END {for (p in last) s += last[p]; printf "%.0f", s}' "$WORK/cpu")
-			read -r u s <"$WORK/time"
-			hot=$(pg "$DB" "SELECT n_tup_hot_upd || '/' || n_tup_upd || ' ' || n_dead_tup FROM pg_stat_user_tables WHERE relname = 'accounts'")
-			awk -v c="$clients" -v a="$accounts" -v sy="$sync" -v tps="$tps" -v h="$hold" -v st="$settle" -v db="$db" -v n="$pairs" -v u="$u" -v s="$s" -v hot="$hot" \
-				'BEGIN { split(hot, x, " "); printf "| %d | %d | %s | %s | %.0f µs | %.0f µs | %.0f µs | %.0f µs | %s | %s |\n", c, a, sy, tps, h * 1000, st * 1000, db / 1000 / n, (u + s) * 1e6 / n, x[1], x[2] }'
+			read -r tps hold settle db client hot dead < <(run_case "$WORK/pair.sql" "$clients" "$accounts" "$sync")
+			awk -v c="$clients" -v a="$accounts" -v sy="$sync" -v tps="$tps" -v h="$hold" -v st="$settle" -v db="$db" -v cl="$client" -v hot="$hot" -v dead="$dead" \
+				'BEGIN { printf "| %d | %d | %s | %s | %.0f µs | %.0f µs | %s µs | %s µs | %s | %s |\n", c, a, sy, tps, h * 1000, st * 1000, db, cl, hot, dead }'
 		done
 	done
+done
+
+# Where one pair's database CPU goes: the pair again beside variants that
+# each leave one part out (or, for the hold, write it as plain SQL), one
+# client, synchronous_commit off (no flush), each run twice in turn. A
+# variant does less than the store must; it only prices the part.
+variant() { # variant NAME: the pair's script with NAME's change, on stdout
+	case $1 in
+	store) cat "$WORK/pair.sql" ;;
+	hold-inline) # relay_hold's first statement, for a key with no limit, inline
+		awk -v stmt="$(cat <<'SQL'
+WITH a AS (
+	UPDATE accounts SET held = held + 2000000
+	WHERE id = 'acct_' || :a AND balance > 0 AND balance - held >= 2000000
+	  AND NOT EXISTS (SELECT 1 FROM outcomes WHERE request_id = 'r' || :client_id || '_' || :r)
+	  AND NOT EXISTS (SELECT 1 FROM keys WHERE id = 'key_' || :a AND account = 'acct_' || :a AND limit_nano > 0)
+	RETURNING id),
+k AS (
+	UPDATE keys SET held = keys.held + 2000000,
+		spent = relay_spent_at(keys.reset, keys.period_start, keys.spent, now()),
+		period_start = greatest(keys.period_start, relay_period_start(keys.reset, now()))
+	FROM a WHERE keys.id = 'key_' || :a AND keys.account = a.id
+	RETURNING 1),
+h AS (
+	INSERT INTO holds (request_id, account, key_id, model, route, endpoint, amount, created, owner, lease_until, keyed)
+	SELECT 'r' || :client_id || '_' || :r, a.id, 'key_' || :a, 'm', 'r', 'chat', 2000000, now(), 'probe', now() + interval '30 s', EXISTS (SELECT 1 FROM k)
+	FROM a RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM h);
+SQL
+)" '/^SELECT relay_hold/ {print stmt; next} {print}' "$WORK/pair.sql" ;;
+	no-key-roll) # the hold without rolling the key's spend into its period
+		variant hold-inline | sed -e '/spent = relay_spent_at/d' -e '/period_start = greatest/d' -e 's/held = keys.held + 2000000,$/held = keys.held + 2000000/' ;;
+	no-outcome) # the settle without its outcome row
+		sed -e '/^o AS (/,/ON CONFLICT (request_id) DO NOTHING)/d' -e 's/WHERE h.keyed AND keys.id = h.key_id),$/WHERE h.keyed AND keys.id = h.key_id)/' "$WORK/pair.sql" ;;
+	no-returning) # the settle returning nothing (the store reads back the charge entry)
+		sed -e 's/^RETURNING account, seq, .*;$/;/' "$WORK/pair.sql" ;;
+	esac
+}
+echo
+echo "Where one pair's database CPU goes (1 client, 1 account, synchronous_commit off, two runs each):"
+echo
+echo "| variant | pairs/s | db CPU/pair | − what it changes |"
+echo "|---|---:|---:|---:|"
+VARIANTS="store hold-inline no-key-roll no-outcome no-returning"
+declare -A CPU_OF TPS_OF
+for round in 1 2; do
+	for v in $VARIANTS; do
+		variant "$v" >"$WORK/$v.sql"
+		read -r tps _ _ db _ _ _ < <(run_case "$WORK/$v.sql" 1 1 off)
+		CPU_OF[$v]+="${CPU_OF[$v]:+ / }$db" TPS_OF[$v]+="${TPS_OF[$v]:+ / }$tps"
+	done
+done
+mean() { tr -d ' ' <<<"$1" | awk -F/ '{print ($1 + $2) / 2}'; }
+for v in $VARIANTS; do
+	case $v in
+	store) d="—" ;;
+	no-key-roll) d="$(awk -v a="$(mean "${CPU_OF[$v]}")" -v b="$(mean "${CPU_OF[hold-inline]}")" 'BEGIN {printf "%+.0f µs", a - b}') (against hold-inline)" ;;
+	*) d="$(awk -v a="$(mean "${CPU_OF[$v]}")" -v b="$(mean "${CPU_OF[store]}")" 'BEGIN {printf "%+.0f µs", a - b}')" ;;
+	esac
+	echo "| $v | ${TPS_OF[$v]} | ${CPU_OF[$v]} µs | $d |"
 done
 echo
 echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
