@@ -55,7 +55,7 @@ type Config struct {
 	// (measured: more instances per plugin add memory, not throughput, on a
 	// 2-core machine).
 	PoolSize int
-	// CallTimeout is the deadline of one call into a plugin. 0 means 50ms.
+	// CallTimeout is the deadline of one call into a plugin. 0 means 250ms.
 	// Instantiating an instance (the guest's Go runtime start) and
 	// configuring it have their own budget of 5s.
 	CallTimeout time.Duration
@@ -85,10 +85,13 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Defaults of Config's zero fields.
+// Defaults of Config's zero fields, and of Settings' (relay serve's).
+// DefaultCallTimeout is far above a call's microseconds because a loaded
+// machine can deschedule a call for tens of milliseconds, and a timeout
+// fails the request.
 const (
 	DefaultPoolSize         = 2
-	DefaultCallTimeout      = 50 * time.Millisecond
+	DefaultCallTimeout      = 250 * time.Millisecond
 	DefaultMemoryLimitPages = 1024
 	DefaultRecycleCalls     = 1_000_000
 	DefaultRecycleBytes     = 32 << 20

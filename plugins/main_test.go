@@ -216,7 +216,7 @@ func openDir(t testing.TB, dir string, cfg Config) (*Host, *testLogger) {
 	}
 	if cfg.CallTimeout == 0 {
 		// Generous: a loaded 2-core machine running -race can keep a
-		// goroutine off the CPU past the 50ms default. Tests of deadlines
+		// goroutine off the CPU past the 250ms default. Tests of deadlines
 		// set their own.
 		cfg.CallTimeout = defaultTestTimeout
 	}

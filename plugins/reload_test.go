@@ -75,7 +75,7 @@ func TestHotReloadUnderLoad(t *testing.T) {
 	stage(t, dir, "tokens", "lines")
 	// The deadline is generous: this test is about the swap, and a loaded
 	// 2-core machine can keep a runnable goroutine off the CPU for longer
-	// than the 50ms default (TestHostilePlugins covers deadlines).
+	// than the 250ms default (TestHostilePlugins covers deadlines).
 	h, logs := openDir(t, dir, Config{Poll: 10 * time.Millisecond, CallTimeout: 5 * time.Second})
 	ctx := context.Background()
 	req := tokensAdmit()

@@ -19,8 +19,7 @@ type Settings struct {
 	// PoolSize is the number of instances per plugin. Default 2.
 	PoolSize int `yaml:"pool_size"`
 	// CallTimeout bounds one plugin call (a looping plugin is stopped there).
-	// Default 250ms: a call takes microseconds, but a loaded machine can
-	// deschedule it for tens of milliseconds, and a timeout fails the request.
+	// Default DefaultCallTimeout, 250ms.
 	CallTimeout time.Duration `yaml:"call_timeout"`
 	// Poll is how often the directory is checked for changes. Default 1s; negative disables reloading.
 	Poll time.Duration `yaml:"poll"`
@@ -41,7 +40,7 @@ func (s *Settings) Resolve(dataDir string) error {
 		s.CacheDir = dataDir + "/wasm-cache"
 	}
 	if s.CallTimeout == 0 {
-		s.CallTimeout = 250 * time.Millisecond
+		s.CallTimeout = DefaultCallTimeout
 	}
 	if s.PoolSize < 0 {
 		return errors.New("plugins.pool_size: must not be negative")
