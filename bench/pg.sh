@@ -1,6 +1,12 @@
 # bench/pg.sh — sourced by run.sh, pgprobe.sh and pgquick.sh: the PostgreSQL server
 # they make their databases on, given as POSTGRES, a postgres:// URL naming
-# a database to connect to (pg_url replaces that name with another).
+# a database to connect to (pg_url replaces that name with another),
+# by default the local server's postgres database over its unix socket.
+# Sourcing it sets that default and ADMIN_DB, the name of that database.
+
+POSTGRES=${POSTGRES:-postgres://postgres@/postgres?host=/var/run/postgresql}
+ADMIN_DB=${POSTGRES%%\?*}
+ADMIN_DB=${ADMIN_DB##*/}
 
 # pg_check_url: dies (the caller's die) unless POSTGRES names a database.
 pg_check_url() {

@@ -25,7 +25,6 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-POSTGRES=${POSTGRES:-postgres://postgres@/postgres?host=/var/run/postgresql}
 DURATION=${DURATION:-10}
 CPU=${CPU:-1}
 
@@ -38,8 +37,6 @@ done
 # shellcheck source=bench/pg.sh
 . "$ROOT/bench/pg.sh"
 pg_check_url
-ADMIN_DB=${POSTGRES%%\?*}
-ADMIN_DB=${ADMIN_DB##*/}
 
 DB=
 WORK=$(mktemp -d /tmp/relay-pgprobe.XXXXXX)

@@ -26,7 +26,6 @@ RATES=${RATES:-500,1000}
 DURATION=${DURATION:-3s}
 SIM_LATENCY=${SIM_LATENCY:-0s}
 MAX_CONNS=${MAX_CONNS:-16}
-POSTGRES=${POSTGRES:-postgres://postgres@/postgres?host=/var/run/postgresql}
 TOKEN=pgquick-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 
 log() { printf 'pgquick: %s\n' "$*" >&2; }
@@ -34,8 +33,6 @@ die() { log "$*"; exit 1; }
 # shellcheck source=bench/pg.sh
 . "$ROOT/bench/pg.sh"
 pg_check_url
-ADMIN_DB=${POSTGRES%%\?*}
-ADMIN_DB=${ADMIN_DB##*/}
 for f in "$BIN" "$ROOT/bin/relay" "$ROOT/build/bench/bin/loadgen" "$ROOT/build/bench/bin/bareproxy"; do
 	[ -x "$f" ] || die "$f is missing: make build, and bench/run.sh once for loadgen and bareproxy"
 done

@@ -61,7 +61,6 @@ PROFILE=${PROFILE:-0}
 WAIT_IDLE=${WAIT_IDLE:-0}
 NICE=${NICE:-0}
 IDLE_SPIN=${IDLE_SPIN:-0}
-POSTGRES=${POSTGRES:-postgres://postgres@/postgres?host=/var/run/postgresql}
 PG_SYNCHRONOUS_COMMIT=${PG_SYNCHRONOUS_COMMIT:-}
 PG_SET=${PG_SET:-}
 ACCOUNTS=${ACCOUNTS:-1}
@@ -159,8 +158,6 @@ fi
 WORK=$(mktemp -d /tmp/relay-bench.XXXXXX)
 PIDS=()
 PG_DB=
-PG_ADMIN_DB=${POSTGRES%%\?*}
-PG_ADMIN_DB=${PG_ADMIN_DB##*/}
 cleanup() {
 	local pid
 	for pid in "${PIDS[@]}"; do
@@ -187,7 +184,7 @@ cleanup() {
 	[ -z "${KEEP_LOGS:-}" ] || { mkdir -p "$KEEP_LOGS" && cp "$WORK"/*.log "$KEEP_LOGS"/ 2>/dev/null; } || true
 	rm -rf "$WORK"
 	if [ -n "$PG_DB" ]; then
-		pg "$PG_ADMIN_DB" "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" || log "could not drop database $PG_DB: drop it by hand"
+		pg "$ADMIN_DB" "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" || log "could not drop database $PG_DB: drop it by hand"
 	fi
 }
 trap cleanup EXIT
@@ -327,18 +324,18 @@ done
 PG_FLAGS=()
 if [ "$POSTGRES" != off ]; then
 	PG_DB=relay_bench_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
-	pg "$PG_ADMIN_DB" "CREATE DATABASE $PG_DB" >/dev/null || {
+	pg "$ADMIN_DB" "CREATE DATABASE $PG_DB" >/dev/null || {
 		PG_DB=
 		die "cannot create a database on PostgreSQL at $POSTGRES (POSTGRES=off measures Badger alone)"
 	}
 	if [ -n "$PG_SYNCHRONOUS_COMMIT" ]; then
-		pg "$PG_ADMIN_DB" "ALTER DATABASE $PG_DB SET synchronous_commit = $PG_SYNCHRONOUS_COMMIT" >/dev/null
+		pg "$ADMIN_DB" "ALTER DATABASE $PG_DB SET synchronous_commit = $PG_SYNCHRONOUS_COMMIT" >/dev/null
 	fi
 	for kv in $PG_SET; do
-		pg "$PG_ADMIN_DB" "ALTER DATABASE $PG_DB SET ${kv%%=*} = '${kv#*=}'" >/dev/null
+		pg "$ADMIN_DB" "ALTER DATABASE $PG_DB SET ${kv%%=*} = '${kv#*=}'" >/dev/null
 	done
 	PG_SYNC=$(pg "$PG_DB" "SHOW synchronous_commit")
-	PG_SERVER_SYNC=$(pg "$PG_ADMIN_DB" "SELECT reset_val FROM pg_settings WHERE name = 'synchronous_commit'")
+	PG_SERVER_SYNC=$(pg "$ADMIN_DB" "SELECT reset_val FROM pg_settings WHERE name = 'synchronous_commit'")
 	PG_VERSION=$(pg "$PG_DB" "SHOW server_version")
 	PG_AUTOVACUUM=$(pg "$PG_DB" "SHOW autovacuum")
 	# The server's processes inherit the postmaster's CPUs; its WAL writer is one of them.
