@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -131,33 +130,23 @@ const visibleModelsJS = `Array.from(document.querySelectorAll("article[data-mode
 func TestPricingPageInBrowser(t *testing.T) {
 	e := newEnv(t)
 	table, _ := getPriceTable(t, e)
-	ctx := browsertest.Start(t, 90*time.Second)
 	// Script errors and console errors (a CSP violation is one) fail the test.
-	p := &pricingPage{t: t, ctx: ctx, problems: browsertest.WatchProblems(ctx), table: table}
-	p.run("load the page",
-		chromedp.Navigate(e.url+"/pricing"),
-		chromedp.WaitVisible(`body[data-state="ready"]`, chromedp.ByQuery),
-	)
-	p.problems.Check(t)
+	p := &pricingPage{Tab: browsertest.NewTab(t, browsertest.Start(t, 90*time.Second), e.url, ""), t: t, table: table}
+	p.Open("/pricing", `body[data-state="ready"]`, "")
+	p.CheckProblems()
 	p.checkAmounts()
 	p.checkFacts()
 	p.checkFilters()
-	p.problems.Check(t)
-	browsertest.Screenshot(t, ctx, "pricing.png")
+	p.CheckProblems()
+	p.Screenshot("pricing")
 }
 
 // pricingPage is /pricing in a browser tab, and the price table the API
 // serves, to compare it with.
 type pricingPage struct {
-	t        *testing.T
-	ctx      context.Context
-	problems *browsertest.Problems
-	table    []wirePriceModel
-}
-
-func (p *pricingPage) run(what string, actions ...chromedp.Action) {
-	p.t.Helper()
-	browsertest.Run(p.t, p.ctx, p.problems, what, actions...)
+	*browsertest.Tab
+	t     *testing.T
+	table []wirePriceModel
 }
 
 // checkAmounts checks that the page lists the API's models, in its order,
@@ -167,7 +156,7 @@ func (p *pricingPage) checkAmounts() {
 	t.Helper()
 	var cells []renderedCell
 	var names []string
-	p.run("read the table", chromedp.Evaluate(readCellsJS, &cells), chromedp.Evaluate(visibleModelsJS, &names))
+	p.Run("read the table", chromedp.Evaluate(readCellsJS, &cells), chromedp.Evaluate(visibleModelsJS, &names))
 	var want []string
 	for _, pm := range table {
 		want = append(want, pm.ModelName)
@@ -236,7 +225,7 @@ func (p *pricingPage) checkFacts() {
 	var facts []struct {
 		Model, Fact, Text string
 	}
-	p.run("read the facts", chromedp.Evaluate(`Array.from(document.querySelectorAll("[data-fact]")).map(function (b) {
+	p.Run("read the facts", chromedp.Evaluate(`Array.from(document.querySelectorAll("[data-fact]")).map(function (b) {
 	  return {Model: b.closest("article").getAttribute("data-model"), Fact: b.getAttribute("data-fact"), Text: b.textContent};
 	})`, &facts))
 	gotFacts := map[string]string{}
@@ -267,7 +256,7 @@ func (p *pricingPage) checkFacts() {
 func (p *pricingPage) visible() []string {
 	p.t.Helper()
 	var v []string
-	p.run("read the visible models", chromedp.Evaluate(visibleModelsJS, &v))
+	p.Run("read the visible models", chromedp.Evaluate(visibleModelsJS, &v))
 	return v
 }
 
@@ -286,11 +275,11 @@ func (p *pricingPage) expect(query, endpoint string) []string {
 // filter types query into the name filter and clicks endpoint's chip.
 func (p *pricingPage) filter(query, endpoint string) {
 	p.t.Helper()
-	p.run("clear the name filter", chromedp.Evaluate(`(function(){var q=document.getElementById("q");q.value="";q.dispatchEvent(new Event("input"));})()`, nil))
+	p.Run("clear the name filter", chromedp.Evaluate(`(function(){var q=document.getElementById("q");q.value="";q.dispatchEvent(new Event("input"));})()`, nil))
 	if query != "" {
-		p.run("type into the name filter", chromedp.SendKeys("#q", query, chromedp.ByID))
+		p.Run("type into the name filter", chromedp.SendKeys("#q", query, chromedp.ByID))
 	}
-	p.run("click the "+endpoint+" chip", chromedp.Click(fmt.Sprintf(`button[data-endpoint=%q]`, endpoint), chromedp.ByQuery))
+	p.Run("click the "+endpoint+" chip", chromedp.Click(fmt.Sprintf(`button[data-endpoint=%q]`, endpoint), chromedp.ByQuery))
 }
 
 // checkFilters checks the endpoint chips, then that each combination of
@@ -306,7 +295,7 @@ func (p *pricingPage) checkFilters() {
 		}
 	}
 	var chips []string
-	p.run("read the chips", chromedp.Evaluate(`Array.from(document.querySelectorAll("button[data-endpoint]")).map(function (b) { return b.getAttribute("data-endpoint"); })`, &chips))
+	p.Run("read the chips", chromedp.Evaluate(`Array.from(document.querySelectorAll("button[data-endpoint]")).map(function (b) { return b.getAttribute("data-endpoint"); })`, &chips))
 	if len(chips) != len(endpoints)+1 || chips[0] != "" {
 		t.Errorf("chips %q for endpoints %v", chips, endpoints)
 	}
@@ -331,12 +320,12 @@ func (p *pricingPage) checkFilters() {
 			t.Errorf("%s: the page shows %q, want %q", s.name, got, want)
 		}
 		var empty bool
-		p.run("read the empty notice", chromedp.Evaluate(`!document.getElementById("empty").hidden`, &empty))
+		p.Run("read the empty notice", chromedp.Evaluate(`!document.getElementById("empty").hidden`, &empty))
 		if empty != (len(want) == 0) {
 			t.Errorf("%s: the no-match notice shown = %v with %d models", s.name, empty, len(want))
 		}
 		var pressed []string
-		p.run("read the pressed chip", chromedp.Evaluate(`Array.from(document.querySelectorAll('button[aria-pressed="true"]')).map(function (b) { return b.getAttribute("data-endpoint"); })`, &pressed))
+		p.Run("read the pressed chip", chromedp.Evaluate(`Array.from(document.querySelectorAll('button[aria-pressed="true"]')).map(function (b) { return b.getAttribute("data-endpoint"); })`, &pressed))
 		if !slices.Equal(pressed, []string{s.endpoint}) {
 			t.Errorf("%s: pressed chips %q", s.name, pressed)
 		}

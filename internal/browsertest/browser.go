@@ -2,7 +2,6 @@ package browsertest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -127,13 +126,13 @@ func Start(tb testing.TB, timeout time.Duration) context.Context {
 	return ctx
 }
 
-// PrivateTab opens a tab in a new browser context of browser's — its
+// privateTab opens a tab in a new browser context of browser's — its
 // own cookies and storage, like a separate user's browser — and returns its
 // context; the browser context is disposed of when the test ends. It opens
 // the tab in a new window: headless Chromium refuses a new context's tab
 // without one ("Failed to open new tab - no browser is open"), which is
 // what chromedp.WithNewBrowserContext runs into.
-func PrivateTab(tb testing.TB, browser context.Context) context.Context {
+func privateTab(tb testing.TB, browser context.Context) context.Context {
 	tb.Helper()
 	var id target.ID
 	var bc cdp.BrowserContextID
@@ -173,8 +172,8 @@ type Problems struct {
 	list []string
 }
 
-// WatchProblems starts collecting ctx's tab's problems.
-func WatchProblems(ctx context.Context) *Problems {
+// watchProblems starts collecting ctx's tab's problems.
+func watchProblems(ctx context.Context) *Problems {
 	p := &Problems{}
 	chromedp.ListenTarget(ctx, func(ev any) {
 		var s string
@@ -220,23 +219,9 @@ func (p *Problems) Check(tb testing.TB) {
 	}
 }
 
-// Run runs actions in ctx's tab; on failure it fails the test with what
-// was being done, and on a timeout with the tab's problems too.
-func Run(tb testing.TB, ctx context.Context, p *Problems, what string, actions ...chromedp.Action) {
-	tb.Helper()
-	if err := chromedp.Run(ctx, actions...); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			var url string
-			_ = chromedp.Run(context.WithoutCancel(ctx), chromedp.Location(&url))
-			tb.Fatalf("%s: timed out at %s; problems: %q", what, url, p.All())
-		}
-		tb.Fatalf("%s: %v", what, err)
-	}
-}
-
-// Screenshot writes a full-page screenshot of ctx's tab to name under
+// screenshot writes a full-page screenshot of ctx's tab to name under
 // ArtifactPath.
-func Screenshot(tb testing.TB, ctx context.Context, name string) {
+func screenshot(tb testing.TB, ctx context.Context, name string) {
 	tb.Helper()
 	var png []byte
 	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {

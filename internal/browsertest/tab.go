@@ -23,8 +23,8 @@ type Tab struct {
 // URL, "http://127.0.0.1:8080"); its screenshots are named shots+name+".png".
 func NewTab(tb testing.TB, browser context.Context, base, shots string) *Tab {
 	tb.Helper()
-	ctx := PrivateTab(tb, browser)
-	return &Tab{tb: tb, ctx: ctx, problems: WatchProblems(ctx), base: base, shots: shots}
+	ctx := privateTab(tb, browser)
+	return &Tab{tb: tb, ctx: ctx, problems: watchProblems(ctx), base: base, shots: shots}
 }
 
 // Base is the server's URL the tab's paths are under.
@@ -62,7 +62,7 @@ func (c *Tab) Open(path, sel, name string) {
 // Screenshot saves the page as shots+name+".png" under ArtifactPath.
 func (c *Tab) Screenshot(name string) {
 	c.tb.Helper()
-	Screenshot(c.tb, c.ctx, c.shots+name+".png")
+	screenshot(c.tb, c.ctx, c.shots+name+".png")
 }
 
 // CheckProblems fails the test if the tab reported any problem.
