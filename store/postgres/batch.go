@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -20,12 +21,15 @@ import (
 // commit and re-check it (a convoy slower than one caller alone). So a
 // replica sends at most one batch of an account's operations at a time:
 // those that arrive meanwhile wait in memory and go together in the next
-// batch, as one pipeline of the same single statements, which PostgreSQL
-// runs as one implicit transaction (one round trip, one row lock, one commit
-// flush). Inside it each statement sees the ones before it, so each hold is
-// checked, in arrival order, against the balance every earlier hold and
-// settle left: exactly what the same statements one by one would have
-// admitted. Nothing is answered before its batch commits.
+// batch, as one pipeline of statements, which PostgreSQL runs as one
+// implicit transaction (one round trip, one row lock, one commit flush).
+// Inside it each statement sees the ones before it: the batch's settles go
+// first, as one statement (settlesSQL), then its holds, each checked in
+// arrival order against the balance the settles and every earlier hold
+// left: exactly what the same operations one at a time in that order would
+// have admitted, an order they could have run in, since all of them were
+// waiting at once (see queueBatch). Nothing is answered before its batch
+// commits.
 //
 // Holds and settles share the account's batches, so a settle costs no commit
 // of its own while the account has traffic: a settle that finds the account
@@ -222,9 +226,7 @@ func (s *Store) runBatch(ops []*ledgerOp) {
 		return
 	}
 	b := &pgx.Batch{}
-	for _, op := range ops {
-		s.queueOp(b, op)
-	}
+	s.queueBatch(b, ops)
 	err := s.pool.SendBatch(ctx, b).Close()
 	if err == nil {
 		return
@@ -267,6 +269,60 @@ func (s *Store) queueOp(b *pgx.Batch, op *ledgerOp) {
 			return op.err
 		})
 	}
+}
+
+// queueBatch adds ops' statements to b: the settles first, in their order,
+// as few settlesSQL as can carry them (one, unless a request id comes
+// twice), then the holds in their order. Every operation of a batch was
+// waiting at once, and none is answered before the batch commits, so this
+// is an order they could have run in one at a time; a settle is never of a
+// hold in its own batch (its Hold returned first). Settles first: the holds
+// are checked against the balance the settles leave, and the settles, a
+// busy account's batch carrying many, cost one statement's start-up.
+func (s *Store) queueBatch(b *pgx.Batch, ops []*ledgerOp) {
+	var settles, holds []*ledgerOp
+	for _, op := range ops {
+		if op.kind == opSettle {
+			settles = append(settles, op)
+		} else {
+			holds = append(holds, op)
+		}
+	}
+	for len(settles) > 0 {
+		n := 1
+		for n < len(settles) && !slices.ContainsFunc(settles[:n], func(o *ledgerOp) bool { return o.settle.RequestID == settles[n].settle.RequestID }) {
+			n++
+		}
+		if n == 1 {
+			s.queueOp(b, settles[0])
+		} else {
+			s.queueSettles(b, settles[:n])
+		}
+		settles = settles[n:]
+	}
+	for _, op := range holds {
+		s.queueOp(b, op)
+	}
+}
+
+// queueSettles adds settlesSQL for ops, settles of one account with no
+// request id twice, to b: each op gets its entry, or none (no open hold, as
+// settled says of no row).
+func (s *Store) queueSettles(b *pgx.Batch, ops []*ledgerOp) {
+	b.Queue(settlesSQL, settlesArgs(ops[0].settle.Account, ops)...).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			e, err := scanEntry(rows)
+			if err != nil {
+				return err
+			}
+			i := slices.IndexFunc(ops, func(o *ledgerOp) bool { return o.settle.RequestID == e.RequestID })
+			if i < 0 {
+				return fmt.Errorf("postgres: a batch's settles returned an entry for %q, which none of them names", store.ClipNote(e.RequestID))
+			}
+			ops[i].landed, ops[i].entry = true, e
+		}
+		return rows.Err()
+	})
 }
 
 // held records relay_hold's answer (NULL: taken).

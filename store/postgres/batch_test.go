@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -241,4 +243,134 @@ func TestSettleLingersOnlyWithCompany(t *testing.T) {
 		t.Fatal("a settle with no company lingered")
 	}
 	audit(t, s, "acme")
+}
+
+// TestBatchSettlesAsOneByOne: a batch sends its settles first, as one
+// statement (settlesSQL) while no request id comes twice, then its holds,
+// and leaves exactly the books the same operations leave one at a time in
+// that order: the same answers, charge entries (sequence numbers and
+// running balances included), outcomes, balances and key spend, for
+// settles above, below and at their hold, on two keys and none, beside a
+// replay, a request id never held and holds that arrived between them.
+func TestBatchSettlesAsOneByOne(t *testing.T) {
+	ctx := context.Background()
+	type op struct {
+		settle bool
+		run    func() error
+	}
+	settle := func(s *Store, id string, charge pricing.Nano) op {
+		return op{true, func() error {
+			_, err := s.Settle(ctx, store.Settlement{RequestID: id, Account: "acme", Charge: charge,
+				Usage: pricing.Usage{InputTokens: int64(charge / cent), OutputTokens: 3}, Note: "note " + id})
+			return err
+		}}
+	}
+	holdOn := func(s *Store, id, key string, amount pricing.Nano) op {
+		return op{false, func() error {
+			return s.Hold(ctx, store.Hold{RequestID: id, Account: "acme", KeyID: key, Model: "m", Route: "r", Endpoint: pricing.EndpointChat, Amount: amount})
+		}}
+	}
+	// setup funds s, opens five holds and returns the batch's operations
+	// in their order of arrival.
+	setup := func(s *Store) []op {
+		if _, err := s.Credit(ctx, "acme", 10*usd, "c"); err != nil {
+			t.Fatal(err)
+		}
+		mustCreateKey(t, s, store.Key{ID: "key_a", Account: "acme"})
+		mustCreateKey(t, s, store.Key{ID: "key_b", Account: "acme", Limit: 10 * usd})
+		for i, id := range []string{"req_1", "req_2", "req_3", "req_4", "req_5"} {
+			if err := holdOn(s, id, []string{"key_a", "key_b", "", "key_a", "key_b"}[i], usd).run(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return []op{
+			holdOn(s, "req_6", "key_b", 4*usd), // arrived before the settles, checked after them: refused
+			settle(s, "req_1", 3*usd),          // above its hold
+			settle(s, "req_2", usd/3),          // below
+			settle(s, "req_3", usd),            // at, on no key
+			holdOn(s, "req_7", "key_a", usd),
+			settle(s, "req_never", usd), // no hold: ErrNoHold
+			settle(s, "req_2", usd),     // a replay in the same batch: ErrAlreadySettled
+			settle(s, "req_4", 0),       // free
+			settle(s, "req_5", 7*usd/4),
+			holdOn(s, "req_8", "", 3*usd), // more than the settles' 6.08 USD and req_7 leave
+		}
+	}
+	batched := openStore(t, freshDSN(t), Options{RenewEvery: -1})
+	ops := setup(batched)
+	runs := make([]func() error, len(ops))
+	for i, o := range ops {
+		runs[i] = o.run
+	}
+	errsBatched := queueBatch(t, batched, "acme", runs...)()
+
+	alone := openStore(t, freshDSN(t), Options{RenewEvery: -1})
+	ops = setup(alone)
+	errsAlone := make([]error, len(ops))
+	for _, settles := range []bool{true, false} {
+		for i, o := range ops {
+			if o.settle == settles {
+				errsAlone[i] = o.run()
+			}
+		}
+	}
+	for i := range errsAlone {
+		if fmt.Sprint(errsAlone[i]) != fmt.Sprint(errsBatched[i]) {
+			t.Fatalf("op %d: batched %v, alone %v", i, errsBatched[i], errsAlone[i])
+		}
+	}
+	var ie *store.InsufficientError
+	var ie6 *store.InsufficientError
+	if !errors.As(errsBatched[0], &ie6) || errsBatched[4] != nil || !errors.Is(errsBatched[5], store.ErrNoHold) || !errors.Is(errsBatched[6], store.ErrAlreadySettled) || !errors.As(errsBatched[9], &ie) {
+		t.Fatalf("batched: %v", errsBatched)
+	}
+	for _, s := range []*Store{batched, alone} { // the hold taken ends the same way
+		for _, o := range []op{settle(s, "req_7", usd/2)} {
+			if err := o.run(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	books := func(s *Store) (out []string) {
+		err := s.Journal(ctx, "acme", time.Time{}, time.Now().Add(time.Hour), func(e store.Entry) error {
+			out = append(out, fmt.Sprintf("%d %s %s %s %d %d %d %+v %q", e.Seq, e.Kind, e.RequestID, e.KeyID, e.HoldAmount, e.Amount, e.BalanceAfter, e.Usage, e.Note))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := s.Balance(ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("balance %d held %d", a.Balance, a.Held))
+		for _, id := range []string{"key_a", "key_b"} {
+			k := keyOf(t, s, id)
+			out = append(out, fmt.Sprintf("%s spent %d held %d", id, k.Spent, k.Held))
+		}
+		rows, err := s.pool.Query(ctx, `SELECT request_id, state, hold_amount, charge, seq, reason FROM outcomes ORDER BY request_id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id, state, reason string
+			var hold, charge, seq int64
+			if err := rows.Scan(&id, &state, &hold, &charge, &seq, &reason); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("outcome %s %s %d %d %d %q", id, state, hold, charge, seq, reason))
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	got, want := books(batched), books(alone)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("batched books:\n%s\none at a time:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(want) < 16 {
+		t.Fatalf("books too short to compare: %q", want)
+	}
+	audit(t, batched, "acme")
 }
