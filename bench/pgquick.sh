@@ -7,7 +7,8 @@
 # measures the latency phase at RATES for DURATION each, one round; prints the
 # direct, proxy and gateway-pg rows (p50, p99, overhead p50) and the
 # gateway's hold and settle times (relay_store_duration_seconds: count, mean
-# and the share under 0.5, 1 and 2.5 ms).
+# and the share under 0.5, 1 and 2.5 ms), and the CPU per call of the
+# processes serving the run's database (backends and autovacuum workers).
 #
 # Usage: BIN=/tmp/relay-other bench/pgquick.sh
 #   BIN (default bin/relay), RATES (500,1000), DURATION (3s), SIM_LATENCY
@@ -103,18 +104,23 @@ GW=http://127.0.0.1:8081
 "$ROOT/bin/relay" accounts credit -account bench -usd 10000 -server "$GW" >/dev/null
 KEY=$("$ROOT/bin/relay" keys create -account bench -route economy -server "$GW")
 
-# db_cpu: the CPU time, in ns, the database's backends have run (their
-# /proc/PID/schedstat), and their count.
-db_cpu() {
-	local pid total=0 n=0 t
+# db_sample: "pid ns" for each process serving the database now (backends
+# and autovacuum workers alike: pg_stat_activity), from /proc/PID/schedstat.
+db_sample() {
+	local pid t
 	for pid in $(pg "$ADMIN_DB" "SELECT pid FROM pg_stat_activity WHERE datname = '$DB'"); do
-		read -r t _ <"/proc/$pid/schedstat" 2>/dev/null || continue
-		total=$((total + t)) n=$((n + 1))
+		read -r t _ <"/proc/$pid/schedstat" 2>/dev/null && echo "$pid $t"
 	done
-	echo "$total $n"
 }
-read -r CPU0 _ < <(db_cpu)
+db_sample >"$WORK/cpu0"
 CALLS0=$(pg "$DB" "SELECT count(*) FROM journal WHERE kind = 'charge'")
+# While the load runs, sample every 0.2 s, so that a process that starts
+# and ends meanwhile (a connection, an autovacuum worker) counts too: each
+# counts up to its last sample, from its sample before the load if it was
+# alive then, else from its start.
+(while :; do db_sample; sleep 0.2; done) >"$WORK/cpu" 2>/dev/null &
+SAMPLER=$!
+PIDS+=("$SAMPLER")
 taskset -c 0 "$ROOT/build/bench/bin/loadgen" -direct http://127.0.0.1:9101 -proxy http://127.0.0.1:9201 \
 	-gateway "$GW" -key "$KEY" -phases latency -rates "$RATES" -duration "$DURATION" -rounds 1 \
 	-jitter 0 -warmup 500ms -sim-pid "$SIM_PID" -gateway-pid "$GW_PID" -md "$WORK/report.md" >/dev/null 2>"$WORK/loadgen.log" ||
@@ -135,7 +141,10 @@ curl -sf -H "Authorization: Bearer $TOKEN" "$GW/metrics" | awk '
 		for (op in n) if (n[op] > 0)
 			printf "%s: %d, mean %.3f ms; under 0.5 ms %.0f%%, 1 ms %.0f%%, 2.5 ms %.0f%%\n", op, n[op], 1000 * sum[op] / n[op], 100 * a[op] / n[op], 100 * b[op] / n[op], 100 * c[op] / n[op]
 	}'
-read -r CPU1 CONNS < <(db_cpu)
+kill "$SAMPLER" 2>/dev/null || true
+db_sample >>"$WORK/cpu"
+read -r DBCPU PROCS < <(awk 'NR == FNR {before[$1] = $2; next} {last[$1] = $2}
+	END {for (p in last) {s += last[p] - before[p]; n++} printf "%d %d\n", s, n}' "$WORK/cpu0" "$WORK/cpu")
 CALLS=$(($(pg "$DB" "SELECT count(*) FROM journal WHERE kind = 'charge'") - CALLS0))
-[ "$CALLS" -le 0 ] || printf 'database: %d µs of CPU per call over %d calls (%d backends; the load phases and their warm-ups)\n' \
-	$(((CPU1 - CPU0) / 1000 / CALLS)) "$CALLS" "$CONNS"
+[ "$CALLS" -le 0 ] || printf 'database: %d µs of CPU per call over %d calls (%d processes; the load phases and their warm-ups)\n' \
+	$((DBCPU / 1000 / CALLS)) "$CALLS" "$PROCS"
