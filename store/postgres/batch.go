@@ -309,7 +309,7 @@ func (s *Store) queueBatch(b *pgx.Batch, ops []*ledgerOp) {
 // request id twice, to b: each op gets its entry, or none (no open hold, as
 // settled says of no row).
 func (s *Store) queueSettles(b *pgx.Batch, ops []*ledgerOp) {
-	b.Queue(settlesSQL, settlesArgs(ops[0].settle.Account, ops)...).Query(func(rows pgx.Rows) error {
+	b.Queue(settlesSQL, settlesArgs(ops)...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			e, err := scanEntry(rows)
 			if err != nil {

@@ -154,13 +154,13 @@ SELECT acct, seq, 'charge', request_id, key_id, model, route, endpoint, usage::j
 FROM e ORDER BY ord
 RETURNING ` + entryCols
 
-// settlesArgs are settlesSQL's arguments for ops, settles of account.
-func settlesArgs(account string, ops []*ledgerOp) []any {
+// settlesArgs are settlesSQL's arguments for ops, settles of one account.
+func settlesArgs(ops []*ledgerOp) []any {
 	ids, charges, usages, notes := make([]string, len(ops)), make([]int64, len(ops)), make([]string, len(ops)), make([]string, len(ops))
 	for i, op := range ops {
 		ids[i], charges[i], usages[i], notes[i] = op.settle.RequestID, int64(op.settle.Charge), string(op.usage), store.ClipNote(op.settle.Note)
 	}
-	return []any{account, ids, charges, usages, notes}
+	return []any{ops[0].settle.Account, ids, charges, usages, notes}
 }
 
 func settleArgs(st store.Settlement, usage []byte) []any {
