@@ -51,7 +51,10 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 	e := newEnv(t)
 	e.account("acme", "100")
 	key := e.key("acme", "standard")
-	w := &watchedHolds{wait: 300 * time.Millisecond, upstream: func() int64 {
+	// 2 s: a call that holds first waits it out, but an overlapped call's
+	// request must be seen in it even on a loaded CI machine under -race
+	// (300 ms once missed one).
+	w := &watchedHolds{wait: 2 * time.Second, upstream: func() int64 {
 		var n int64
 		for _, s := range e.sims {
 			n += s.Requests()
