@@ -15,11 +15,15 @@ import (
 )
 
 // watchedHolds wraps a store: each Hold first waits, up to wait, for the
-// providers to see one more request than when it began, notes whether they
-// did, then takes the hold (or, with refuse set, refuses it for credit).
+// providers to have seen more requests than before the call (base), notes
+// whether they did, then takes the hold (or, with refuse set, refuses it
+// for credit). base is the test's to set before each call: counted when
+// Hold begins instead, an overlapped request that reached the provider
+// before the hold's goroutine ran (a loaded machine) would not count.
 type watchedHolds struct {
 	Store
 	upstream func() int64 // requests the providers have seen
+	base     atomic.Int64 // upstream() before the call
 	wait     time.Duration
 	refuse   atomic.Bool
 	overlaps atomic.Int32 // holds during which the upstream request arrived
@@ -28,7 +32,7 @@ type watchedHolds struct {
 
 func (s *watchedHolds) Hold(ctx context.Context, h store.Hold) error {
 	defer func() { s.done.Store(time.Now().UnixNano()) }()
-	n := s.upstream()
+	n := s.base.Load()
 	for deadline := time.Now().Add(s.wait); s.upstream() == n && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
@@ -51,10 +55,9 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 	e := newEnv(t)
 	e.account("acme", "100")
 	key := e.key("acme", "standard")
-	// 2 s: a call that holds first waits it out, but an overlapped call's
-	// request must be seen in it even on a loaded CI machine under -race
-	// (300 ms once missed one).
-	w := &watchedHolds{wait: 2 * time.Second, upstream: func() int64 {
+	// A call that holds first waits wait out; an overlapped call's request
+	// must reach the provider within it, on a loaded CI machine under -race.
+	w := &watchedHolds{wait: time.Second, upstream: func() int64 {
 		var n int64
 		for _, s := range e.sims {
 			n += s.Requests()
@@ -64,6 +67,7 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 	r := e.replica(func(s Store) Store { w.Store = s; return w })
 	r.gw.overlap = true
 	call := func(extra ...string) (int, []byte) {
+		w.base.Store(w.upstream())
 		st, _, data := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello", extra...))
 		return st, data
 	}
@@ -88,6 +92,7 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 
 	// A stream: its first byte comes after the hold is taken.
 	t0 := time.Now()
+	w.base.Store(w.upstream())
 	req, _ := http.NewRequest("POST", r.url+"/v1/chat/completions", strings.NewReader(chatBody("modelf-flash", "hello", `"stream":true`)))
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
