@@ -6,7 +6,7 @@
 # run (dropped after it), all pinned to CPU 1, and loadgen pinned to CPU 0;
 # measures the latency phase at RATES for DURATION each, one round; prints the
 # direct, proxy and gateway-pg rows (p50, p99, overhead p50) and the
-# gateway's hold and settle times (relay_store_duration_seconds: count, mean
+# gateway's hold, carve and settle times (relay_store_duration_seconds: count, mean
 # and the share under 0.5, 1 and 2.5 ms), and the CPU per call of the
 # processes serving the run's database (backends and autovacuum workers).
 #

@@ -80,6 +80,11 @@ type BillingConfig struct {
 	// Default true; false holds every call before it goes upstream. Badger
 	// holds in memory and never overlaps.
 	OverlapHold *bool `yaml:"overlap_hold"`
+	// Allot lets calls that may overlap their hold be admitted in memory
+	// against an allotment of the account's credit this replica holds in
+	// PostgreSQL (allot.go). Default true; false holds each such call in
+	// the database beside its upstream request. Needs overlap_hold.
+	Allot *bool `yaml:"allot"`
 }
 
 // replacedKeys are configuration keys that are gone, with what replaced
@@ -198,6 +203,10 @@ func (b *BillingConfig) resolve() error {
 	if b.OverlapHold == nil {
 		t := true
 		b.OverlapHold = &t
+	}
+	if b.Allot == nil {
+		t := true
+		b.Allot = &t
 	}
 	return nil
 }

@@ -71,6 +71,7 @@ type Gateway struct {
 	// (overlap.go).
 	seen     *creditSeen
 	overlap  bool
+	allot    *allotments // nil: calls hold in the store (allot.go)
 	streams  *streamsEnding
 	inflight sync.WaitGroup
 	closing  atomic.Bool
@@ -109,6 +110,9 @@ func New(o Options) (*Gateway, error) {
 		streams:  newStreamsEnding(),
 		seen:     newCreditSeen(),
 		overlap:  overlapsHolds(o.Config),
+	}
+	if st, ok := o.Store.(allotStore); ok && g.overlap && allotsCredit(o.Config) {
+		g.allot = newAllotments(st, g.log.Warn)
 	}
 	g.lines = newLineSet(o.Config, o.Transport, o.Logger)
 	g.limits = newLimiters(o.Config, o.Shared)
@@ -151,6 +155,9 @@ func (g *Gateway) Drain(ctx context.Context) error {
 	go func() { g.inflight.Wait(); close(done) }()
 	select {
 	case <-done:
+		if g.allot != nil {
+			g.allot.close(ctx)
+		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

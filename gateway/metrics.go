@@ -44,9 +44,10 @@ type metrics struct {
 	// the store was unavailable: op.
 	storeRetries *prometheus.CounterVec
 	// storeDur times the ledger's steps on the request path: a hold, which
-	// the call waits for before it goes upstream, and a settle.
-	storeDur           *prometheus.HistogramVec // op (hold|settle)
-	holdDur, settleDur prometheus.Observer      // its two series
+	// the call waits for before it goes upstream, a carve out of an
+	// allotment (allot.go), which it does not, and a settle.
+	storeDur                     *prometheus.HistogramVec // op (hold|carve|settle)
+	holdDur, carveDur, settleDur prometheus.Observer      // its series
 }
 
 // latencyBuckets resolve the sub-millisecond overhead as well as long calls.
@@ -80,10 +81,10 @@ func newMetrics(g *Gateway) *metrics {
 		Name: "relay_store_retries_total", Help: "Settles and releases tried again because the store was unavailable (a database that is down); a call answered meanwhile is charged once it is back.",
 	}, []string{"op"})
 	m.storeDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "relay_store_duration_seconds", Help: "Time the ledger took to hold (before the call goes upstream) and to settle, as the gateway waits for it: on PostgreSQL a round trip and a commit, and the wait for the batch ahead.",
+		Name: "relay_store_duration_seconds", Help: "Time the ledger took to hold (before the call goes upstream), to carve a call's hold out of an allotment (beside it; the call waits only before its settle) and to settle, as the gateway waits for it: on PostgreSQL a round trip and a commit, and the wait for the batch ahead.",
 		Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .1, .5, 2.5},
 	}, []string{"op"})
-	m.holdDur, m.settleDur = m.storeDur.WithLabelValues("hold"), m.storeDur.WithLabelValues("settle")
+	m.holdDur, m.carveDur, m.settleDur = m.storeDur.WithLabelValues("hold"), m.storeDur.WithLabelValues("carve"), m.storeDur.WithLabelValues("settle")
 	m.cooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "relay_line_cooldowns_total", Help: "A provider's 429 with a wait that every replica sharing the Redis skips the line for.",
 	}, []string{"line"})

@@ -60,6 +60,13 @@ func (s *creditSeen) saw(account string, balance pricing.Nano, t time.Time) {
 	s.m[account] = seenBalance{balance: balance, at: t}
 }
 
+// share is 1/n of account's balance last seen (0 if none is).
+func (s *creditSeen) share(account string, n pricing.Nano) pricing.Nano {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(s.m[account].balance/n, 0)
+}
+
 // forget drops account's balance: a hold of it was refused.
 func (s *creditSeen) forget(account string) {
 	s.mu.Lock()
@@ -88,6 +95,13 @@ func (s *creditSeen) ample(account string, hold pricing.Nano, t time.Time) bool 
 func (g *Gateway) overlapHold(c *call) bool {
 	return g.overlap && c.ep.accept == nil && c.key.Limit == 0 &&
 		g.seen.ample(c.key.Account, c.hold, time.Now())
+}
+
+// allotsCredit reports whether calls that may overlap their hold are
+// admitted against allotments (allot.go) under c: unless billing.allot is
+// false.
+func allotsCredit(c Config) bool {
+	return c.Billing.Allot == nil || *c.Billing.Allot
 }
 
 // overlapsHolds reports whether holds overlap the upstream request under

@@ -116,8 +116,12 @@ type call struct {
 	hold     pricing.Nano
 	admitted time.Time // the gateway's clock at the quote: the hold's time
 	held     bool      // the hold is taken (holdAndSend)
-	settled  bool      // the charge is written (see settle)
-	answered *pending  // the answer went out before the settle (see relayJSON)
+	// carve is the carve of the hold out of an allotment (allot.go), nil
+	// when the call held in the store; it is waited for before the
+	// hold's settle or release.
+	carve    *carving
+	settled  bool     // the charge is written (see settle)
+	answered *pending // the answer went out before the settle (see relayJSON)
 	// detached: the settle goes on in the background, which owns the hold
 	// from then on (see settleAnswered).
 	detached bool
@@ -358,6 +362,13 @@ func (g *Gateway) quote(ctx context.Context, c *call) error {
 // its answer dropped.
 func (g *Gateway) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
 	h := g.holdOf(c)
+	if g.overlapHold(c) && g.allot != nil {
+		if al := g.allot.take(c.key.Account, c.hold, g.seen.share(c.key.Account, allotShare), time.Now()); al != nil {
+			c.carve = g.carveHold(ctx, al, h)
+			_ = g.hold(c, nil)
+			return g.sendOK(ctx, c)
+		}
+	}
 	if !g.overlapHold(c) {
 		if err := g.hold(c, g.storeHold(ctx, h)); err != nil {
 			return nil, err
@@ -490,6 +501,7 @@ func (g *Gateway) releaseUnsettled(c *call) {
 	if c.settled || c.detached {
 		return
 	}
+	c.carve.wait()
 	g.release(context.WithoutCancel(c.r.Context()), c.info.rid)
 }
 
@@ -561,6 +573,7 @@ func (g *Gateway) whileUnavailable(rid, what string, op func() error) error {
 func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note string) (pricing.Nano, error) {
 	st := g.settlement(ctx, c, u, note)
 	ctx = context.WithoutCancel(ctx)
+	c.carve.wait()
 	err := g.whileUnavailable(c.info.rid, "settle", func() error { return g.writeSettle(ctx, st) })
 	if err != nil {
 		g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
@@ -592,6 +605,7 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 func (g *Gateway) settleAnswered(ctx context.Context, c *call, st store.Settlement) error {
 	ctx = context.WithoutCancel(ctx)
 	if c.answered == nil {
+		c.carve.wait()
 		err := g.writeSettle(ctx, st)
 		switch {
 		case err == nil:
@@ -606,10 +620,11 @@ func (g *Gateway) settleAnswered(ctx context.Context, c *call, st store.Settleme
 	// From here the goroutine owns the hold; it reads nothing of c that
 	// the handler may still change.
 	c.detached = true
-	rid, account, answered, shared, model, route := c.info.rid, c.key.Account, c.answered, c.sharedSettle, c.model.ID, c.route
+	rid, account, answered, shared, model, route, carve := c.info.rid, c.key.Account, c.answered, c.sharedSettle, c.model.ID, c.route, c.carve
 	g.inflight.Add(1)
 	go func() {
 		defer g.inflight.Done()
+		carve.wait()
 		err := g.whileUnavailable(rid, "settle", func() error { return g.writeSettle(ctx, st) })
 		if err == nil {
 			g.met.openHolds.Add(-1)

@@ -161,6 +161,28 @@ type Ledger interface {
 	Charges(ctx context.Context, account string, limit int) ([]Entry, error)
 }
 
+// Allotter is implemented by a store whose holds commit in a database that
+// replicas share (store/postgres). A replica sets aside some of an
+// account's credit as one hold, an allotment; it admits that account's
+// calls against it in memory, and carves each call's own hold out of it
+// off the call's path (gateway/allot.go), so that no call waits for a
+// database commit before its upstream answer reaches the caller.
+type Allotter interface {
+	// Allot takes h as an allotment: checked and reserved as Hold does
+	// (its errors are Hold's), renewed, recovered when its owner dies and
+	// ended by Release like any hold; its release gives back what was not
+	// carved out of it.
+	Allot(ctx context.Context, h Hold) error
+	// Carve moves h.Amount out of from, an open allotment of h.Account,
+	// into h, a hold of its own, settled or released like any: the
+	// account's held does not change, and h counts in its key's spend
+	// (neither the account's credit nor the key's limit is checked: the
+	// caller carves only for keys without a limit). The error wraps
+	// ErrNoHold when from is not open or holds less than h.Amount,
+	// ErrExists when h's request id has an outcome.
+	Carve(ctx context.Context, from string, h Hold) error
+}
+
 // MaxAccountPage bounds a page of ListAccounts.
 const MaxAccountPage = 1000
 

@@ -54,6 +54,7 @@ type opKind uint8
 const (
 	opHold opKind = iota
 	opSettle
+	opCarve // a hold carved out of an allotment (Carve): queued as holds are
 )
 
 // ledgerOp is one Hold or Settle waiting for, or carried by, a batch.
@@ -62,6 +63,7 @@ type ledgerOp struct {
 	hold   store.Hold
 	settle store.Settlement
 	usage  []byte // the settlement's usage, as JSON
+	from   string // a carve: the allotment's request id
 
 	// Results, set before done is closed.
 	landed bool        // a settle: charged
@@ -250,6 +252,8 @@ func (s *Store) runOne(ctx context.Context, op *ledgerOp) {
 	switch op.kind {
 	case opHold:
 		op.held(s.pool.QueryRow(ctx, holdSQL, s.holdArgs(op.hold)...))
+	case opCarve:
+		op.held(s.pool.QueryRow(ctx, carveSQL, s.carveArgs(op)...))
 	case opSettle:
 		op.settled(scanEntry(s.pool.QueryRow(ctx, settleSQL, settleArgs(op.settle, op.usage)...)))
 	}
@@ -258,8 +262,12 @@ func (s *Store) runOne(ctx context.Context, op *ledgerOp) {
 // queueOp adds op's statement to b, with what reads its result.
 func (s *Store) queueOp(b *pgx.Batch, op *ledgerOp) {
 	switch op.kind {
-	case opHold:
-		b.Queue(holdSQL, s.holdArgs(op.hold)...).QueryRow(func(row pgx.Row) error {
+	case opHold, opCarve:
+		sql, args := holdSQL, s.holdArgs(op.hold)
+		if op.kind == opCarve {
+			sql, args = carveSQL, s.carveArgs(op)
+		}
+		b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
 			op.held(row)
 			return op.err
 		})

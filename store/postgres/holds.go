@@ -35,33 +35,44 @@ func (s *Store) RenewLeases(ctx context.Context) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
+// liveHold is a hold this replica renews: its account, and whether it is
+// an allotment (which liveCount does not count: it is no call).
+type liveHold struct {
+	account   string
+	allotment bool
+}
+
 // addLive makes requestID's hold (of account) this replica's to renew;
 // false if it already was.
-func (s *Store) addLive(requestID, account string) bool {
+func (s *Store) addLive(requestID, account string, allotment bool) bool {
 	s.liveMu.Lock()
 	defer s.liveMu.Unlock()
 	if _, ok := s.live[requestID]; ok {
 		return false
 	}
-	s.live[requestID] = account
-	s.liveOn[account]++
+	s.live[requestID] = liveHold{account: account, allotment: allotment}
+	if !allotment {
+		s.liveOn[account]++
+	}
 	return true
 }
 
 func (s *Store) dropLive(requestID string) {
 	s.liveMu.Lock()
 	defer s.liveMu.Unlock()
-	account, ok := s.live[requestID]
-	if !ok {
+	l, ok := s.live[requestID]
+	if !ok || l.allotment {
+		delete(s.live, requestID)
 		return
 	}
 	delete(s.live, requestID)
-	if s.liveOn[account]--; s.liveOn[account] <= 0 {
-		delete(s.liveOn, account)
+	if s.liveOn[l.account]--; s.liveOn[l.account] <= 0 {
+		delete(s.liveOn, l.account)
 	}
 }
 
-// liveCount is how many of account's holds this replica's calls own.
+// liveCount is how many of account's holds this replica's calls own
+// (allotments are not counted).
 func (s *Store) liveCount(account string) int {
 	s.liveMu.Lock()
 	defer s.liveMu.Unlock()

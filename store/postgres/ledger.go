@@ -86,9 +86,44 @@ RETURNING `+entryCols, account, int64(amount), store.ClipNote(note))
 // written, in one statement, which answers why not when it does not.
 const holdSQL = `SELECT relay_hold($1, $2, $3::bigint, $4, $5, $6, $7, $8::timestamptz, $9, $10::bigint)`
 
+// carveSQL is Carve: the allotment's row (request id $11, of account $2)
+// gives up $3 if it holds that much, the key's spend counts the hold (its
+// period rolled as relay_hold rolls it; no limit is checked: Allotter) and
+// the hold row is written, all or nothing, the account's row untouched:
+// its held already counts the allotment. The allotment's row lock orders
+// concurrent carves of it; READ COMMITTED re-checks its amount against the
+// newest committed row. It answers NULL when the hold was taken, else
+// 'ended' (the request id has an outcome) or 'short'.
+const carveSQL = `
+WITH src AS (
+	UPDATE holds SET amount = amount - $3::bigint
+	WHERE request_id = $11::text AND account = $2::text AND amount >= $3::bigint
+	  AND NOT EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1::text)
+	RETURNING account),
+k AS (
+	UPDATE keys SET held = keys.held + $3::bigint,
+		spent = relay_spent_at(keys.reset, keys.period_start, keys.spent, $8::timestamptz),
+		period_start = greatest(keys.period_start, relay_period_start(keys.reset, $8::timestamptz))
+	FROM src WHERE keys.id = $4::text AND keys.account IS NOT DISTINCT FROM src.account
+	RETURNING 1),
+h AS (
+	INSERT INTO holds (request_id, account, key_id, model, route, endpoint, amount, created, owner, lease_until, keyed)
+	SELECT $1::text, src.account, $4::text, $5::text, $6::text, $7::text, $3::bigint, $8::timestamptz, $9::text,
+		now() + $10::bigint * interval '1 millisecond', EXISTS (SELECT 1 FROM k)
+	FROM src
+	RETURNING 1)
+SELECT CASE WHEN EXISTS (SELECT 1 FROM h) THEN NULL
+	WHEN EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1::text) THEN 'ended'
+	ELSE 'short' END`
+
 func (s *Store) holdArgs(h store.Hold) []any {
 	return []any{h.RequestID, h.Account, int64(h.Amount), h.KeyID, h.Model, h.Route, h.Endpoint,
 		stamp(h.Created), s.owner, s.lease.Milliseconds()}
+}
+
+// carveArgs are carveSQL's arguments for op, a carve.
+func (s *Store) carveArgs(op *ledgerOp) []any {
+	return append(s.holdArgs(op.hold), op.from)
 }
 
 // settleSQL charges a call and ends its hold, returning the charge entry,
@@ -190,7 +225,30 @@ func settleArgs(st store.Settlement, usage []byte) []any {
 // the hold have landed all the same (an unavailable database that committed
 // it, the answer lost), its lease runs out and a sweep releases it (see
 // RenewLeases).
-func (s *Store) Hold(ctx context.Context, h store.Hold) (err error) {
+func (s *Store) Hold(ctx context.Context, h store.Hold) error {
+	return s.hold(ctx, &ledgerOp{kind: opHold, hold: h}, false)
+}
+
+// Allot takes h as an allotment (store.Allotter): a hold like Hold's, which
+// this replica renews without counting it as a call of the account (see
+// liveCount).
+func (s *Store) Allot(ctx context.Context, h store.Hold) error {
+	return s.hold(ctx, &ledgerOp{kind: opHold, hold: h}, true)
+}
+
+// Carve moves h.Amount out of the open allotment from into h, a hold of its
+// own (store.Allotter), in one statement batched like Hold's (carveSQL).
+func (s *Store) Carve(ctx context.Context, from string, h store.Hold) error {
+	if err := store.CheckID("allotment", from); err != nil {
+		return err
+	}
+	return s.hold(ctx, &ledgerOp{kind: opCarve, hold: h, from: from}, false)
+}
+
+// hold runs op, a Hold, an Allot or a Carve of op.hold, and makes its hold
+// this replica's to renew unless it fails.
+func (s *Store) hold(ctx context.Context, op *ledgerOp, allotment bool) (err error) {
+	h := op.hold
 	if err := store.CheckID("request", h.RequestID); err != nil {
 		return err
 	}
@@ -200,14 +258,13 @@ func (s *Store) Hold(ctx context.Context, h store.Hold) (err error) {
 	if h.Amount < 0 {
 		return fmt.Errorf("postgres: hold %q: amount %d nano-USD is negative", h.RequestID, h.Amount)
 	}
-	if s.addLive(h.RequestID, h.Account) {
+	if s.addLive(h.RequestID, h.Account, allotment) {
 		defer func() {
 			if err != nil {
 				s.dropLive(h.RequestID)
 			}
 		}()
 	}
-	op := &ledgerOp{kind: opHold, hold: h}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -215,16 +272,20 @@ func (s *Store) Hold(ctx context.Context, h store.Hold) (err error) {
 	if op.err != nil {
 		return mapErr(fmt.Sprintf("hold %q", h.RequestID), op.err)
 	}
-	return refusal(h, op.answer)
+	return refusal(op, op.answer)
 }
 
-// refusal is the error of relay_hold's answer for h: nil when it took the
-// hold.
-func refusal(h store.Hold, answer string) error {
+// refusal is the error of relay_hold's (or carveSQL's) answer for op: nil
+// when it took the hold.
+func refusal(op *ledgerOp, answer string) error {
+	h := op.hold
 	why, n, _ := strings.Cut(answer, " ")
 	switch why {
 	case "":
 		return nil
+	case "short":
+		return fmt.Errorf("postgres: carve %q: the allotment %q is not open or holds less than %d nano-USD: %w",
+			h.RequestID, op.from, h.Amount, store.ErrNoHold)
 	case "missing":
 		return fmt.Errorf("postgres: hold %q: account %q: %w", h.RequestID, h.Account, store.ErrNotFound)
 	case "ended":

@@ -115,7 +115,7 @@ type Store struct {
 	// only ones RenewLeases renews (see holds.go), with their accounts;
 	// liveOn counts them per account.
 	liveMu sync.Mutex
-	live   map[string]string
+	live   map[string]liveHold
 	liveOn map[string]int
 
 	stop chan struct{}
@@ -192,7 +192,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if len(applied) > 0 {
 		opts.Logger.Info("postgres: schema migrated", "versions", applied)
 	}
-	s := &Store{dsn: dsn, pool: pool, owner: opts.Owner, lease: opts.Lease, sweepBatch: opts.SweepBatch, log: opts.Logger, live: map[string]string{}, liveOn: map[string]int{}, stop: make(chan struct{})}
+	s := &Store{dsn: dsn, pool: pool, owner: opts.Owner, lease: opts.Lease, sweepBatch: opts.SweepBatch, log: opts.Logger, live: map[string]liveHold{}, liveOn: map[string]int{}, stop: make(chan struct{})}
 	s.batch.lanes = map[string]*lane{}
 	if opts.SettleLinger > 0 {
 		s.settleLinger = opts.SettleLinger

@@ -1,0 +1,291 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// Allotments: calls admitted in memory against credit set aside in the
+// database.
+//
+// Where the store is an Allotter (PostgreSQL), a call that may overlap its
+// hold (overlapHold: an account that plainly has the credit, a key with no
+// spend limit, an answer that is not a video job) is admitted against an
+// allotment instead: a hold this replica took of 1/allotShare of the
+// account's balance as it last saw it. The admission is a subtraction in
+// memory; the call's own hold is carved out of the allotment (Carve) beside
+// its upstream request, and the call waits for that carve only before it
+// settles or releases, after its answer is out. So no call of such an
+// account waits for a database commit before its answer: at 1,000 calls/s
+// a hold's commit was most of what PostgreSQL added to a call's latency
+// (BENCHMARKS.md).
+//
+// Nothing of the books changes. The allotment is an ordinary hold, counted
+// in the account's held, renewed with this replica's lease, released when
+// it is used up or idle for allotIdle (what was not carved goes back), on
+// Drain, or, should this replica die, by another's sweep once the lease
+// has run out. No replica can admit beyond what its allotments hold, so
+// replicas together never admit beyond the account's credit; a carved hold
+// settles, is recovered and is audited like any other. What an allotment
+// costs: while it lasts, the account's held shows it whole, and a hold
+// that is not carved (another key, another replica) sees that much less
+// available — at most 1/allotShare of the balance per replica, and only
+// for accounts with overlapMargin times the call's hold.
+//
+// A carve that fails while the store is unavailable is retried until it
+// answers (whileUnavailable), and every allotment is retired at once, so
+// that the next calls hold in the database and, while it is down, are
+// refused with 503 as before. A carve the allotment cannot cover (it was
+// swept) falls back to an ordinary hold of the call; should that be
+// refused too, the call, already answered, goes uncharged and an error is
+// logged.
+
+// allotShare: an allotment is 1/allotShare of the account's balance last
+// seen. Since an account allots only with overlapMargin times a call's
+// hold, an allotment covers at least overlapMargin/allotShare calls.
+const allotShare = 100
+
+// allotIdle is how long an allotment no call has used is kept.
+const allotIdle = 10 * time.Second
+
+// allotEndpoint is the endpoint an allotment's hold records.
+const allotEndpoint = "allotment"
+
+// allotStore is what allotments need of the store.
+type allotStore interface {
+	store.Allotter
+	Release(ctx context.Context, requestID, reason string) error
+}
+
+// allotments are this replica's open allotments, one per account at most
+// that calls are admitted against, and those retired but still carving.
+type allotments struct {
+	st    allotStore
+	log   func(msg string, args ...any)
+	idle  time.Duration // allotIdle; shorter in tests
+	mu    sync.Mutex
+	open  map[string]*allotment // by account
+	all   map[*allotment]bool   // open and retired, until released
+	taken map[string]bool       // accounts whose allotment is being taken
+	// down is set when a carve met an unavailable store; no allotment is
+	// taken until one is taken again after allotRetry.
+	downUntil time.Time
+	released  sync.WaitGroup
+}
+
+// allotRetry is how long after a store met unavailable no allotment is
+// taken.
+const allotRetry = 2 * time.Second
+
+// allotment is one allotment's hold, as this replica accounts for it.
+type allotment struct {
+	id      string
+	account string
+	left    pricing.Nano // not yet promised to a call
+	carving int          // calls admitted whose carve has not returned
+	used    time.Time
+	retired bool // no new calls; released once carving is 0
+	timer   *time.Timer
+}
+
+func newAllotments(st allotStore, log func(string, ...any)) *allotments {
+	return &allotments{st: st, log: log, idle: allotIdle, open: map[string]*allotment{}, all: map[*allotment]bool{}, taken: map[string]bool{}}
+}
+
+// take admits a call of account whose hold is amount against the account's
+// allotment, if it has one with that much left, and returns it. Otherwise
+// it returns nil and, unless one is already being taken, takes a new
+// allotment of size in the background for the account's next calls (the
+// one used up is retired).
+func (a *allotments) take(account string, amount, size pricing.Nano, now time.Time) *allotment {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if al := a.open[account]; al != nil {
+		if al.left >= amount {
+			al.left -= amount
+			al.carving++
+			al.used = now
+			return al
+		}
+		a.retireLocked(al)
+	}
+	if !a.taken[account] && now.After(a.downUntil) && size >= amount {
+		a.taken[account] = true
+		go a.allot(account, size)
+	}
+	return nil
+}
+
+// allot takes an allotment of size for account.
+func (a *allotments) allot(account string, size pricing.Nano) {
+	al := &allotment{id: "allot_" + strings.TrimPrefix(newRequestID(), "req_"), account: account, left: size, used: time.Now()}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := a.st.Allot(ctx, store.Hold{RequestID: al.id, Account: account, Endpoint: allotEndpoint, Amount: size, Created: time.Now()})
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.taken, account)
+	if err != nil {
+		// Refused (the credit went meanwhile) or unavailable: the
+		// account's calls hold in the database.
+		if errors.Is(err, store.ErrUnavailable) {
+			a.downUntil = time.Now().Add(allotRetry)
+		}
+		return
+	}
+	if old := a.open[account]; old != nil {
+		a.retireLocked(old)
+	}
+	a.open[account] = al
+	a.all[al] = true
+	al.timer = time.AfterFunc(a.idle, func() { a.expire(al) })
+}
+
+// expire retires al if no call used it for a.idle, else looks again when
+// that has passed since its last use.
+func (a *allotments) expire(al *allotment) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if al.retired {
+		return
+	}
+	if wait := a.idle - time.Since(al.used); wait > 0 {
+		al.timer.Reset(wait)
+		return
+	}
+	a.retireLocked(al)
+}
+
+// carved records that the carve of a call admitted against al has
+// returned err.
+func (a *allotments) carved(al *allotment, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	al.carving--
+	if err != nil {
+		a.retireLocked(al)
+	}
+	a.releaseIfDoneLocked(al)
+}
+
+// retireLocked stops admitting calls against al and releases it once its
+// carves have returned.
+func (a *allotments) retireLocked(al *allotment) {
+	if al.retired {
+		return
+	}
+	al.retired = true
+	if a.open[al.account] == al {
+		delete(a.open, al.account)
+	}
+	if al.timer != nil {
+		al.timer.Stop()
+	}
+	a.releaseIfDoneLocked(al)
+}
+
+// releaseIfDoneLocked releases al, retired, once no carve of it is
+// pending: what was not carved goes back to the account.
+func (a *allotments) releaseIfDoneLocked(al *allotment) {
+	if !al.retired || al.carving > 0 || !a.all[al] {
+		return
+	}
+	delete(a.all, al)
+	a.released.Add(1)
+	go func() {
+		defer a.released.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.st.Release(ctx, al.id, "allotment ended"); err != nil && !errors.Is(err, store.ErrAlreadySettled) {
+			// Its lease runs out and a sweep releases it.
+			a.log("release allotment", "allotment", al.id, "error", err.Error())
+		}
+	}()
+}
+
+// close retires every allotment and waits, until ctx ends, for their
+// releases: on Drain, when no call is left to carve.
+func (a *allotments) close(ctx context.Context) {
+	a.mu.Lock()
+	a.downUntil = time.Now().Add(100 * 365 * 24 * time.Hour)
+	for al := range a.all {
+		a.retireLocked(al)
+	}
+	a.mu.Unlock()
+	done := make(chan struct{})
+	go func() { a.released.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// down records that the store met unavailable: every allotment stops
+// admitting at once (see carved).
+func (a *allotments) down() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.downUntil = time.Now().Add(allotRetry)
+	for _, o := range a.open {
+		a.retireLocked(o)
+	}
+}
+
+// carving is a call's carve, which runs beside its upstream request.
+type carving struct {
+	done chan struct{}
+	err  error // nil: the call's hold is in the store
+}
+
+// wait waits for the carve, if the call has one, to return.
+func (cv *carving) wait() {
+	if cv != nil {
+		<-cv.done
+	}
+}
+
+// carveHold carves h, the hold of a call admitted against al, out of al,
+// in the background; a carve al cannot cover (it was swept) falls back to
+// an ordinary hold of h.
+func (g *Gateway) carveHold(ctx context.Context, al *allotment, h store.Hold) *carving {
+	cv := &carving{done: make(chan struct{})}
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		defer close(cv.done)
+		downed := false
+		err := g.whileUnavailable(h.RequestID, "carve", func() error {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			t0 := time.Now()
+			err := g.allot.st.Carve(ctx, al.id, h)
+			g.met.carveDur.Observe(time.Since(t0).Seconds())
+			if errors.Is(err, store.ErrUnavailable) && !downed {
+				downed = true
+				g.allot.down()
+			}
+			return err
+		})
+		g.allot.carved(al, err)
+		if errors.Is(err, store.ErrNoHold) {
+			err = g.whileUnavailable(h.RequestID, "hold", func() error { return g.storeHold(ctx, h) })
+		}
+		if errors.Is(err, store.ErrExists) {
+			// The request id already has its hold, or an outcome: an
+			// earlier try landed and its answer was lost with the
+			// connection (request ids are never reused).
+			err = nil
+		}
+		if err != nil {
+			g.log.Error("carve: the call was answered without a hold in the store; it goes uncharged",
+				"request_id", h.RequestID, "allotment", al.id, "error", err.Error())
+		}
+		cv.err = err
+	}()
+	return cv
+}
