@@ -66,21 +66,26 @@ type allotStore interface {
 // allotments are this replica's open allotments, one per account at most
 // that calls are admitted against, and those retired but still carving.
 type allotments struct {
-	st    allotStore
-	log   func(msg string, args ...any)
-	idle  time.Duration // allotIdle; shorter in tests
-	mu    sync.Mutex
-	open  map[string]*allotment // by account
-	all   map[*allotment]bool   // open and retired, until released
-	taken map[string]bool       // accounts whose allotment is being taken
-	// down is set when a carve met an unavailable store; no allotment is
-	// taken until one is taken again after allotRetry.
+	st   allotStore
+	log  func(msg string, args ...any)
+	idle time.Duration // allotIdle; shorter in tests
+	mu   sync.Mutex
+	open map[string]*allotment // by account
+	all  map[*allotment]bool   // open and retired, until their release starts
+	// taking: accounts whose allotment is being taken; cool: accounts
+	// whose last one was refused, until when no other is tried.
+	taking map[string]bool
+	cool   map[string]time.Time
+	// downUntil: a carve met the store unavailable; no allotment is
+	// taken before then.
 	downUntil time.Time
-	released  sync.WaitGroup
+	closed    bool          // close was called: no allotment is taken or kept
+	busy      int           // allots and releases running
+	quiet     chan struct{} // closed when busy falls to 0 (made by close)
 }
 
-// allotRetry is how long after a store met unavailable no allotment is
-// taken.
+// allotRetry is how long after the store met unavailable, or refused an
+// account's allotment, none is taken (for any account, or for that one).
 const allotRetry = 2 * time.Second
 
 // allotment is one allotment's hold, as this replica accounts for it.
@@ -95,7 +100,8 @@ type allotment struct {
 }
 
 func newAllotments(st allotStore, log func(string, ...any)) *allotments {
-	return &allotments{st: st, log: log, idle: allotIdle, open: map[string]*allotment{}, all: map[*allotment]bool{}, taken: map[string]bool{}}
+	return &allotments{st: st, log: log, idle: allotIdle, open: map[string]*allotment{}, all: map[*allotment]bool{},
+		taking: map[string]bool{}, cool: map[string]time.Time{}}
 }
 
 // take admits a call of account whose hold is amount against the account's
@@ -115,10 +121,18 @@ func (a *allotments) take(account string, amount, size pricing.Nano, now time.Ti
 		}
 		a.retireLocked(al)
 	}
-	if !a.taken[account] && now.After(a.downUntil) && size >= amount {
-		a.taken[account] = true
-		go a.allot(account, size)
+	if a.closed || a.taking[account] || now.Before(a.downUntil) || size < amount {
+		return nil
 	}
+	if until, ok := a.cool[account]; ok {
+		if now.Before(until) {
+			return nil
+		}
+		delete(a.cool, account)
+	}
+	a.taking[account] = true
+	a.busy++
+	go a.allot(account, size)
 	return nil
 }
 
@@ -130,21 +144,36 @@ func (a *allotments) allot(account string, size pricing.Nano) {
 	err := a.st.Allot(ctx, store.Hold{RequestID: al.id, Account: account, Endpoint: allotEndpoint, Amount: size, Created: time.Now()})
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	delete(a.taken, account)
-	if err != nil {
-		// Refused (the credit went meanwhile) or unavailable: the
-		// account's calls hold in the database.
-		if errors.Is(err, store.ErrUnavailable) {
-			a.downUntil = time.Now().Add(allotRetry)
-		}
+	defer a.doneLocked()
+	delete(a.taking, account)
+	switch {
+	case errors.Is(err, store.ErrUnavailable):
+		a.downUntil = time.Now().Add(allotRetry)
+		return
+	case err != nil:
+		// Refused (the credit went meanwhile): the account's calls hold
+		// in the database.
+		a.cool[account] = time.Now().Add(allotRetry)
+		return
+	}
+	a.all[al] = true
+	if a.closed || time.Now().Before(a.downUntil) {
+		a.retireLocked(al) // taken as the replica stops, or the store went away meanwhile
 		return
 	}
 	if old := a.open[account]; old != nil {
 		a.retireLocked(old)
 	}
 	a.open[account] = al
-	a.all[al] = true
 	al.timer = time.AfterFunc(a.idle, func() { a.expire(al) })
+}
+
+// doneLocked records the end of an allot or a release.
+func (a *allotments) doneLocked() {
+	if a.busy--; a.busy == 0 && a.quiet != nil {
+		close(a.quiet)
+		a.quiet = nil
+	}
 }
 
 // expire retires al if no call used it for a.idle, else looks again when
@@ -163,7 +192,7 @@ func (a *allotments) expire(al *allotment) {
 }
 
 // carved records that the carve of a call admitted against al has
-// returned err.
+// returned err (nil: the call's hold is in the store).
 func (a *allotments) carved(al *allotment, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -191,39 +220,49 @@ func (a *allotments) retireLocked(al *allotment) {
 }
 
 // releaseIfDoneLocked releases al, retired, once no carve of it is
-// pending: what was not carved goes back to the account.
+// pending: what was not carved goes back to the account. A release that
+// fails leaves the allotment to the lease sweep.
 func (a *allotments) releaseIfDoneLocked(al *allotment) {
 	if !al.retired || al.carving > 0 || !a.all[al] {
 		return
 	}
 	delete(a.all, al)
-	a.released.Add(1)
+	a.busy++
 	go func() {
-		defer a.released.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := a.st.Release(ctx, al.id, "allotment ended"); err != nil && !errors.Is(err, store.ErrAlreadySettled) {
-			// Its lease runs out and a sweep releases it.
-			a.log("release allotment", "allotment", al.id, "error", err.Error())
+			a.log("release allotment: its lease runs out and a sweep releases it", "allotment", al.id, "error", err.Error())
 		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.doneLocked()
 	}()
 }
 
-// close retires every allotment and waits, until ctx ends, for their
-// releases: on Drain, when no call is left to carve.
+// close retires every allotment, takes no more, and waits until ctx ends
+// for the allots and releases under way: on Drain. An allotment with a
+// carve still pending (Drain timed out) is released when it returns.
 func (a *allotments) close(ctx context.Context) {
 	a.mu.Lock()
-	a.downUntil = time.Now().Add(100 * 365 * 24 * time.Hour)
+	a.closed = true
 	for al := range a.all {
 		a.retireLocked(al)
 	}
-	a.mu.Unlock()
-	done := make(chan struct{})
-	go func() { a.released.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
+	for a.busy > 0 {
+		if a.quiet == nil {
+			a.quiet = make(chan struct{})
+		}
+		quiet := a.quiet
+		a.mu.Unlock()
+		select {
+		case <-quiet:
+		case <-ctx.Done():
+			return
+		}
+		a.mu.Lock()
 	}
+	a.mu.Unlock()
 }
 
 // down records that the store met unavailable: every allotment stops
@@ -234,6 +273,15 @@ func (a *allotments) down() {
 	a.downUntil = time.Now().Add(allotRetry)
 	for _, o := range a.open {
 		a.retireLocked(o)
+	}
+}
+
+// storeDown retires every allotment if err says the store is unavailable
+// (a hold, a settle or a carve met it), so that no call is admitted in
+// memory while the database may be down.
+func (g *Gateway) storeDown(err error) {
+	if g.allot != nil && errors.Is(err, store.ErrUnavailable) {
+		g.allot.down()
 	}
 }
 
@@ -250,6 +298,32 @@ func (cv *carving) wait() {
 	}
 }
 
+// carveWaitMax is how long a stream's settle or a failed call's release
+// waits in its handler for the call's carve before leaving it to the
+// background: a carve takes milliseconds unless the store is unavailable.
+const carveWaitMax = time.Second
+
+// landedWithin waits up to d for the carve, if the call has one, to
+// return, and reports whether it has.
+func (cv *carving) landedWithin(d time.Duration) bool {
+	if cv == nil {
+		return true
+	}
+	select {
+	case <-cv.done:
+		return true
+	default:
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-cv.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // carveHold carves h, the hold of a call admitted against al, out of al,
 // in the background; a carve al cannot cover (it was swept) falls back to
 // an ordinary hold of h.
@@ -258,28 +332,27 @@ func (g *Gateway) carveHold(ctx context.Context, al *allotment, h store.Hold) *c
 	ctx = context.WithoutCancel(ctx)
 	go func() {
 		defer close(cv.done)
-		downed := false
 		err := g.whileUnavailable(h.RequestID, "carve", func() error {
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			t0 := time.Now()
 			err := g.allot.st.Carve(ctx, al.id, h)
 			g.met.carveDur.Observe(time.Since(t0).Seconds())
-			if errors.Is(err, store.ErrUnavailable) && !downed {
-				downed = true
-				g.allot.down()
-			}
+			g.storeDown(err)
 			return err
 		})
+		// ErrExists: the request id already has its hold, or an outcome:
+		// an earlier try landed and its answer was lost with the
+		// connection (request ids are never reused).
+		if errors.Is(err, store.ErrExists) {
+			err = nil
+		}
 		g.allot.carved(al, err)
 		if errors.Is(err, store.ErrNoHold) {
 			err = g.whileUnavailable(h.RequestID, "hold", func() error { return g.storeHold(ctx, h) })
-		}
-		if errors.Is(err, store.ErrExists) {
-			// The request id already has its hold, or an outcome: an
-			// earlier try landed and its answer was lost with the
-			// connection (request ids are never reused).
-			err = nil
+			if errors.Is(err, store.ErrExists) {
+				err = nil
+			}
 		}
 		if err != nil {
 			g.log.Error("carve: the call was answered without a hold in the store; it goes uncharged",

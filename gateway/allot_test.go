@@ -14,6 +14,7 @@ import (
 
 // fakeAllotStore records allotments, carves and releases.
 type fakeAllotStore struct {
+	gate     chan struct{} // when set, Allot waits for it
 	mu       sync.Mutex
 	allots   map[string]pricing.Nano // open allotments: what is left
 	released []string
@@ -21,6 +22,9 @@ type fakeAllotStore struct {
 }
 
 func (f *fakeAllotStore) Allot(_ context.Context, h store.Hold) error {
+	if f.gate != nil {
+		<-f.gate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.allotErr != nil {
@@ -135,7 +139,7 @@ func TestAllotmentsStopWhenTheStoreIsDown(t *testing.T) {
 	eventually(t, "acme's is released once its carve returned", func() bool { open, _ := f.state(); return open == 0 })
 	time.Sleep(20 * time.Millisecond)
 	a.mu.Lock()
-	taking := len(a.taken)
+	taking := len(a.taking)
 	a.mu.Unlock()
 	if taking != 0 {
 		t.Fatal("an allotment was taken while the store was down")
@@ -143,9 +147,36 @@ func TestAllotmentsStopWhenTheStoreIsDown(t *testing.T) {
 
 	g := newAllotments(&fakeAllotStore{allots: map[string]pricing.Nano{}, allotErr: &store.InsufficientError{Limit: store.LimitAccount}}, t.Logf)
 	g.take("acme", 1, 100, time.Now())
-	eventually(t, "the refused allotment is given up", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.taken) == 0 })
+	eventually(t, "the refused allotment is given up", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.taking) == 0 })
 	if got := g.take("acme", 1, 100, time.Now()); got != nil {
 		t.Fatal("admitted against a refused allotment")
+	}
+}
+
+// TestAllotmentsCloseReleasesALateOne: an allotment whose Allot returns
+// after close began is released, not kept, and close waits for it.
+func TestAllotmentsCloseReleasesALateOne(t *testing.T) {
+	f := &fakeAllotStore{allots: map[string]pricing.Nano{}, gate: make(chan struct{})}
+	a := newAllotments(f, t.Logf)
+	a.take("acme", 1, 100, time.Now())
+	closed := make(chan struct{})
+	go func() { a.close(context.Background()); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("close returned with an Allot under way")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(f.gate)
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("close did not return after the Allot did")
+	}
+	if open, rel := f.state(); open != 0 || len(rel) != 1 {
+		t.Fatalf("after close: %d allotments open, %d released; want 0 and 1", open, len(rel))
+	}
+	if al := a.take("acme", 1, 100, time.Now()); al != nil {
+		t.Fatal("admitted after close")
 	}
 }
 
@@ -153,6 +184,7 @@ func TestAllotmentsStopWhenTheStoreIsDown(t *testing.T) {
 type countingStore struct {
 	Store
 	holds, carves atomic.Int32
+	carveDelay    atomic.Int64 // a carve waits this long first (time.Duration)
 }
 
 func (s *countingStore) Hold(ctx context.Context, h store.Hold) error {
@@ -166,6 +198,7 @@ func (s *countingStore) Allot(ctx context.Context, h store.Hold) error {
 
 func (s *countingStore) Carve(ctx context.Context, from string, h store.Hold) error {
 	s.carves.Add(1)
+	time.Sleep(time.Duration(s.carveDelay.Load()))
 	return s.Store.(store.Allotter).Carve(ctx, from, h)
 }
 
@@ -253,5 +286,58 @@ func TestAllotmentOnPostgres(t *testing.T) {
 	}
 	if err := rep.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSlowCarveLeavesTheStream: a stream whose hold's carve is slow (the
+// store unavailable and retried) ends without waiting for it; its settle
+// follows the carve in the background, and the call is charged once.
+func TestSlowCarveLeavesTheStream(t *testing.T) {
+	pgtest.Need(t)
+	t.Setenv(envStoreVar, store.DriverPostgres)
+	e := newEnv(t)
+	e.account("acme", "100")
+	key := e.key("acme", "standard")
+	cs := &countingStore{}
+	r := e.replica(func(s Store) Store { cs.Store = s; return cs })
+	r.gw.overlap = true
+	r.gw.allot = newAllotments(cs, t.Logf)
+	for i := 0; i < 50; i++ {
+		if st, _, data := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello")); st != 200 {
+			t.Fatalf("call: %d %s", st, data)
+		}
+		r.gw.settling.wait(context.Background(), "acme")
+		r.gw.allot.mu.Lock()
+		ready := r.gw.allot.open["acme"] != nil
+		r.gw.allot.mu.Unlock()
+		if ready {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	before, err := e.charges("acme", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const delay = 5 * time.Second
+	cs.carveDelay.Store(int64(delay))
+	t0 := time.Now()
+	st, _, data := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello", `"stream":true`))
+	if took := time.Since(t0); st != 200 || took >= delay-time.Second {
+		t.Fatalf("the stream: %d after %v (its carve takes %v) %s", st, took, delay, data)
+	}
+	if cs.carves.Load() == 0 {
+		t.Fatal("the stream was not admitted against the allotment")
+	}
+	cs.carveDelay.Store(0)
+	eventually(t, "the stream is charged once its carve lands", func() bool {
+		after, err := e.charges("acme", 1000)
+		return err == nil && len(after) == len(before)+1 && after[0].Kind == store.KindCharge
+	})
+	if err := r.gw.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if a := e.balance("acme"); a.Held != 0 {
+		t.Fatalf("after Drain: held %v", a.Held)
 	}
 }

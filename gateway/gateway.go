@@ -160,6 +160,9 @@ func (g *Gateway) Drain(ctx context.Context) error {
 		}
 		return nil
 	case <-ctx.Done():
+		if g.allot != nil {
+			g.allot.close(ctx) // retires them; each is released once its carves return
+		}
 		return ctx.Err()
 	}
 }

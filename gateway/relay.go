@@ -434,6 +434,7 @@ func (g *Gateway) storeHold(ctx context.Context, h store.Hold) error {
 	t0 := time.Now()
 	err := g.store.Hold(ctx, h)
 	g.met.holdDur.Observe(time.Since(t0).Seconds())
+	g.storeDown(err)
 	return err
 }
 
@@ -501,8 +502,21 @@ func (g *Gateway) releaseUnsettled(c *call) {
 	if c.settled || c.detached {
 		return
 	}
-	c.carve.wait()
-	g.release(context.WithoutCancel(c.r.Context()), c.info.rid)
+	ctx := context.WithoutCancel(c.r.Context())
+	if !c.carve.landedWithin(carveWaitMax) {
+		// The carve is retrying (the store is unavailable): the failed
+		// call's answer does not wait for it; the release follows it.
+		c.detached = true
+		rid, carve := c.info.rid, c.carve
+		g.inflight.Add(1)
+		go func() {
+			defer g.inflight.Done()
+			carve.wait()
+			g.release(ctx, rid)
+		}()
+		return
+	}
+	g.release(ctx, c.info.rid)
 }
 
 // release releases the hold of request rid, uncharged.
@@ -597,15 +611,17 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 // keep-alive client's next call would otherwise wait for. A stream's
 // response ends when its handler returns, and a client that has seen the
 // end may read its charge: it is settled first, and detached only when
-// the store is unavailable, so that neither the stream nor the connection
-// waits for the database. It returns the error of a settle that failed for
+// the store is unavailable (or its hold's carve is still retrying, see
+// allot.go), so that neither the stream nor the connection waits for the
+// database. It returns the error of a settle that failed for
 // good, nil when detached. st is the call's settlement, already priced
 // (settlement): a JSON answer's x-relay-cost-usd header says its charge.
 // The access log records the charge priced.
 func (g *Gateway) settleAnswered(ctx context.Context, c *call, st store.Settlement) error {
 	ctx = context.WithoutCancel(ctx)
-	if c.answered == nil {
-		c.carve.wait()
+	// A stream whose hold's carve is still retrying (the store is
+	// unavailable) is detached too; the goroutine waits for the carve.
+	if c.answered == nil && c.carve.landedWithin(carveWaitMax) {
 		err := g.writeSettle(ctx, st)
 		switch {
 		case err == nil:
@@ -648,6 +664,7 @@ func (g *Gateway) writeSettle(ctx context.Context, st store.Settlement) error {
 	t0 := time.Now()
 	e, err := g.store.Settle(ctx, st)
 	g.met.settleDur.Observe(time.Since(t0).Seconds())
+	g.storeDown(err)
 	if err == nil && g.overlap { // the balance only decides overlap (overlap.go)
 		g.seen.saw(st.Account, e.BalanceAfter, time.Now())
 	}

@@ -179,7 +179,9 @@ type Allotter interface {
 	// (neither the account's credit nor the key's limit is checked: the
 	// caller carves only for keys without a limit). The error wraps
 	// ErrNoHold when from is not open or holds less than h.Amount,
-	// ErrExists when h's request id has an outcome.
+	// ErrExists when h's request id has a hold or an outcome already (a
+	// carve tried again after its answer was lost: the hold stays the
+	// caller's, to settle or release).
 	Carve(ctx context.Context, from string, h Hold) error
 }
 

@@ -89,15 +89,21 @@ const holdSQL = `SELECT relay_hold($1, $2, $3::bigint, $4, $5, $6, $7, $8::times
 // carveSQL is Carve: the allotment's row (request id $11, of account $2)
 // gives up $3 if it holds that much, the key's spend counts the hold (its
 // period rolled as relay_hold rolls it; no limit is checked: Allotter) and
-// the hold row is written, all or nothing, the account's row untouched:
-// its held already counts the allotment. The allotment's row lock orders
-// concurrent carves of it; READ COMMITTED re-checks its amount against the
-// newest committed row. It answers NULL when the hold was taken, else
-// 'ended' (the request id has an outcome) or 'short'.
+// the hold row is written, all or nothing. The account's row is not
+// changed (its held already counts the allotment) but it is locked first
+// (acc, an InitPlan of src), as every statement that locks an account and
+// its key does: a carve that locked the key first would deadlock with a
+// settle of the same key. The allotment's row lock orders concurrent
+// carves of it; READ COMMITTED re-checks its amount against the newest
+// committed row. It answers NULL when the hold was taken, else 'ended'
+// (the request id has an outcome) or 'short'.
 const carveSQL = `
-WITH src AS (
+WITH acc AS (
+	SELECT id FROM accounts WHERE id = $2::text FOR NO KEY UPDATE),
+src AS (
 	UPDATE holds SET amount = amount - $3::bigint
 	WHERE request_id = $11::text AND account = $2::text AND amount >= $3::bigint
+	  AND EXISTS (SELECT 1 FROM acc)
 	  AND NOT EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1::text)
 	RETURNING account),
 k AS (
@@ -260,7 +266,10 @@ func (s *Store) hold(ctx context.Context, op *ledgerOp, allotment bool) (err err
 	}
 	if s.addLive(h.RequestID, h.Account, allotment) {
 		defer func() {
-			if err != nil {
+			// A carve tried again after its answer was lost finds its
+			// hold already there (ErrExists): the caller takes it as
+			// landed, and it stays this replica's to renew.
+			if err != nil && (op.kind != opCarve || !errors.Is(err, store.ErrExists)) {
 				s.dropLive(h.RequestID)
 			}
 		}()
