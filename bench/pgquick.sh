@@ -14,7 +14,9 @@
 #   BIN (default bin/relay), RATES (500,1000), DURATION (3s), SIM_LATENCY
 #   (0s: the provider's wait before answering), SYNC (synchronous_commit of
 #   the run's database; default the server's), MAX_CONNS (store.max_conns,
-#   16), PG_SET (settings of the run's database, "name=value ..."), POSTGRES
+#   16), PG_SET (settings of the run's database, "name=value ..."), ALLOT
+#   (off: billing.allot false, each call held in the database; the
+#   default leaves billing out, for builds that predate it), POSTGRES
 #   (as for run.sh).
 # Needs make build and make plugins, and loadgen and bareproxy from a
 # run.sh (build/bench/bin). Uses 127.0.0.1 ports 8081, 9101 and 9201:
@@ -56,7 +58,7 @@ pg "$ADMIN_DB" "CREATE DATABASE $DB" >/dev/null
 for kv in ${PG_SET:-}; do
 	pg "$ADMIN_DB" "ALTER DATABASE $DB SET ${kv%%=*} = '${kv#*=}'" >/dev/null
 done
-log "synchronous_commit $(pg "$DB" "SHOW synchronous_commit")${PG_SET:+, $PG_SET}; $BIN; rates $RATES, $DURATION each; provider latency $SIM_LATENCY"
+log "synchronous_commit $(pg "$DB" "SHOW synchronous_commit")${PG_SET:+, $PG_SET}; allotments ${ALLOT:-on}; $BIN; rates $RATES, $DURATION each; provider latency $SIM_LATENCY"
 
 taskset -c 1 "$ROOT/bin/relay" sim -addr 127.0.0.1:9101 -latency "$SIM_LATENCY" >"$WORK/sim.log" 2>&1 &
 SIM_PID=$!
@@ -74,6 +76,7 @@ server:
   max_connections_per_address: -1
 limits:
   key_rate: {rate: 1000000, burst: 1000000}
+$([ "${ALLOT:-on}" = off ] && printf 'billing:\n  allot: false')
 routes:
   - name: economy
 lines:

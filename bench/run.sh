@@ -42,7 +42,9 @@
 # PG_SYNCHRONOUS_COMMIT (on or off: ALTER DATABASE sets it on the run's
 # database only; default: the server's), PG_SET (more settings for the run's
 # database alone, "name=value ...", e.g. plan_cache_mode=force_custom_plan:
-# an experiment, stamped on the report), ACCOUNTS (how many accounts, one key
+# an experiment, stamped on the report), PG_ALLOT (off: gateway-pg with
+# billing.allot false, each call held in the database; stamped on the
+# report), ACCOUNTS (how many accounts, one key
 # each, every gateway's calls spread over, in turn; default 1), GO (go).
 set -euo pipefail
 
@@ -345,6 +347,7 @@ if [ "$POSTGRES" != off ]; then
 		-e "s#^data_dir: .*#data_dir: $WORK/data-pg#" "$WORK/relay.yaml" >"$WORK/relay-pg.yaml"
 	printf 'store:\n  driver: postgres\n  dsn: %s\n  max_conns: 16\n  statement_timeout: 5s\n  lease: 30s\n' \
 		"'$(pg_url "$PG_DB")'" >>"$WORK/relay-pg.yaml"
+	[ "${PG_ALLOT:-on}" != off ] || printf 'billing:\n  allot: false\n' >>"$WORK/relay-pg.yaml"
 	mkdir -p "$WORK/data-pg"
 	start gateway-pg "$CPU_SUT" env ${GATEWAY_GOGC:+"GOGC=$GATEWAY_GOGC"} ${GATEWAY_GODEBUG:+"GODEBUG=$GATEWAY_GODEBUG"} "$GATEWAY_EXE" serve -config "$WORK/relay-pg.yaml" -log-level "$LOG_LEVEL"
 	GATEWAY_PG_PID=$STARTED_PID
@@ -479,7 +482,7 @@ MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
 	if [ -n "$PG_DB" ]; then
 		PG_SET_BY=
 		[ -z "$PG_SYNCHRONOUS_COMMIT" ] || PG_SET_BY="; set by \`ALTER DATABASE $PG_DB SET synchronous_commit = $PG_SYNCHRONOUS_COMMIT\`"
-		echo "**gateway-pg** (:8081): the same configuration with \`store: {driver: postgres, max_conns: 16, statement_timeout: 5s, lease: 30s}\`,"
+		echo "**gateway-pg** (:8081): the same configuration with \`store: {driver: postgres, max_conns: 16, statement_timeout: 5s, lease: 30s}\`$([ "${PG_ALLOT:-on}" != off ] || echo " and \`billing: {allot: false}\`"),"
 		echo "its ledger in database \`$PG_DB\` (made for this run, dropped after it) of PostgreSQL $PG_VERSION on this machine, reached through"
 		echo "its unix socket (\`${POSTGRES#*\?}\`). **synchronous_commit: $PG_SYNC** for this database (the server's: $PG_SERVER_SYNC$PG_SET_BY)."
 		echo "PostgreSQL's processes may run on CPUs $PG_CPUS: the server is not pinned (nor ours to pin), so its share of each call can run on the"
