@@ -12,125 +12,50 @@ import (
 	"github.com/modelrelay/modelrelay/store"
 )
 
-// TestAllotAndCarve: an allotment is a hold like any; a carve moves part of
-// it into a call's own hold (the account's held unchanged, the key's held
-// and spend counting it), which settles like any; a carve larger than what
-// is left, from no allotment or from an ended one, or of an ended request
-// id, is refused and writes nothing; the allotment's release gives back
-// only what was not carved; the books stay exact.
-func TestAllotAndCarve(t *testing.T) {
+// TestAllotmentsLive: the kit checks what an allotment does to the books
+// (storetest, "Allotments"); here, what this replica renews. An allotment
+// is renewed but does not count as a call of the account (liveCount, which
+// decides a settle's linger); a carved hold counts until it ends; a carve
+// tried again after its answer was lost finds its hold (ErrExists) and
+// leaves it renewed.
+func TestAllotmentsLive(t *testing.T) {
 	s := openStore(t, freshDSN(t), Options{Owner: "one", RenewEvery: -1})
 	ctx := context.Background()
 	if _, err := s.Credit(ctx, "acme", 100*usd, "c"); err != nil {
 		t.Fatal(err)
 	}
-	mustCreateKey(t, s, store.Key{ID: "key_t", Account: "acme"})
-	allot := store.Hold{RequestID: "allot_1", Account: "acme", Endpoint: "allotment", Amount: 10 * usd}
-	if err := s.Allot(ctx, allot); err != nil {
+	if err := s.Allot(ctx, store.Hold{RequestID: "allot_1", Account: "acme", Endpoint: "allotment", Amount: 10 * usd}); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.liveCount("acme"); n != 0 {
-		t.Fatalf("an allotment counts as %d calls of the account, want 0", n)
-	}
-	if err := s.Carve(ctx, "allot_1", hold("acme", "call_1", 3*usd)); err != nil {
-		t.Fatal(err)
-	}
-	if n := s.liveCount("acme"); n != 1 {
-		t.Fatalf("a carved hold counts as %d calls, want 1", n)
-	}
-	held := func(wantAccount, wantKey pricing.Nano) {
+	live := func(want int) {
 		t.Helper()
-		a, err := s.Balance(ctx, "acme")
-		if err != nil {
-			t.Fatal(err)
+		if n := s.liveCount("acme"); n != want {
+			t.Fatalf("%d calls of the account live, want %d", n, want)
 		}
-		if k := keyOf(t, s, "key_t"); a.Held != wantAccount || k.Held != wantKey {
-			t.Fatalf("held: account %v key %v, want %v and %v", a.Held, k.Held, wantAccount, wantKey)
-		}
-		audit(t, s, "acme")
 	}
-	held(10*usd, 3*usd)
-	amounts := map[string]pricing.Nano{}
-	hs, err := s.OpenHolds(ctx)
-	if err != nil {
+	live(0)
+	if err := s.Carve(ctx, "allot_1", hold("acme", "call_1", usd)); err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range hs {
-		amounts[h.RequestID] = h.Amount
+	live(1)
+	if err := s.Carve(ctx, "allot_1", hold("acme", "call_1", usd)); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("the same carve again: %v, want ErrExists", err)
 	}
-	if amounts["allot_1"] != 7*usd || amounts["call_1"] != 3*usd {
-		t.Fatalf("open holds %v, want allot_1 7 USD and call_1 3 USD", amounts)
+	live(1)
+	if n, err := s.RenewLeases(ctx); err != nil || n != 2 {
+		t.Fatalf("renewed %d holds (%v), want the allotment and the call's", n, err)
 	}
-
-	// Refusals write nothing.
-	for _, tc := range []struct {
-		from, id string
-		amount   pricing.Nano
-		want     error
-	}{
-		{"allot_1", "call_big", 7*usd + 1, store.ErrNoHold},
-		{"allot_none", "call_x", 1, store.ErrNoHold},
-	} {
-		if err := s.Carve(ctx, tc.from, hold("acme", tc.id, tc.amount)); !errors.Is(err, tc.want) {
-			t.Fatalf("carve %s from %s: %v, want %v", tc.id, tc.from, err, tc.want)
-		}
-	}
-	held(10*usd, 3*usd)
-
-	e, err := s.Settle(ctx, store.Settlement{RequestID: "call_1", Account: "acme", Charge: 2 * usd})
-	if err != nil {
+	if _, err := s.Settle(ctx, store.Settlement{RequestID: "call_1", Account: "acme", Charge: usd}); err != nil {
 		t.Fatal(err)
 	}
-	if e.Amount != -2*usd || e.BalanceAfter != 98*usd || e.HoldAmount != 3*usd || e.KeyID != "key_t" {
-		t.Fatalf("the carved call's charge entry: %+v", e)
-	}
-	held(7*usd, 0)
-	if k := keyOf(t, s, "key_t"); k.Spent != 2*usd {
-		t.Fatalf("key spent %v, want 2 USD", k.Spent)
-	}
-	if err := s.Carve(ctx, "allot_1", hold("acme", "call_1", 1)); !errors.Is(err, store.ErrExists) {
-		t.Fatalf("a carve of a settled request id: %v, want ErrExists", err)
-	}
-
-	// Concurrent carves never take more than the allotment has.
-	var ok atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 40 {
-		wg.Go(func() {
-			err := s.Carve(ctx, "allot_1", hold("acme", fmt.Sprint("many_", i), usd/4))
-			switch {
-			case err == nil:
-				ok.Add(1)
-			case !errors.Is(err, store.ErrNoHold):
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	if ok.Load() != 28 {
-		t.Fatalf("%d carves of 0.25 USD from 7 USD, want 28", ok.Load())
-	}
-	held(7*usd, 7*usd)
-
-	// The allotment's release gives back what is left of it (nothing
-	// here), and the carved holds end on their own.
-	if err := s.Release(ctx, "allot_1", "idle"); err != nil {
+	live(0)
+	if err := s.Release(ctx, "allot_1", "ended"); err != nil {
 		t.Fatal(err)
 	}
-	held(7*usd, 7*usd)
-	if err := s.Carve(ctx, "allot_1", hold("acme", "late", 0)); !errors.Is(err, store.ErrNoHold) {
-		t.Fatalf("a carve from a released allotment: %v, want ErrNoHold", err)
+	if n, err := s.RenewLeases(ctx); err != nil || n != 0 {
+		t.Fatalf("renewed %d holds (%v) after every hold ended", n, err)
 	}
-	for i := range 40 {
-		err := s.Release(ctx, fmt.Sprint("many_", i), "test")
-		if err != nil && !errors.Is(err, store.ErrNoHold) {
-			t.Fatal(err)
-		}
-	}
-	held(0, 0)
-	if a, _ := s.Balance(ctx, "acme"); a.Balance != 98*usd {
-		t.Fatalf("balance %v, want 98 USD", a.Balance)
-	}
+	audit(t, s, "acme")
 }
 
 // TestCarvesBesideOtherReplicasNoDeadlock: one replica carves out of an

@@ -80,6 +80,7 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts Options) {
 		{"JournalRange", k.journalRange},
 		{"Alert", k.alert},
 		{"Console", k.console},
+		{"Allotments", k.allotments},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

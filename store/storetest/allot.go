@@ -1,0 +1,121 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// allotments: a store that takes allotments (store.Allotter) keeps them as
+// holds: a carve moves part of one into a call's own hold, the account's
+// held unchanged and the key's held counting it, which settles like any;
+// a carve larger than what is left or from no open allotment is refused
+// with ErrNoHold and writes nothing, one of an ended request id with
+// ErrExists; concurrent carves never take more than the allotment has;
+// its release gives back only what was not carved. A store that takes
+// none skips.
+func (k *kit) allotments(t *testing.T, s Store) {
+	al, ok := s.(store.Allotter)
+	if !ok {
+		t.Skip("the store takes no allotments (store.Allotter): its holds commit where the gateway runs")
+	}
+	mustCredit(t, s, "acme", 100*usd)
+	key := mustKey(t, s, store.Key{ID: "key_a", Account: "acme"})
+	if err := al.Allot(ctx, store.Hold{RequestID: "allot_1", Account: "acme", Endpoint: "allotment", Amount: 10 * usd}); err != nil {
+		t.Fatal(err)
+	}
+	held := func(account, keyHeld pricing.Nano) {
+		t.Helper()
+		a, err := s.Balance(ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Held != account {
+			t.Fatalf("account held %v, want %v", a.Held, account)
+		}
+		wantKeySpend(t, s, key.Hash, mustKeyByHash(t, s, key.Hash).Spent, keyHeld)
+	}
+	carve := func(from, id string, amount pricing.Nano) error {
+		return al.Carve(ctx, from, keyHold("acme", "key_a", id, amount, march))
+	}
+	if err := carve("allot_1", "call_1", 3*usd); err != nil {
+		t.Fatal(err)
+	}
+	held(10*usd, 3*usd)
+	for _, tc := range []struct {
+		from, id string
+		amount   pricing.Nano
+	}{
+		{"allot_1", "call_big", 7*usd + 1},
+		{"allot_none", "call_x", 1},
+	} {
+		if err := carve(tc.from, tc.id, tc.amount); !errors.Is(err, store.ErrNoHold) {
+			t.Fatalf("carve %s of %v from %s: %v, want ErrNoHold", tc.id, tc.amount, tc.from, err)
+		}
+	}
+	held(10*usd, 3*usd)
+
+	e, err := s.Settle(ctx, store.Settlement{RequestID: "call_1", Account: "acme", Charge: 2 * usd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Amount != -2*usd || e.BalanceAfter != 98*usd || e.HoldAmount != 3*usd || e.KeyID != "key_a" {
+		t.Fatalf("the carved call's charge entry: %+v", e)
+	}
+	held(7*usd, 0)
+	wantKeySpend(t, s, key.Hash, 2*usd, 0)
+	if err := carve("allot_1", "call_1", 1); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("a carve of a settled request id: %v, want ErrExists", err)
+	}
+
+	var carved atomic.Int32
+	var wg sync.WaitGroup
+	for i := range k.opts.Callers {
+		wg.Go(func() {
+			switch err := carve("allot_1", fmt.Sprint("many_", i), usd/10); {
+			case err == nil:
+				carved.Add(1)
+			case !errors.Is(err, store.ErrNoHold):
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	want := min(int32(k.opts.Callers), 70)
+	if carved.Load() != want {
+		t.Fatalf("%d concurrent carves of 0.1 USD from 7 USD took %d, want %d", k.opts.Callers, carved.Load(), want)
+	}
+	if err := s.Release(ctx, "allot_1", "ended"); err != nil {
+		t.Fatal(err)
+	}
+	held(pricing.Nano(want)*usd/10, pricing.Nano(want)*usd/10)
+	if err := carve("allot_1", "late", 0); !errors.Is(err, store.ErrNoHold) {
+		t.Fatalf("a carve from a released allotment: %v, want ErrNoHold", err)
+	}
+	for i := range k.opts.Callers {
+		if err := s.Release(ctx, fmt.Sprint("many_", i), "test"); err != nil && !errors.Is(err, store.ErrNoHold) {
+			t.Fatal(err)
+		}
+	}
+	held(0, 0)
+	if a, _ := s.Balance(ctx, "acme"); a.Balance != 98*usd {
+		t.Fatalf("balance %v, want 98 USD", a.Balance)
+	}
+	if au, ok := s.(interface {
+		Audit(ctx context.Context, account string) (store.AuditReport, error)
+	}); ok {
+		r, err := au.Audit(ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
