@@ -38,6 +38,9 @@ func TestAllotmentsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	live(1)
+	// The first try's answer lost (ErrUnavailable): it was dropped.
+	s.dropLive("call_1")
+	live(0)
 	if err := s.Carve(ctx, "allot_1", hold("acme", "call_1", usd)); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("the same carve again: %v, want ErrExists", err)
 	}
