@@ -202,21 +202,29 @@ func (s *countingStore) Carve(ctx context.Context, from string, h store.Hold) er
 	return s.Store.(store.Allotter).Carve(ctx, from, h)
 }
 
+// allotEnv is an env on PostgreSQL (it skips without RELAY_TEST_POSTGRES)
+// with account acme ($100) and a key of it, and a replica whose holds
+// overlap and are allotted, its store counted.
+func allotEnv(t *testing.T) (e, r *env, cs *countingStore, key string) {
+	pgtest.Need(t)
+	t.Setenv(envStoreVar, store.DriverPostgres)
+	e = newEnv(t)
+	e.account("acme", "100")
+	key = e.key("acme", "standard")
+	cs = &countingStore{}
+	r = e.replica(func(s Store) Store { cs.Store = s; return cs })
+	r.gw.overlap = true
+	r.gw.allot = newAllotments(cs, t.Logf)
+	return e, r, cs, key
+}
+
 // TestAllotmentOnPostgres: on PostgreSQL, once an account's balance shows
 // ample credit, its calls are admitted against an allotment and their holds
 // carved out of it, none held on the way upstream; a key with a spend limit
 // still holds; every call is charged, the books audit clean, and Drain
 // gives the allotment's rest back.
 func TestAllotmentOnPostgres(t *testing.T) {
-	pgtest.Need(t)
-	t.Setenv(envStoreVar, store.DriverPostgres)
-	e := newEnv(t)
-	e.account("acme", "100")
-	key := e.key("acme", "standard")
-	cs := &countingStore{}
-	r := e.replica(func(s Store) Store { cs.Store = s; return cs })
-	r.gw.overlap = true
-	r.gw.allot = newAllotments(cs, t.Logf)
+	e, r, cs, key := allotEnv(t)
 	call := func(k string) {
 		t.Helper()
 		if st, _, data := r.do("POST", "/v1/chat/completions", k, chatBody("modelf-flash", "hello")); st != 200 {
@@ -293,15 +301,7 @@ func TestAllotmentOnPostgres(t *testing.T) {
 // store unavailable and retried) ends without waiting for it; its settle
 // follows the carve in the background, and the call is charged once.
 func TestSlowCarveLeavesTheStream(t *testing.T) {
-	pgtest.Need(t)
-	t.Setenv(envStoreVar, store.DriverPostgres)
-	e := newEnv(t)
-	e.account("acme", "100")
-	key := e.key("acme", "standard")
-	cs := &countingStore{}
-	r := e.replica(func(s Store) Store { cs.Store = s; return cs })
-	r.gw.overlap = true
-	r.gw.allot = newAllotments(cs, t.Logf)
+	e, r, cs, key := allotEnv(t)
 	for i := 0; i < 50; i++ {
 		if st, _, data := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello")); st != 200 {
 			t.Fatalf("call: %d %s", st, data)
