@@ -73,7 +73,12 @@ func (k *kit) allotments(t *testing.T, s Store) {
 	if err := carve("allot_1", "call_1", 1); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("a carve of a settled request id: %v, want ErrExists", err)
 	}
+	k.allotmentRest(t, s, carve, held)
+}
 
+// allotmentRest is allotments' second half: the 7 USD left of allot_1
+// carved concurrently, then its release.
+func (k *kit) allotmentRest(t *testing.T, s Store, carve func(from, id string, amount pricing.Nano) error, held func(account, keyHeld pricing.Nano)) {
 	var carved atomic.Int32
 	var wg sync.WaitGroup
 	for i := range k.opts.Callers {
