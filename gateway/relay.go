@@ -529,9 +529,11 @@ func (g *Gateway) release(ctx context.Context, rid string) {
 	switch {
 	case err == nil:
 		g.met.openHolds.Add(-1)
-	case errors.Is(err, store.ErrExists):
+	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrNoHold):
 		// The request id already had an outcome (a settle whose write
-		// reported an error yet landed): the store dropped the hold.
+		// reported an error yet landed), or never had a hold in the
+		// store (a carve that failed for good, see carveHold): none is
+		// open.
 		g.met.openHolds.Add(-1)
 		g.log.Error("release hold", "request_id", rid, "error", err.Error())
 	case !errors.Is(err, store.ErrAlreadySettled):
