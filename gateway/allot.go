@@ -69,9 +69,11 @@ type allotments struct {
 	st   allotStore
 	log  func(msg string, args ...any)
 	idle time.Duration // allotIdle; shorter in tests
-	mu   sync.Mutex
-	open map[string]*allotment // by account
-	all  map[*allotment]bool   // open and retired, until their release starts
+	// releaseFor: allotReleaseFor; shorter in tests
+	releaseFor time.Duration
+	mu         sync.Mutex
+	open       map[string]*allotment // by account
+	all        map[*allotment]bool   // open and retired, until their release starts
 	// taking: accounts whose allotment is being taken; cool: accounts
 	// whose last one was refused, until when no other is tried.
 	taking map[string]bool
@@ -100,7 +102,7 @@ type allotment struct {
 }
 
 func newAllotments(st allotStore, log func(string, ...any)) *allotments {
-	return &allotments{st: st, log: log, idle: allotIdle, open: map[string]*allotment{}, all: map[*allotment]bool{},
+	return &allotments{st: st, log: log, idle: allotIdle, releaseFor: allotReleaseFor, open: map[string]*allotment{}, all: map[*allotment]bool{},
 		taking: map[string]bool{}, cool: map[string]time.Time{}}
 }
 
@@ -229,15 +231,33 @@ func (a *allotments) releaseIfDoneLocked(al *allotment) {
 	delete(a.all, al)
 	a.busy++
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.st.Release(ctx, al.id, "allotment ended"); err != nil && !errors.Is(err, store.ErrAlreadySettled) {
+		err := a.release(al.id)
+		if err != nil && !errors.Is(err, store.ErrAlreadySettled) {
 			a.log("release allotment: its lease runs out and a sweep releases it", "allotment", al.id, "error", err.Error())
 		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		a.doneLocked()
 	}()
+}
+
+// allotReleaseFor bounds how long an allotment's release is tried again
+// while the store is unavailable; past it, the lease sweep releases it.
+const allotReleaseFor = 30 * time.Second
+
+// release releases the allotment id, trying again with backoff while the
+// store is unavailable (a brief outage) for up to a.releaseFor.
+func (a *allotments) release(id string) error {
+	deadline := time.Now().Add(a.releaseFor)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := a.st.Release(ctx, id, "allotment ended")
+		cancel()
+		if !errors.Is(err, store.ErrUnavailable) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+	}
 }
 
 // close retires every allotment, takes no more, and waits until ctx ends

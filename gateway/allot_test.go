@@ -19,6 +19,8 @@ type fakeAllotStore struct {
 	allots   map[string]pricing.Nano // open allotments: what is left
 	released []string
 	allotErr error
+	// downReleases: the next so many Releases meet an unavailable store.
+	downReleases int
 }
 
 func (f *fakeAllotStore) Allot(_ context.Context, h store.Hold) error {
@@ -48,6 +50,10 @@ func (f *fakeAllotStore) Carve(_ context.Context, from string, h store.Hold) err
 func (f *fakeAllotStore) Release(_ context.Context, id, _ string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.downReleases > 0 {
+		f.downReleases--
+		return store.ErrUnavailable
+	}
 	if _, ok := f.allots[id]; !ok {
 		return store.ErrNoHold
 	}
@@ -143,6 +149,18 @@ func TestAllotmentsStopWhenTheStoreIsDown(t *testing.T) {
 	a.mu.Unlock()
 	if taking != 0 {
 		t.Fatal("an allotment was taken while the store was down")
+	}
+
+	// A release that meets the store down is tried again until it lands.
+	f.mu.Lock()
+	f.downReleases = 3
+	f.mu.Unlock()
+	a.downUntil = time.Time{}
+	a.take("acme", 1, 100, time.Now())
+	eventually(t, "an allotment once the store is back", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open["acme"] != nil })
+	a.close(context.Background())
+	if open, _ := f.state(); open != 0 {
+		t.Fatal("an allotment whose release met the store down stayed open")
 	}
 
 	g := newAllotments(&fakeAllotStore{allots: map[string]pricing.Nano{}, allotErr: &store.InsufficientError{Limit: store.LimitAccount}}, t.Logf)
