@@ -38,10 +38,10 @@ import (
 // available — at most 1/allotShare of the balance per replica, and only
 // for accounts with overlapMargin times the call's hold.
 //
-// A carve that fails while the store is unavailable is retried until it
-// answers (whileUnavailable), and every allotment is retired at once, so
-// that the next calls hold in the database and, while it is down, are
-// refused with 503 as before. A carve the allotment cannot cover (it was
+// A hold, carve or settle that meets the store unavailable retires every
+// allotment at once (storeDown), so that the next calls hold in the
+// database and, while it is down, are refused with 503 as before; a carve
+// that met it is retried until the store answers (whileUnavailable). A carve the allotment cannot cover (it was
 // swept) falls back to an ordinary hold of the call; should that be
 // refused too, the call, already answered, goes uncharged and an error is
 // logged.
@@ -78,8 +78,8 @@ type allotments struct {
 	// whose last one was refused, until when no other is tried.
 	taking map[string]bool
 	cool   map[string]time.Time
-	// downUntil: a carve met the store unavailable; no allotment is
-	// taken before then.
+	// downUntil: the store met unavailable (down); no allotment is taken
+	// before then.
 	downUntil time.Time
 	closed    bool          // close was called: no allotment is taken or kept
 	busy      int           // allots and releases running
@@ -286,7 +286,7 @@ func (a *allotments) close(ctx context.Context) {
 }
 
 // down records that the store met unavailable: every allotment stops
-// admitting at once (see carved).
+// admitting at once, and none is taken for allotRetry (see storeDown).
 func (a *allotments) down() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -305,11 +305,9 @@ func (g *Gateway) storeDown(err error) {
 	}
 }
 
-// carving is a call's carve, which runs beside its upstream request.
-type carving struct {
-	done chan struct{}
-	err  error // nil: the call's hold is in the store
-}
+// carving is a call's carve, which runs beside its upstream request:
+// done is closed when it has returned.
+type carving struct{ done chan struct{} }
 
 // wait waits for the carve, if the call has one, to return.
 func (cv *carving) wait() {
@@ -378,7 +376,6 @@ func (g *Gateway) carveHold(ctx context.Context, al *allotment, h store.Hold) *c
 			g.log.Error("carve: the call was answered without a hold in the store; it goes uncharged",
 				"request_id", h.RequestID, "allotment", al.id, "error", err.Error())
 		}
-		cv.err = err
 	}()
 	return cv
 }

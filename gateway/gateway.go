@@ -153,18 +153,18 @@ func (g *Gateway) Drain(ctx context.Context) error {
 	g.closing.Store(true)
 	done := make(chan struct{})
 	go func() { g.inflight.Wait(); close(done) }()
+	var err error
 	select {
 	case <-done:
-		if g.allot != nil {
-			g.allot.close(ctx)
-		}
-		return nil
 	case <-ctx.Done():
-		if g.allot != nil {
-			g.allot.close(ctx) // retires them; each is released once its carves return
-		}
-		return ctx.Err()
+		err = ctx.Err()
 	}
+	if g.allot != nil {
+		// On a timeout this retires them; each is released once the
+		// carves of the calls still running return.
+		g.allot.close(ctx)
+	}
+	return err
 }
 
 func (g *Gateway) routes() *httprouter.Router {

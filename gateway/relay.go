@@ -362,14 +362,15 @@ func (g *Gateway) quote(ctx context.Context, c *call) error {
 // its answer dropped.
 func (g *Gateway) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
 	h := g.holdOf(c)
-	if g.overlapHold(c) && g.allot != nil {
+	overlap := g.overlapHold(c)
+	if overlap && g.allot != nil {
 		if al := g.allot.take(c.key.Account, c.hold, g.seen.share(c.key.Account, allotShare), time.Now()); al != nil {
 			c.carve = g.carveHold(ctx, al, h)
-			_ = g.hold(c, nil)
+			_ = g.hold(c, nil) // taken, in memory
 			return g.sendOK(ctx, c)
 		}
 	}
-	if !g.overlapHold(c) {
+	if !overlap {
 		if err := g.hold(c, g.storeHold(ctx, h)); err != nil {
 			return nil, err
 		}

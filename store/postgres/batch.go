@@ -250,10 +250,9 @@ func (s *Store) runBatch(ops []*ledgerOp) {
 // runOne runs op's statement on its own.
 func (s *Store) runOne(ctx context.Context, op *ledgerOp) {
 	switch op.kind {
-	case opHold:
-		op.held(s.pool.QueryRow(ctx, holdSQL, s.holdArgs(op.hold)...))
-	case opCarve:
-		op.held(s.pool.QueryRow(ctx, carveSQL, s.carveArgs(op)...))
+	case opHold, opCarve:
+		sql, args := s.holdStatement(op)
+		op.held(s.pool.QueryRow(ctx, sql, args...))
 	case opSettle:
 		op.settled(scanEntry(s.pool.QueryRow(ctx, settleSQL, settleArgs(op.settle, op.usage)...)))
 	}
@@ -263,10 +262,7 @@ func (s *Store) runOne(ctx context.Context, op *ledgerOp) {
 func (s *Store) queueOp(b *pgx.Batch, op *ledgerOp) {
 	switch op.kind {
 	case opHold, opCarve:
-		sql, args := holdSQL, s.holdArgs(op.hold)
-		if op.kind == opCarve {
-			sql, args = carveSQL, s.carveArgs(op)
-		}
+		sql, args := s.holdStatement(op)
 		b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
 			op.held(row)
 			return op.err

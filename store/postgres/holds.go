@@ -61,11 +61,13 @@ func (s *Store) dropLive(requestID string) {
 	s.liveMu.Lock()
 	defer s.liveMu.Unlock()
 	l, ok := s.live[requestID]
-	if !ok || l.allotment {
-		delete(s.live, requestID)
+	if !ok {
 		return
 	}
 	delete(s.live, requestID)
+	if l.allotment {
+		return
+	}
 	if s.liveOn[l.account]--; s.liveOn[l.account] <= 0 {
 		delete(s.liveOn, l.account)
 	}

@@ -127,9 +127,14 @@ func (s *Store) holdArgs(h store.Hold) []any {
 		stamp(h.Created), s.owner, s.lease.Milliseconds()}
 }
 
-// carveArgs are carveSQL's arguments for op, a carve.
-func (s *Store) carveArgs(op *ledgerOp) []any {
-	return append(s.holdArgs(op.hold), op.from)
+// holdStatement is op's statement, a hold's (holdSQL) or a carve's
+// (carveSQL, which takes the allotment's request id after a hold's
+// arguments), with its arguments.
+func (s *Store) holdStatement(op *ledgerOp) (string, []any) {
+	if op.kind == opCarve {
+		return carveSQL, append(s.holdArgs(op.hold), op.from)
+	}
+	return holdSQL, s.holdArgs(op.hold)
 }
 
 // settleSQL charges a call and ends its hold, returning the charge entry,
