@@ -5,9 +5,9 @@
 package cutproxy
 
 import (
-	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -19,6 +19,8 @@ type Proxy struct {
 	mu    sync.Mutex
 	ln    net.Listener
 	conns map[net.Conn]struct{}
+	// stalled: bytes are read and dropped instead of forwarded (Stall).
+	stalled atomic.Bool
 }
 
 // Start listens on a new loopback address, forwarding to target, and cuts
@@ -87,8 +89,8 @@ func (p *Proxy) pipe(ln net.Listener, c net.Conn) {
 	p.conns[c], p.conns[s] = struct{}{}, struct{}{}
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(s, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, s); done <- struct{}{} }()
+	go func() { p.copy(s, c); done <- struct{}{} }()
+	go func() { p.copy(c, s); done <- struct{}{} }()
 	<-done
 	c.Close()
 	s.Close()
@@ -97,6 +99,32 @@ func (p *Proxy) pipe(ln net.Listener, c net.Conn) {
 	delete(p.conns, s)
 	p.mu.Unlock()
 }
+
+// copy forwards src to dst until either ends, dropping what it reads while
+// the proxy is stalled.
+func (p *Proxy) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.stalled.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Stall makes the proxy a black hole, as a server that hangs or a network
+// that drops packets looks to its clients: connections stay open and new
+// ones are accepted, but nothing is forwarded either way until Unstall
+// (what was dropped stays lost; a client's connection is then out of step).
+func (p *Proxy) Stall() { p.stalled.Store(true) }
+
+// Unstall forwards again.
+func (p *Proxy) Unstall() { p.stalled.Store(false) }
 
 // Cut closes the listener (new connections are refused) and every open
 // connection.

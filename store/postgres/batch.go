@@ -233,12 +233,9 @@ func (s *Store) runBatch(ops []*ledgerOp) {
 	if err == nil {
 		return
 	}
-	for _, op := range ops {
-		op.landed, op.answer, op.entry, op.err = false, "", store.Entry{}, nil
-	}
-	if errors.Is(mapErr("", err), ErrUnavailable) {
+	if !isConflict(err) && errors.Is(mapErr("", err), ErrUnavailable) {
 		for _, op := range ops {
-			op.err = err
+			op.landed, op.answer, op.entry, op.err = false, "", store.Entry{}, err
 		}
 		return
 	}
@@ -247,14 +244,24 @@ func (s *Store) runBatch(ops []*ledgerOp) {
 	}
 }
 
-// runOne runs op's statement on its own.
+// runOne runs op's statement on its own, up to conflictTries times while it
+// meets a deadlock or a serialization failure (rolled back whole, so safe
+// to send again; a sweep that locks a hold row, then its account, can meet
+// a carve that locks them the other way round).
 func (s *Store) runOne(ctx context.Context, op *ledgerOp) {
-	switch op.kind {
-	case opHold, opCarve:
-		sql, args := s.holdStatement(op)
-		op.held(s.pool.QueryRow(ctx, sql, args...))
-	case opSettle:
-		op.settled(scanEntry(s.pool.QueryRow(ctx, settleSQL, settleArgs(op.settle, op.usage)...)))
+	for try := 1; ; try++ {
+		op.landed, op.answer, op.entry, op.err = false, "", store.Entry{}, nil
+		switch op.kind {
+		case opHold, opCarve:
+			sql, args := s.holdStatement(op)
+			op.held(s.pool.QueryRow(ctx, sql, args...))
+		case opSettle:
+			op.settled(scanEntry(s.pool.QueryRow(ctx, settleSQL, settleArgs(op.settle, op.usage)...)))
+		}
+		if try == conflictTries || !isConflict(op.err) || ctx.Err() != nil {
+			return
+		}
+		time.Sleep(time.Duration(try) * time.Millisecond)
 	}
 }
 

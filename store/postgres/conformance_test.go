@@ -8,7 +8,8 @@ import (
 )
 
 // TestConformance runs the store contract's kit against PostgreSQL, each
-// subtest on a fresh schema. Crash stops the replica without settling, lets
+// subtest on a fresh schema. The concurrency subtests race three replicas
+// (Peers: more stores on the same schema). Crash stops the replica without settling, lets
 // its holds' leases run out (moved into the past, as a dead owner's would
 // be), and sweeps them from a second replica on the same books.
 func TestConformance(t *testing.T) {
@@ -20,6 +21,17 @@ func TestConformance(t *testing.T) {
 		}
 		return s
 	}, storetest.Options{
+		Peers: func(t *testing.T, ss storetest.Store, n int) []storetest.Store {
+			var peers []storetest.Store
+			for range n {
+				p, err := Open(context.Background(), ss.(*Store).dsn, Options{})
+				if err != nil {
+					t.Fatalf("Open a peer: %v", err)
+				}
+				peers = append(peers, p)
+			}
+			return peers
+		},
 		Crash: func(t *testing.T, ss storetest.Store) storetest.Store {
 			s := ss.(*Store)
 			dsn := s.dsn

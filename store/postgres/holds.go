@@ -22,12 +22,19 @@ import (
 // its call was refused and nothing will end it, so its lease runs out and a
 // sweep releases it, uncharged, instead of this replica keeping its credit
 // reserved for as long as it runs.
+//
+// A renewal skips the rows another statement has locked (SKIP LOCKED): a
+// settle or a carve that is changing a hold is about to end or has just
+// renewed it, and the next renewal, Lease/3 later, takes the row along.
+// Waiting for those locks instead would take them in an order a batch of
+// settles does not, and PostgreSQL would abort one of the two as a deadlock.
 func (s *Store) RenewLeases(ctx context.Context) (int64, error) {
 	ids := s.liveIDs()
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE holds SET lease_until = now() + $2::bigint * interval '1 millisecond' WHERE owner = $1 AND request_id = ANY($3::text[])`,
+	tag, err := s.pool.Exec(ctx, `UPDATE holds SET lease_until = now() + $2::bigint * interval '1 millisecond'
+WHERE request_id IN (SELECT request_id FROM holds WHERE owner = $1 AND request_id = ANY($3::text[]) FOR UPDATE SKIP LOCKED)`,
 		s.owner, s.lease.Milliseconds(), ids)
 	if err != nil {
 		return 0, mapErr("renew leases", err)
@@ -113,10 +120,12 @@ func (s *Store) Sweep(ctx context.Context) (released int, err error) {
 		return 0, nil
 	}
 	defer func() {
-		if _, uerr := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, sweepLock); uerr != nil {
+		uctx, cancel := s.detach(ctx)
+		defer cancel()
+		if _, uerr := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, sweepLock); uerr != nil {
 			// The lock is the session's: a connection that cannot say it
 			// lets go must not go back to the pool holding it.
-			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+			_ = conn.Conn().Close(uctx)
 		}
 	}()
 	for {

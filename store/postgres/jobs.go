@@ -63,9 +63,11 @@ func (s *Store) Job(ctx context.Context, requestID string) (store.Job, error) {
 // two racing refunds the second re-checks the committed row and changes
 // nothing; the account's balance and the KindRefund entry commit with it.
 // refunded is true only for the call that did it. An unknown job returns
-// ErrNotFound. It does not give up when ctx is cancelled.
+// ErrNotFound. It does not give up when ctx is cancelled (the op timeout
+// still bounds it).
 func (s *Store) RefundJob(ctx context.Context, requestID, reason string) (refunded bool, err error) {
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := s.detach(ctx)
+	defer cancel()
 	tag, err := s.pool.Exec(ctx, `
 WITH j AS (
 	UPDATE jobs SET refunded = true WHERE request_id = $1 AND refunded = false RETURNING *),

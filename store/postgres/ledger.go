@@ -95,13 +95,16 @@ const holdSQL = `SELECT relay_hold($1, $2, $3::bigint, $4, $5, $6, $7, $8::times
 // its key does: a carve that locked the key first would deadlock with a
 // settle of the same key. The allotment's row lock orders concurrent
 // carves of it; READ COMMITTED re-checks its amount against the newest
-// committed row. It answers NULL when the hold was taken, else 'ended'
+// committed row. A carve renews the allotment's lease as it goes: a busy
+// allotment's row is locked by carves most of the time, and RenewLeases
+// skips locked rows. It answers NULL when the hold was taken, else 'ended'
 // (the request id has an outcome) or 'short'.
 const carveSQL = `
 WITH acc AS (
 	SELECT id FROM accounts WHERE id = $2::text FOR NO KEY UPDATE),
 src AS (
-	UPDATE holds SET amount = amount - $3::bigint
+	UPDATE holds SET amount = amount - $3::bigint,
+		lease_until = greatest(lease_until, now() + $10::bigint * interval '1 millisecond')
 	WHERE request_id = $11::text AND account = $2::text AND amount >= $3::bigint
 	  AND EXISTS (SELECT 1 FROM acc)
 	  AND NOT EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1::text)
@@ -330,7 +333,8 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.Entry, e
 }
 
 func (s *Store) settle(ctx context.Context, st store.Settlement) (store.Entry, error) {
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := s.detach(ctx)
+	defer cancel()
 	if err := store.CheckID("request", st.RequestID); err != nil {
 		return store.Entry{}, err
 	}
@@ -422,7 +426,8 @@ RETURNING `+entryCols, account, st.RequestID, int64(st.Charge), usage, holdAmoun
 // land, the hold runs out and a sweep releases it.
 func (s *Store) Release(ctx context.Context, requestID, reason string) error {
 	defer s.dropLive(requestID)
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := s.detach(ctx)
+	defer cancel()
 	if err := store.CheckID("request", requestID); err != nil {
 		return err
 	}

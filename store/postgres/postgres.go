@@ -274,7 +274,8 @@ func mapErr(what string, err error) error {
 		case strings.HasPrefix(pe.Code, "08"), // connection exception
 			strings.HasPrefix(pe.Code, "57P"), // admin shutdown, crash shutdown, cannot connect now
 			pe.Code == "57014",                // query_canceled: the statement timeout
-			pe.Code == "53300":                // too_many_connections
+			pe.Code == "53300",                // too_many_connections
+			isConflict(err):                   // a deadlock or serialization failure that outlasted conflictTries
 			return fmt.Errorf("postgres: %s: %w: %w", what, ErrUnavailable, err)
 		}
 		return fmt.Errorf("postgres: %s: %w", what, err)
@@ -284,6 +285,30 @@ func mapErr(what string, err error) error {
 		return fmt.Errorf("postgres: %s: %w: %w", what, ErrUnavailable, err)
 	}
 	return fmt.Errorf("postgres: %s: %w", what, err)
+}
+
+// isConflict reports a deadlock or a serialization failure: the server
+// rolled the statement back whole, and running it again is safe.
+func isConflict(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
+// conflictTries is how many times runOne sends a statement that meets a
+// conflict (isConflict) before it answers with it, as ErrUnavailable.
+const conflictTries = 3
+
+// detach is ctx without its cancellation, for a step that must not stop
+// half-way because its caller went away (a settle, a release, a refund),
+// but still bounded by opTimeout: a database that stops answering without
+// closing the connection fails it as unavailable instead of holding a pool
+// connection and its goroutine until TCP gives up.
+func (s *Store) detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx = context.WithoutCancel(ctx)
+	if s.opTimeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.opTimeout)
 }
 
 func isNetErr(err error) bool {

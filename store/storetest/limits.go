@@ -205,6 +205,7 @@ func (k *kit) updateKey(t *testing.T, s Store) {
 func (k *kit) concurrentKeyLimit(t *testing.T, s Store) {
 	mustCredit(t, s, "acme", 100*usd)
 	key := mustKey(t, s, store.Key{ID: "key_c", Account: "acme", Limit: 10 * cent, Reset: store.ResetMonthly})
+	at := k.spread(t, s)
 	var (
 		mu       sync.Mutex
 		admitted []string
@@ -212,7 +213,7 @@ func (k *kit) concurrentKeyLimit(t *testing.T, s Store) {
 	)
 	race(max(k.opts.Callers, 12), func(i int) {
 		id := fmt.Sprintf("req_%04d", i)
-		err := s.Hold(ctx, keyHold("acme", "key_c", id, 3*cent, march))
+		err := at(i).Hold(ctx, keyHold("acme", "key_c", id, 3*cent, march))
 		var ie *store.InsufficientError
 		switch {
 		case err == nil:
@@ -229,7 +230,7 @@ func (k *kit) concurrentKeyLimit(t *testing.T, s Store) {
 		t.Fatalf("%d admitted, want 3", len(admitted))
 	}
 	race(len(admitted), func(i int) {
-		if _, err := s.Settle(ctx, store.Settlement{RequestID: admitted[i], Account: "acme", Charge: 4 * cent}); err != nil {
+		if _, err := at(i+1).Settle(ctx, store.Settlement{RequestID: admitted[i], Account: "acme", Charge: 4 * cent}); err != nil {
 			t.Errorf("Settle: %v", err)
 		}
 	})

@@ -37,6 +37,12 @@ type Options struct {
 	// Callers is the number of goroutines in the concurrency subtests; 0
 	// means 64.
 	Callers int
+	// Peers, if set, opens n more stores on s's books: other replicas of a
+	// shared database. The concurrency subtests spread their callers over
+	// s and two peers, so that the races cross replicas, not only
+	// goroutines of one. The kit closes the peers. Nil runs them on s
+	// alone.
+	Peers func(t *testing.T, s Store, n int) []Store
 }
 
 const usd = pricing.NanoPerUSD
@@ -111,6 +117,24 @@ type kit struct {
 }
 
 var ctx = context.Background()
+
+// spread is the store the concurrency subtests' caller i uses: s, or s and
+// its peers in turn (Options.Peers).
+func (k *kit) spread(t *testing.T, s Store) func(i int) Store {
+	t.Helper()
+	if k.opts.Peers == nil {
+		return func(int) Store { return s }
+	}
+	hs := append([]Store{s}, k.opts.Peers(t, s, 2)...)
+	for _, h := range hs[1:] {
+		t.Cleanup(func() {
+			if err := h.Close(); err != nil {
+				t.Errorf("Close a peer: %v", err)
+			}
+		})
+	}
+	return func(i int) Store { return hs[i%len(hs)] }
+}
 
 // --- helpers ---------------------------------------------------------------
 
@@ -763,6 +787,7 @@ func (k *kit) concurrentHolds(t *testing.T, s Store) {
 	const each = usd
 	credits := 5*usd + 400_000_000 // covers five holds, not six
 	callers := max(k.opts.Callers, 12)
+	at := k.spread(t, s)
 	mustCredit(t, s, "acme", credits)
 	var (
 		wg       sync.WaitGroup
@@ -774,7 +799,7 @@ func (k *kit) concurrentHolds(t *testing.T, s Store) {
 		wg.Go(func() {
 			<-start
 			id := fmt.Sprintf("req_%04d", i)
-			err := s.Hold(ctx, holdOf("acme", id, each))
+			err := at(i).Hold(ctx, holdOf("acme", id, each))
 			var ie *store.InsufficientError
 			switch {
 			case err == nil:
@@ -806,7 +831,7 @@ func (k *kit) concurrentHolds(t *testing.T, s Store) {
 	for i, id := range ids {
 		wg.Go(func() {
 			charge := pricing.Nano(i+1)*300_000_000 + 7 // the last one overruns
-			if _, err := s.Settle(ctx, store.Settlement{RequestID: id, Account: "acme", Charge: charge}); err != nil {
+			if _, err := at(i).Settle(ctx, store.Settlement{RequestID: id, Account: "acme", Charge: charge}); err != nil {
 				t.Errorf("Settle %s: %v", id, err)
 				return
 			}
@@ -823,6 +848,7 @@ func (k *kit) concurrentHolds(t *testing.T, s Store) {
 // Concurrent Settles and Releases of one hold: exactly one ends it, every
 // other gets ErrAlreadySettled, and the charge is taken once.
 func (k *kit) concurrentSettle(t *testing.T, s Store) {
+	at := k.spread(t, s)
 	mustCredit(t, s, "acme", 10*usd)
 	const rounds = 5
 	var wantBalance = 10 * usd
@@ -840,10 +866,10 @@ func (k *kit) concurrentSettle(t *testing.T, s Store) {
 				<-start
 				var err error
 				if r%2 == 1 && i%4 == 0 { // odd rounds race releases against settles
-					if err = s.Release(ctx, id, "failed"); err == nil {
+					if err = at(i).Release(ctx, id, "failed"); err == nil {
 						released.Add(1)
 					}
-				} else if _, err = s.Settle(ctx, store.Settlement{RequestID: id, Charge: 600_000_000}); err == nil {
+				} else if _, err = at(i).Settle(ctx, store.Settlement{RequestID: id, Charge: 600_000_000}); err == nil {
 					settled.Add(1)
 				}
 				if err != nil && !errors.Is(err, store.ErrAlreadySettled) {
@@ -869,6 +895,7 @@ func (k *kit) concurrentSettle(t *testing.T, s Store) {
 func (k *kit) concurrentMixed(t *testing.T, s Store) {
 	const accounts = 4
 	perAccount := max(k.opts.Callers/2, 8)
+	at := k.spread(t, s)
 	for a := range accounts {
 		mustCredit(t, s, fmt.Sprintf("acct_%d", a), 10*usd)
 	}
@@ -882,21 +909,23 @@ func (k *kit) concurrentMixed(t *testing.T, s Store) {
 				<-start
 				account := fmt.Sprintf("acct_%d", a)
 				id := fmt.Sprintf("%s_req_%d", account, i)
-				if err := s.Hold(ctx, holdOf(account, id, usd)); err != nil {
+				// The hold and its end go to different replicas.
+				if err := at(i).Hold(ctx, holdOf(account, id, usd)); err != nil {
 					if !errors.Is(err, store.ErrInsufficient) {
 						t.Errorf("Hold %s: %v", id, err)
 					}
 					return
 				}
 				var err error
+				end := at(i + a + 1)
 				switch i % 3 {
 				case 0:
-					_, err = s.Settle(ctx, store.Settlement{RequestID: id, Charge: 400_000_000})
+					_, err = end.Settle(ctx, store.Settlement{RequestID: id, Charge: 400_000_000})
 				case 1:
-					err = s.Release(ctx, id, "failed")
+					err = end.Release(ctx, id, "failed")
 				default:
-					if _, err = s.Credit(ctx, account, 1, ""); err == nil {
-						_, err = s.Settle(ctx, store.Settlement{RequestID: id, Account: account, Charge: usd + 1})
+					if _, err = end.Credit(ctx, account, 1, ""); err == nil {
+						_, err = end.Settle(ctx, store.Settlement{RequestID: id, Account: account, Charge: usd + 1})
 					}
 				}
 				if err != nil {
@@ -937,8 +966,9 @@ func race(n int, fn func(i int)) {
 // request id, succeed once and answer ErrExists to the rest.
 func (k *kit) concurrentCreate(t *testing.T, s Store) {
 	n := k.opts.Callers
+	at := k.spread(t, s)
 	race(n, func(i int) {
-		if _, err := s.Credit(ctx, "fresh", pricing.Nano(i+1), ""); err != nil {
+		if _, err := at(i).Credit(ctx, "fresh", pricing.Nano(i+1), ""); err != nil {
 			t.Errorf("Credit %d: %v", i, err)
 		}
 	})
@@ -962,24 +992,24 @@ func (k *kit) concurrentCreate(t *testing.T, s Store) {
 			t.Errorf("%s: %d of %d concurrent calls succeeded, want 1", what, ok.Load(), n)
 		}
 	}
-	once("CreateAccount", func(int) error {
-		_, err := s.CreateAccount(ctx, "acme")
+	once("CreateAccount", func(i int) error {
+		_, err := at(i).CreateAccount(ctx, "acme")
 		return err
 	})
 	once("CreateKey with one hash", func(i int) error {
-		return s.CreateKey(ctx, store.Key{ID: fmt.Sprintf("key_%d", i), Hash: store.HashKey("one secret"), Account: "acme", Route: "r"})
+		return at(i).CreateKey(ctx, store.Key{ID: fmt.Sprintf("key_%d", i), Hash: store.HashKey("one secret"), Account: "acme", Route: "r"})
 	})
 	once("CreateKey with one id", func(i int) error {
-		return s.CreateKey(ctx, store.Key{ID: "key_one", Hash: store.HashKey(fmt.Sprintf("secret %d", i)), Account: "acme", Route: "r"})
+		return at(i).CreateKey(ctx, store.Key{ID: "key_one", Hash: store.HashKey(fmt.Sprintf("secret %d", i)), Account: "acme", Route: "r"})
 	})
 	if keys, err := s.ListKeys(ctx, "acme"); err != nil || len(keys) != 2 {
 		t.Errorf("keys after the races: %+v, %v; want 2", keys, err)
 	}
 	once("PutJob", func(i int) error {
-		return s.PutJob(ctx, store.Job{RequestID: "vid_1", Account: "fresh", Amount: pricing.Nano(i)})
+		return at(i).PutJob(ctx, store.Job{RequestID: "vid_1", Account: "fresh", Amount: pricing.Nano(i)})
 	})
-	once("Hold on one request id", func(int) error {
-		return s.Hold(ctx, holdOf("fresh", "req_1", 7))
+	once("Hold on one request id", func(i int) error {
+		return at(i).Hold(ctx, holdOf("fresh", "req_1", 7))
 	})
 	wantAccount(t, s, "fresh", pricing.Nano(n*(n+1)/2), 7)
 	mustSettle(t, s, "req_1", 7)
