@@ -459,3 +459,57 @@ func checkSystemOne422PassedThrough(t *testing.T) {
 		t.Fatalf("a 422 was charged: %+v", b)
 	}
 }
+
+// lostJobRecord wraps a store: its first PutJob writes the job, then
+// reports the store unavailable, as a commit whose answer was lost with the
+// connection; the next reports the store unavailable before writing.
+type lostJobRecord struct {
+	Store
+	puts atomic.Int32
+}
+
+func (s *lostJobRecord) PutJob(ctx context.Context, j store.Job) error {
+	switch s.puts.Add(1) {
+	case 1:
+		if err := s.Store.PutJob(ctx, j); err != nil {
+			return err
+		}
+		return fmt.Errorf("put job: %w", store.ErrUnavailable)
+	case 2:
+		return fmt.Errorf("put job: %w", store.ErrUnavailable)
+	}
+	return s.Store.PutJob(ctx, j)
+}
+
+// TestVideoJobRecordedThroughAnOutage: a job is charged, then recorded; a
+// record that meets the store unavailable is tried again until it lands
+// (once: the lost commit's record stands), so a charged job can always be
+// read and refunded.
+func TestVideoJobRecordedThroughAnOutage(t *testing.T) {
+	e := newEnv(t)
+	needModels(t, e, "modelc-imagine-video-1.5")
+	e.account("acme", "20")
+	key := e.key("acme", "standard")
+	w := &lostJobRecord{}
+	r := e.replica(func(s Store) Store { w.Store = s; return w })
+	st, _, data := r.do("POST", "/v1/videos/generations", key, `{"model":"modelc-imagine-video-1.5","prompt":"a calm sea"}`)
+	if st != 200 {
+		t.Fatalf("create: %d %s", st, data)
+	}
+	var acc struct {
+		RequestID string `json:"request_id"`
+	}
+	if err := json.Unmarshal(data, &acc); err != nil || acc.RequestID == "" {
+		t.Fatalf("accepted job: %s", data)
+	}
+	if n := w.puts.Load(); n != 3 {
+		t.Fatalf("PutJob tried %d times, want 3 (lost commit, outage, landed)", n)
+	}
+	j, err := e.store.Job(context.Background(), acc.RequestID)
+	if err != nil || j.Account != "acme" || j.Amount != 400_000_000 {
+		t.Fatalf("job record %+v %v", j, err)
+	}
+	if st, _, data := r.do("GET", "/v1/videos/"+acc.RequestID, key, ""); st != 200 {
+		t.Fatalf("status of the charged job: %d %s", st, data)
+	}
+}

@@ -40,8 +40,8 @@ type metrics struct {
 	// reason (plugin_error, negative_charge), fallback (published_price,
 	// none).
 	settleFallback *prometheus.CounterVec
-	// storeRetries counts tries of a settle or release made again because
-	// the store was unavailable: op.
+	// storeRetries counts tries of a settle, release, carve, fallback hold
+	// or video job record made again because the store was unavailable: op.
 	storeRetries *prometheus.CounterVec
 	// storeDur times the ledger's steps on the request path: a hold, which
 	// the call waits for before it goes upstream, a carve out of an
@@ -78,7 +78,7 @@ func newMetrics(g *Gateway) *metrics {
 		Name: "relay_settle_fallback_total", Help: "Calls whose plugin could not price the usage (after a retry on a fresh instance), charged by the fallback: the usage at the published price, or nothing when that cannot be computed.",
 	}, []string{"plugin", "reason", "fallback"})
 	m.storeRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "relay_store_retries_total", Help: "Settles and releases tried again because the store was unavailable (a database that is down); a call answered meanwhile is charged once it is back.",
+		Name: "relay_store_retries_total", Help: "Settles, releases, carves, fallback holds and video job records (op: settle, release, carve, hold, job) tried again because the store was unavailable (a database that is down); a call answered meanwhile is charged once it is back.",
 	}, []string{"op"})
 	m.storeDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "relay_store_duration_seconds", Help: "Time the ledger took to hold (before the call goes upstream), to carve a call's hold out of an allotment (beside it; the call waits only before its settle) and to settle, as the gateway waits for it: on PostgreSQL a round trip and a commit, and the wait for the batch ahead.",

@@ -35,15 +35,29 @@ func acceptVideo(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call
 		u.Seconds = d
 	}
 	amount, err := g.settle(ctx, c, u, "video job "+acc.RequestID+" accepted")
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrUnavailable):
+		return unavailable("store_unavailable", "the provider accepted the job, but the ledger could not be reached to charge it: nothing was charged; retry")
+	case err != nil:
 		return internal("ledger_error", "the job was accepted but could not be settled")
 	}
 	job := store.Job{
 		RequestID: acc.RequestID, Account: c.key.Account, KeyID: c.key.ID, Model: c.model.ID,
 		Route: c.route, Line: up.line.cfg.Name, Amount: amount, Created: g.now(),
 	}
-	if err := g.store.PutJob(context.WithoutCancel(ctx), job); err != nil {
-		g.log.Error("record video job", "request_id", c.info.rid, "job", acc.RequestID, "error", err.Error())
+	// The job is charged: it must be recorded too, or its status could
+	// not be read nor its failure refunded. A store that went down since
+	// the settle is waited for as a settle is; a record whose commit was
+	// lost with the connection is there (ErrExists on the retry).
+	err = g.whileUnavailable(c.info.rid, "job", func() error {
+		err := g.store.PutJob(context.WithoutCancel(ctx), job)
+		if errors.Is(err, store.ErrExists) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		g.log.Error("record video job", "request_id", c.info.rid, "job", quoted(acc.RequestID), "error", err.Error())
 	}
 	w.Header().Set(costHeader, amount.Fixed())
 	g.writeAnswer(w, up, data)
