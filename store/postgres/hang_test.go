@@ -218,3 +218,39 @@ func waitForLockWaiters(t *testing.T, s *Store, n int) {
 		}
 	}
 }
+
+// TestPingBesideABusyPool: readiness asks the database on a connection of
+// its own, so a replica whose pool is all taken by calls is still ready;
+// a database that is gone is not, and one that is back is again.
+func TestPingBesideABusyPool(t *testing.T) {
+	dsn := freshDSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cutproxy.Start(t, u.Host)
+	u.Host = p.Addr()
+	s := openStore(t, u.String(), Options{MaxConns: 1, RenewEvery: -1})
+	t.Cleanup(p.Cut)
+	c, err := s.pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	ping := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return s.Ping(ctx)
+	}
+	if err := ping(); err != nil {
+		t.Fatalf("Ping with the pool's one connection taken: %v", err)
+	}
+	p.Cut()
+	if err := ping(); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Ping of a database that is gone: %v, want ErrUnavailable", err)
+	}
+	p.Restore(t)
+	if err := ping(); err != nil {
+		t.Fatalf("Ping once the database is back: %v", err)
+	}
+}

@@ -118,6 +118,11 @@ type Store struct {
 	live   map[string]liveHold
 	liveOn map[string]int
 
+	// pingConn is Ping's own connection, made on first use and again after
+	// a failure.
+	pingMu   sync.Mutex
+	pingConn *pgx.Conn
+
 	stop chan struct{}
 	done sync.WaitGroup
 	once sync.Once
@@ -210,10 +215,25 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 // Owner is this replica's name in the holds it takes.
 func (s *Store) Owner() string { return s.owner }
 
-// Ping reports whether the database answers (for readiness checks).
+// Ping reports whether the database answers (for readiness checks), on a
+// connection of its own rather than the pool's: a replica whose every pooled
+// connection is busy serving calls is loaded, not unready, and a probe that
+// queued for the pool would take it out of its load balancer just when it
+// is needed most.
 func (s *Store) Ping(ctx context.Context) error {
-	if err := s.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("postgres: ping: %w", err)
+	s.pingMu.Lock()
+	defer s.pingMu.Unlock()
+	if s.pingConn == nil {
+		c, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+		if err != nil {
+			return mapErr("ping", err)
+		}
+		s.pingConn = c
+	}
+	if err := s.pingConn.Ping(ctx); err != nil {
+		_ = s.pingConn.Close(context.WithoutCancel(ctx))
+		s.pingConn = nil
+		return mapErr("ping", err)
 	}
 	return nil
 }
@@ -225,6 +245,13 @@ func (s *Store) Close() error {
 		close(s.stop)
 		s.done.Wait()
 		s.pool.Close()
+		s.pingMu.Lock()
+		if s.pingConn != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = s.pingConn.Close(ctx)
+			cancel()
+		}
+		s.pingMu.Unlock()
 	})
 	return nil
 }
