@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/modelrelay/modelrelay/gateway"
 	"github.com/modelrelay/modelrelay/store"
@@ -26,12 +28,7 @@ func openStore(ctx context.Context, cfg store.Config, local store.LocalConfig, l
 	)
 	switch cfg.Driver {
 	case store.DriverPostgres:
-		st, err = postgres.Open(ctx, cfg.DSN, postgres.Options{
-			MaxConns:         cfg.MaxConns,
-			StatementTimeout: cfg.StatementTimeout,
-			Lease:            cfg.Lease,
-			Logger:           log,
-		})
+		st, err = openPostgres(ctx, cfg, log)
 		if err != nil {
 			return nil, fmt.Errorf("open the PostgreSQL store: %w", err)
 		}
@@ -54,6 +51,39 @@ func openStore(ctx context.Context, cfg store.Config, local store.LocalConfig, l
 	}
 	log.Info("store open", "driver", cfg.Driver, "owner", st.Owner())
 	return st, nil
+}
+
+// Bounds of openPostgres's waits for a database that does not answer yet.
+const (
+	dbWaitMin = 250 * time.Millisecond
+	dbWaitMax = 5 * time.Second
+)
+
+// openPostgres opens the PostgreSQL store, waiting for a database that does
+// not answer yet (started at the same time, restarting, its address not yet
+// resolvable) instead of exiting: it tries again with backoff, dbWaitMin up
+// to dbWaitMax, logging each failure, until the database answers or the
+// process is told to stop. A database that answers with an error — a wrong
+// password, a schema newer than this build — ends it at once.
+func openPostgres(ctx context.Context, cfg store.Config, log *slog.Logger) (*postgres.Store, error) {
+	opts := postgres.Options{
+		MaxConns:         cfg.MaxConns,
+		StatementTimeout: cfg.StatementTimeout,
+		Lease:            cfg.Lease,
+		Logger:           log,
+	}
+	for wait := dbWaitMin; ; wait = min(2*wait, dbWaitMax) {
+		st, err := postgres.Open(ctx, cfg.DSN, opts)
+		if err == nil || !errors.Is(err, store.ErrUnavailable) {
+			return st, err
+		}
+		log.Warn("the database does not answer yet; waiting for it", "retry_in", wait.String(), "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // runMigrate brings the PostgreSQL store of the configuration (or -dsn) to
