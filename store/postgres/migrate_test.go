@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -201,4 +202,24 @@ func TestMigrateKeyLimitsOverBooks(t *testing.T) {
 		t.Errorf("key after the old hold's settle and a new hold: %+v", k)
 	}
 	audit(t, s, "acme")
+}
+
+// TestWarnsWithoutAutovacuum: Open warns exactly when the server runs
+// without autovacuum.
+func TestWarnsWithoutAutovacuum(t *testing.T) {
+	dsn := freshDSN(t)
+	var on string
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if err := conn.QueryRow(context.Background(), `SELECT current_setting('autovacuum')`).Scan(&on); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	openStore(t, dsn, Options{RenewEvery: -1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if warned := strings.Contains(logs.String(), "autovacuum is off"); warned != (on == "off") {
+		t.Fatalf("autovacuum %s, warned %v:\n%s", on, warned, logs.String())
+	}
 }

@@ -189,6 +189,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, mapErr("connect", err)
 	}
 	applied, err := migrate(ctx, conn.Conn())
+	if err == nil {
+		warnNoAutovacuum(ctx, conn.Conn(), opts.Logger)
+	}
 	conn.Release()
 	if err != nil {
 		pool.Close()
@@ -210,6 +213,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		go s.loop(opts.RenewEvery, opts.SweepEvery)
 	}
 	return s, nil
+}
+
+// warnNoAutovacuum warns when the server runs without autovacuum: every
+// call inserts a hold row and deletes it, so holds (and the accounts' rows,
+// updated twice per call) fill with dead rows that scans wade through.
+func warnNoAutovacuum(ctx context.Context, conn *pgx.Conn, log *slog.Logger) {
+	var on string
+	if err := conn.QueryRow(ctx, `SELECT current_setting('autovacuum')`).Scan(&on); err != nil || on == "on" {
+		return
+	}
+	log.Warn("postgres: autovacuum is off on this server: the holds table, a row inserted and deleted per call, fills with dead rows and its scans slow down; turn autovacuum on, or VACUUM holds and accounts regularly")
 }
 
 // Owner is this replica's name in the holds it takes.
