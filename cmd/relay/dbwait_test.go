@@ -1,13 +1,10 @@
 package main
 
 import (
-	"net"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/modelrelay/modelrelay/internal/cutproxy"
 	"github.com/modelrelay/modelrelay/pricing"
 )
 
@@ -15,14 +12,8 @@ import (
 // not answer waits for it, saying so in its log, instead of exiting, and
 // serves once the database is there.
 func TestServeWaitsForTheDatabase(t *testing.T) {
-	server := needPostgres(t)
+	proxy := postgresProxy(t)
 	dsn := replicaDatabase(t)
-	u, _ := url.Parse(server)
-	target := u.Host
-	if u.Port() == "" {
-		target = net.JoinHostPort(u.Hostname(), "5432")
-	}
-	proxy := cutproxy.Start(t, target)
 	proxy.Cut() // the database is not there yet
 	simAddr := freeAddr(t)
 	startSim(t, simAddr)

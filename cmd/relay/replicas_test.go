@@ -55,6 +55,18 @@ func withDatabase(t *testing.T, dsn, db, hostport string) string {
 	return u.String()
 }
 
+// postgresProxy starts a cutproxy to the test server: the database as the
+// replicas that connect through it see it, to stop and start again.
+func postgresProxy(t *testing.T) *cutproxy.Proxy {
+	t.Helper()
+	u, _ := url.Parse(needPostgres(t))
+	target := u.Host
+	if u.Port() == "" {
+		target = net.JoinHostPort(u.Hostname(), "5432")
+	}
+	return cutproxy.Start(t, target)
+}
+
 // replicaOpts are what the tests vary in a replica's configuration.
 type replicaOpts struct {
 	dsn     string
@@ -640,14 +652,8 @@ func readyz(addr string) (int, string) {
 // outage outlasts the lease, so a survivor's sweep may release a hold
 // before its owner's settle comes back: that settle still charges.
 func TestDatabaseOutage(t *testing.T) {
-	server := needPostgres(t)
+	proxy := postgresProxy(t)
 	dsn := replicaDatabase(t)
-	u, _ := url.Parse(server)
-	target := u.Host
-	if u.Port() == "" {
-		target = net.JoinHostPort(u.Hostname(), "5432")
-	}
-	proxy := cutproxy.Start(t, target)
 	simAddr := freeAddr(t)
 	startSim(t, simAddr, "-chunks", "10", "-chunk-gap", "150ms") // 1.5 s streams
 	const lease = 2 * time.Second
