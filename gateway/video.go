@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -37,7 +38,10 @@ func acceptVideo(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call
 	amount, err := g.settle(ctx, c, u, "video job "+acc.RequestID+" accepted")
 	switch {
 	case errors.Is(err, store.ErrUnavailable):
-		return unavailable("store_unavailable", "the provider accepted the job, but the ledger could not be reached to charge it: nothing was charged; retry")
+		// The last try may have landed with its answer lost: say so
+		// rather than "nothing was charged".
+		return unavailable("store_unavailable", "the provider accepted video job %s, but the ledger did not answer for %s: the job is not recorded, and its charge, if it landed, is in the account's journal under request id %s; check it before you retry",
+			quoted(acc.RequestID), storeRetryFor, c.info.rid)
 	case err != nil:
 		return internal("ledger_error", "the job was accepted but could not be settled")
 	}
@@ -48,19 +52,33 @@ func acceptVideo(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call
 	// The job is charged: it must be recorded too, or its status could
 	// not be read nor its failure refunded. A store that went down since
 	// the settle is waited for as a settle is; a record whose commit was
-	// lost with the connection is there (ErrExists on the retry).
-	err = g.whileUnavailable(c.info.rid, "job", func() error {
-		err := g.store.PutJob(context.WithoutCancel(ctx), job)
-		if errors.Is(err, store.ErrExists) {
-			return nil
-		}
-		return err
-	})
+	// lost with the connection is there (ErrExists on the retry, putJob).
+	err = g.whileUnavailable(c.info.rid, "job", func() error { return g.putJob(ctx, job) })
 	if err != nil {
 		g.log.Error("record video job", "request_id", c.info.rid, "job", quoted(acc.RequestID), "error", err.Error())
 	}
 	w.Header().Set(costHeader, amount.Fixed())
 	g.writeAnswer(w, up, data)
+	return nil
+}
+
+// putJob records job, once: a record already there counts if it is this
+// job's (an earlier try whose commit was lost), never if it is another's.
+// Each try is bounded, as a settle's is.
+func (g *Gateway) putJob(ctx context.Context, job store.Job) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err := g.store.PutJob(ctx, job)
+	if !errors.Is(err, store.ErrExists) {
+		return err
+	}
+	had, gerr := g.store.Job(ctx, job.RequestID)
+	if gerr != nil {
+		return gerr
+	}
+	if had.Account != job.Account || had.Amount != job.Amount || had.Line != job.Line {
+		return fmt.Errorf("the provider's job id %s is already recorded for another job: %w", quoted(job.RequestID), err)
+	}
 	return nil
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -61,10 +60,12 @@ const (
 
 // openPostgres opens the PostgreSQL store, waiting for a database that does
 // not answer yet (started at the same time, restarting, its address not yet
-// resolvable) instead of exiting: it tries again with backoff, dbWaitMin up
-// to dbWaitMax, logging each failure, until the database answers or the
-// process is told to stop. A database that answers with an error — a wrong
-// password, a schema newer than this build — ends it at once.
+// resolvable: postgres.NotUpYet) instead of exiting: it tries again with
+// backoff, dbWaitMin up to dbWaitMax, logging each failure, until the
+// database answers or the process is told to stop. Any other error — a
+// wrong password, TLS that fails, a schema newer than this build — ends it
+// at once. Each try's connection is bounded by the DSN's connect_timeout
+// (postgres.DefaultConnectTimeout when it sets none).
 func openPostgres(ctx context.Context, cfg store.Config, log *slog.Logger) (*postgres.Store, error) {
 	opts := postgres.Options{
 		MaxConns:         cfg.MaxConns,
@@ -74,7 +75,7 @@ func openPostgres(ctx context.Context, cfg store.Config, log *slog.Logger) (*pos
 	}
 	for wait := dbWaitMin; ; wait = min(2*wait, dbWaitMax) {
 		st, err := postgres.Open(ctx, cfg.DSN, opts)
-		if err == nil || !errors.Is(err, store.ErrUnavailable) {
+		if err == nil || !postgres.NotUpYet(err) {
 			return st, err
 		}
 		log.Warn("the database does not answer yet; waiting for it", "retry_in", wait.String(), "error", err.Error())

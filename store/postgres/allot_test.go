@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
@@ -123,44 +122,5 @@ func TestCarvesBesideOtherReplicasNoDeadlock(t *testing.T) {
 	_ = r1.Close()
 	if n := deadlocks(t, dsn) - before; n != 0 {
 		t.Errorf("%d deadlocks", n)
-	}
-}
-
-// TestCarveRenewsItsAllotment: a carve renews its allotment's lease once
-// half of it is left (a busy allotment's row is mostly locked by carves,
-// which RenewLeases skips), and leaves it alone before that (lease_until is
-// indexed: an unchanged value keeps the update HOT).
-func TestCarveRenewsItsAllotment(t *testing.T) {
-	const lease = 30 * time.Second
-	dsn := freshDSN(t)
-	s := openStore(t, dsn, Options{Owner: "one", Lease: lease, RenewEvery: -1})
-	ctx := context.Background()
-	if _, err := s.Credit(ctx, "acme", 100*usd, "c"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Allot(ctx, store.Hold{RequestID: "allot_1", Account: "acme", Endpoint: "allotment", Amount: 10 * usd}); err != nil {
-		t.Fatal(err)
-	}
-	left := func() time.Duration {
-		t.Helper()
-		var ms float64
-		if err := s.pool.QueryRow(ctx, `SELECT extract(epoch FROM lease_until - now()) * 1000 FROM holds WHERE request_id = 'allot_1'`).Scan(&ms); err != nil {
-			t.Fatal(err)
-		}
-		return time.Duration(ms) * time.Millisecond
-	}
-	exec(t, dsn, `UPDATE holds SET lease_until = now() + interval '20 seconds' WHERE request_id = 'allot_1'`)
-	if err := s.Carve(ctx, "allot_1", hold("acme", "call_1", usd)); err != nil {
-		t.Fatal(err)
-	}
-	if l := left(); l > 20*time.Second {
-		t.Fatalf("a carve with 20 s of a 30 s lease left renewed it (%v left)", l)
-	}
-	exec(t, dsn, `UPDATE holds SET lease_until = now() + interval '5 seconds' WHERE request_id = 'allot_1'`)
-	if err := s.Carve(ctx, "allot_1", hold("acme", "call_2", usd)); err != nil {
-		t.Fatal(err)
-	}
-	if l := left(); l < 25*time.Second {
-		t.Fatalf("a carve with 5 s of a 30 s lease left did not renew it (%v left)", l)
 	}
 }

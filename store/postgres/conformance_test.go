@@ -24,7 +24,7 @@ func TestConformance(t *testing.T) {
 		Peers: func(t *testing.T, ss storetest.Store, n int) []storetest.Store {
 			var peers []storetest.Store
 			for range n {
-				p, err := Open(context.Background(), ss.(*Store).dsn, Options{})
+				p, err := Open(context.Background(), ss.(*Store).dsn, Options{MaxConns: 4})
 				if err != nil {
 					t.Fatalf("Open a peer: %v", err)
 				}

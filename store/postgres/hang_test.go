@@ -112,11 +112,13 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// TestRenewSkipsLockedHolds: a renewal does not wait for a hold row another
-// transaction has locked (a settle deleting it, a carve changing it), so it
-// can never deadlock with a batch of settles; the row is renewed by the
-// next renewal once the lock is gone.
-func TestRenewSkipsLockedHolds(t *testing.T) {
+// TestRenewBesideLockedHolds: a renewal renews at once every hold row no
+// other transaction has locked, without waiting for the one another has (a
+// settle deleting it, a carve changing it): it could deadlock with a batch
+// of settles. It then waits for that row alone, holding no other lock, and
+// renews it too once the lock is gone (the other transaction rolled back:
+// the hold lives on and must keep its lease).
+func TestRenewBesideLockedHolds(t *testing.T) {
 	dsn := freshDSN(t)
 	ctx := context.Background()
 	s := openStore(t, dsn, Options{Owner: "r", RenewEvery: -1})
@@ -128,6 +130,7 @@ func TestRenewSkipsLockedHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	exec(t, dsn, `UPDATE holds SET lease_until = now() + interval '1 second'`)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -136,17 +139,37 @@ func TestRenewSkipsLockedHolds(t *testing.T) {
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM holds WHERE request_id = 'a' FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	n, err := s.RenewLeases(rctx)
-	if err != nil || n != 1 {
-		t.Fatalf("RenewLeases beside a locked hold = %d, %v; want 1 (the unlocked one), at once", n, err)
+	type result struct {
+		n   int64
+		err error
 	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := s.RenewLeases(ctx)
+		done <- result{n, err}
+	}()
+	renewed := func(id string) bool {
+		t.Helper()
+		var ok bool
+		if err := s.pool.QueryRow(ctx, `SELECT lease_until > now() + interval '10 seconds' FROM holds WHERE request_id = $1`, id).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	for deadline := time.Now().Add(5 * time.Second); !renewed("b"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the unlocked hold was not renewed while the other stayed locked")
+		}
+	}
+	waitForLockWaiters(t, s, 1) // the renewal of a, alone
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.RenewLeases(ctx); err != nil || n != 2 {
-		t.Fatalf("RenewLeases once the lock is gone = %d, %v; want 2", n, err)
+	if r := <-done; r.err != nil || r.n != 2 {
+		t.Fatalf("RenewLeases = %d, %v; want 2", r.n, r.err)
+	}
+	if !renewed("a") {
+		t.Fatal("the hold whose lock was let go was not renewed")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/modelrelay/modelrelay/pricing"
@@ -23,23 +24,43 @@ import (
 // sweep releases it, uncharged, instead of this replica keeping its credit
 // reserved for as long as it runs.
 //
-// A renewal skips the rows another statement has locked (SKIP LOCKED): a
-// settle or a carve that is changing a hold is about to end or has just
-// renewed it, and the next renewal, Lease/3 later, takes the row along.
-// Waiting for those locks instead would take them in an order a batch of
-// settles does not, and PostgreSQL would abort one of the two as a deadlock.
+// A renewal never waits for a lock while it holds another, so it cannot
+// deadlock: it first renews, in one statement, every row no other statement
+// has locked (SKIP LOCKED); waiting for those locks in that statement would
+// take them in an order a batch of settles does not. Then it renews each
+// row it skipped on its own, one statement per row, which waits for the
+// row's lock holding nothing else: mostly a settle that deletes the row
+// (the renewal then finds none), sometimes one that rolls back and leaves
+// a live hold that must not miss its renewal.
 func (s *Store) RenewLeases(ctx context.Context) (int64, error) {
 	ids := s.liveIDs()
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE holds SET lease_until = now() + $2::bigint * interval '1 millisecond'
-WHERE request_id IN (SELECT request_id FROM holds WHERE owner = $1 AND request_id = ANY($3::text[]) FOR UPDATE SKIP LOCKED)`,
-		s.owner, s.lease.Milliseconds(), ids)
+	rows, err := s.pool.Query(ctx, `UPDATE holds SET lease_until = now() + $2::bigint * interval '1 millisecond'
+WHERE request_id IN (SELECT request_id FROM holds WHERE owner = $1 AND request_id = ANY($3::text[]) FOR UPDATE SKIP LOCKED)
+RETURNING request_id`, s.owner, s.lease.Milliseconds(), ids)
 	if err != nil {
 		return 0, mapErr("renew leases", err)
 	}
-	return tag.RowsAffected(), nil
+	renewed := make(map[string]bool, len(ids))
+	var id string
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { renewed[id] = true; return nil }); err != nil {
+		return 0, mapErr("renew leases", err)
+	}
+	n := int64(len(renewed))
+	for _, id := range ids {
+		if renewed[id] {
+			continue
+		}
+		tag, err := s.pool.Exec(ctx, `UPDATE holds SET lease_until = now() + $2::bigint * interval '1 millisecond' WHERE owner = $1 AND request_id = $3`,
+			s.owner, s.lease.Milliseconds(), id)
+		if err != nil {
+			return n, mapErr("renew leases", err)
+		}
+		n += tag.RowsAffected()
+	}
+	return n, nil
 }
 
 // liveHold is a hold this replica renews: its account, and whether it is

@@ -95,19 +95,13 @@ const holdSQL = `SELECT relay_hold($1, $2, $3::bigint, $4, $5, $6, $7, $8::times
 // its key does: a carve that locked the key first would deadlock with a
 // settle of the same key. The allotment's row lock orders concurrent
 // carves of it; READ COMMITTED re-checks its amount against the newest
-// committed row. A carve renews the allotment's lease once half of it is
-// left: a busy allotment's row is locked by carves most of the time, and
-// RenewLeases skips locked rows. (Not on every carve: lease_until is
-// indexed, and a changed indexed column makes the update miss HOT and
-// write an entry in every index of holds.) It answers NULL when the hold was taken, else 'ended'
+// committed row. It answers NULL when the hold was taken, else 'ended'
 // (the request id has an outcome) or 'short'.
 const carveSQL = `
 WITH acc AS (
 	SELECT id FROM accounts WHERE id = $2::text FOR NO KEY UPDATE),
 src AS (
-	UPDATE holds SET amount = amount - $3::bigint,
-		lease_until = CASE WHEN lease_until < now() + ($10::bigint / 2) * interval '1 millisecond'
-			THEN now() + $10::bigint * interval '1 millisecond' ELSE lease_until END
+	UPDATE holds SET amount = amount - $3::bigint
 	WHERE request_id = $11::text AND account = $2::text AND amount >= $3::bigint
 	  AND EXISTS (SELECT 1 FROM acc)
 	  AND NOT EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1::text)

@@ -101,7 +101,11 @@ func TestKeyLimitThreeReplicas(t *testing.T) {
 		start = make(chan struct{})
 		stop  = make(chan struct{})
 	)
-	go relabel(t, replicas[:], "key_l", stop) // the operator, meanwhile
+	relabelled := make(chan struct{})
+	go func() { // the operator, meanwhile
+		defer close(relabelled)
+		relabel(t, replicas[:], "key_l", stop)
+	}()
 	for i := range callers {
 		wg.Go(func() {
 			<-start
@@ -111,6 +115,8 @@ func TestKeyLimitThreeReplicas(t *testing.T) {
 	close(start)
 	wg.Wait()
 	close(stop)
+	// Else it may still be updating when the replicas close.
+	<-relabelled
 	if tally.admitted.Load()+tally.refused.Load() != callers || tally.admitted.Load() < 9 { // nine holds of 1 cent always fit, whatever overran
 		t.Fatalf("admitted %d, refused %d of %d", tally.admitted.Load(), tally.refused.Load(), callers)
 	}

@@ -2,8 +2,18 @@ package postgres
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"log/slog"
+	"math/big"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -126,6 +136,75 @@ func TestUnreachable(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Open of a closed port: %v, want ErrUnavailable", err)
 	}
+	if !NotUpYet(err) {
+		t.Fatalf("Open of a closed port: %v, not worth waiting for", err)
+	}
+}
+
+// TestNotUpYet: what is worth waiting for at start (a server that is not
+// there yet) and what is not (a database that does not exist, TLS the
+// server does not offer).
+func TestNotUpYet(t *testing.T) {
+	needDB(t)
+	ctx := context.Background()
+	u, err := url.Parse(testServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/relay_no_such_database"
+	_, err = Open(ctx, u.String(), Options{RenewEvery: -1})
+	if err == nil || NotUpYet(err) {
+		t.Errorf("Open of a database that does not exist: %v; want an error not worth waiting for", err)
+	}
+	var sslOn string
+	if err := pgxQueryOne(ctx, testServer, `SELECT current_setting('ssl')`, &sslOn); err != nil {
+		t.Fatal(err)
+	}
+	// TLS that cannot work: required of a server without it, or verified
+	// against a CA that did not sign the server's certificate.
+	q := u.Query()
+	q.Set("sslmode", "require")
+	if sslOn == "on" {
+		q.Set("sslmode", "verify-full")
+		q.Set("sslrootcert", unrelatedCA(t))
+	}
+	u.RawQuery, u.Path = q.Encode(), "/"+dbName()
+	_, err = Open(ctx, u.String(), Options{RenewEvery: -1})
+	t.Logf("sslmode=%s: %v", q.Get("sslmode"), err)
+	if err == nil || NotUpYet(err) {
+		t.Errorf("Open with TLS that cannot work (%s): %v; want an error not worth waiting for", q.Get("sslmode"), err)
+	}
+}
+
+// unrelatedCA writes a self-signed CA certificate no server uses and
+// returns its file's path.
+func unrelatedCA(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "unrelated test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func pgxQueryOne(ctx context.Context, dsn, sql string, dst any) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	return conn.QueryRow(ctx, sql).Scan(dst)
 }
 
 // TestStatementTimeoutUnavailable: a statement the server cancels for

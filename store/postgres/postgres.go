@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,6 +52,9 @@ const (
 	DefaultStatementTimeout = 5 * time.Second
 	DefaultSweepBatch       = 100
 	DefaultSettleLinger     = time.Millisecond
+	// DefaultConnectTimeout bounds each new connection when the DSN sets
+	// no connect_timeout.
+	DefaultConnectTimeout = 10 * time.Second
 )
 
 const (
@@ -119,9 +123,11 @@ type Store struct {
 	liveOn map[string]int
 
 	// pingConn is Ping's own connection, made on first use and again after
-	// a failure.
-	pingMu   sync.Mutex
-	pingConn *pgx.Conn
+	// it broke; pingClosed is set by Close. Both are the holder's of
+	// pingTurn, a one-slot semaphore.
+	pingTurn   chan struct{}
+	pingConn   *pgx.Conn
+	pingClosed bool
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -149,6 +155,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		opts.MaxConns = DefaultMaxConns
 	}
 	cfg.MaxConns = opts.MaxConns
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// A server that takes the connection and never answers must not
+		// hold a new connection, or relay serve's start, for as long as
+		// TCP would: the DSN's connect_timeout overrides this.
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
 	if opts.StatementTimeout == 0 {
 		opts.StatementTimeout = DefaultStatementTimeout
 	}
@@ -200,7 +212,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if len(applied) > 0 {
 		opts.Logger.Info("postgres: schema migrated", "versions", applied)
 	}
-	s := &Store{dsn: dsn, pool: pool, owner: opts.Owner, lease: opts.Lease, sweepBatch: opts.SweepBatch, log: opts.Logger, live: map[string]liveHold{}, liveOn: map[string]int{}, stop: make(chan struct{})}
+	s := &Store{dsn: dsn, pool: pool, owner: opts.Owner, lease: opts.Lease, sweepBatch: opts.SweepBatch, log: opts.Logger, live: map[string]liveHold{}, liveOn: map[string]int{}, stop: make(chan struct{}), pingTurn: make(chan struct{}, 1)}
 	s.batch.lanes = map[string]*lane{}
 	if opts.SettleLinger > 0 {
 		s.settleLinger = opts.SettleLinger
@@ -233,10 +245,18 @@ func (s *Store) Owner() string { return s.owner }
 // connection of its own rather than the pool's: a replica whose every pooled
 // connection is busy serving calls is loaded, not unready, and a probe that
 // queued for the pool would take it out of its load balancer just when it
-// is needed most.
+// is needed most. Concurrent probes take turns, each waiting no longer than
+// its ctx allows.
 func (s *Store) Ping(ctx context.Context) error {
-	s.pingMu.Lock()
-	defer s.pingMu.Unlock()
+	select {
+	case s.pingTurn <- struct{}{}:
+		defer func() { <-s.pingTurn }()
+	case <-ctx.Done():
+		return mapErr("ping", ctx.Err())
+	}
+	if s.pingClosed {
+		return errors.New("postgres: ping: the store is closed")
+	}
 	if s.pingConn == nil {
 		c, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
 		if err != nil {
@@ -245,8 +265,9 @@ func (s *Store) Ping(ctx context.Context) error {
 		s.pingConn = c
 	}
 	if err := s.pingConn.Ping(ctx); err != nil {
-		_ = s.pingConn.Close(context.WithoutCancel(ctx))
-		s.pingConn = nil
+		if s.pingConn.IsClosed() { // else nothing was sent: ctx had run out
+			s.pingConn = nil
+		}
 		return mapErr("ping", err)
 	}
 	return nil
@@ -259,13 +280,14 @@ func (s *Store) Close() error {
 		close(s.stop)
 		s.done.Wait()
 		s.pool.Close()
-		s.pingMu.Lock()
+		s.pingTurn <- struct{}{}
+		s.pingClosed = true
 		if s.pingConn != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			_ = s.pingConn.Close(ctx)
 			cancel()
 		}
-		s.pingMu.Unlock()
+		<-s.pingTurn
 	})
 	return nil
 }
@@ -350,6 +372,23 @@ func (s *Store) detach(ctx context.Context) (context.Context, context.CancelFunc
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, s.opTimeout)
+}
+
+// NotUpYet reports whether an Open that failed with err may succeed later
+// with nothing changed: the server refused or dropped the connection, its
+// name did not resolve, it did not answer in time, or it is starting up,
+// shutting down or full. A TLS failure, a wrong password or a missing
+// database is not: trying again changes nothing.
+func NotUpYet(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P") || pe.Code == "53300"
+	}
+	var dns *net.DNSError
+	var op *net.OpError
+	return errors.As(err, &dns) || (errors.As(err, &op) && op.Op == "dial") ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET)
 }
 
 func isNetErr(err error) bool {
