@@ -63,8 +63,9 @@ func acceptVideo(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call
 }
 
 // putJob records job, once: a record already there counts if it is this
-// job's (an earlier try whose commit was lost), never if it is another's.
-// Each try is bounded, as a settle's is.
+// job's (an earlier try whose commit was lost: the same account, amount,
+// line and creation time), never if it is another's. Each try is bounded,
+// as a settle's is.
 func (g *Gateway) putJob(ctx context.Context, job store.Job) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -76,7 +77,8 @@ func (g *Gateway) putJob(ctx context.Context, job store.Job) error {
 	if gerr != nil {
 		return gerr
 	}
-	if had.Account != job.Account || had.Amount != job.Amount || had.Line != job.Line {
+	at := func(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) } // as PostgreSQL keeps it
+	if had.Account != job.Account || had.Amount != job.Amount || had.Line != job.Line || !at(had.Created).Equal(at(job.Created)) {
 		return fmt.Errorf("the provider's job id %s is already recorded for another job: %w", quoted(job.RequestID), err)
 	}
 	return nil

@@ -115,9 +115,10 @@ func errString(err error) string {
 // TestRenewBesideLockedHolds: a renewal renews at once every hold row no
 // other transaction has locked, without waiting for the one another has (a
 // settle deleting it, a carve changing it): it could deadlock with a batch
-// of settles. It then waits for that row alone, holding no other lock, and
-// renews it too once the lock is gone (the other transaction rolled back:
-// the hold lives on and must keep its lease).
+// of settles. If that row's lease is half gone, it then waits for it alone,
+// holding no other lock, and renews it too once the lock is gone (the other
+// transaction rolled back: the hold lives on and must keep its lease); if
+// not, it leaves it to the next renewal.
 func TestRenewBesideLockedHolds(t *testing.T) {
 	dsn := freshDSN(t)
 	ctx := context.Background()
@@ -170,6 +171,22 @@ func TestRenewBesideLockedHolds(t *testing.T) {
 	}
 	if !renewed("a") {
 		t.Fatal("the hold whose lock was let go was not renewed")
+	}
+
+	// A locked row whose lease is not at risk (renewed just now) is not
+	// waited for: the next renewal takes it.
+	tx2, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx2.Rollback(ctx) }()
+	if _, err := tx2.Exec(ctx, `SELECT 1 FROM holds WHERE request_id = 'a' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if n, err := s.RenewLeases(rctx); err != nil || n != 1 {
+		t.Fatalf("RenewLeases beside a locked hold with most of its lease = %d, %v; want 1, at once", n, err)
 	}
 }
 
@@ -275,5 +292,12 @@ func TestPingBesideABusyPool(t *testing.T) {
 	p.Restore(t)
 	if err := ping(); err != nil {
 		t.Fatalf("Ping once the database is back: %v", err)
+	}
+	// The database restarts between two probes: the kept connection is
+	// broken, the server is back, and the probe says so at once.
+	p.Cut()
+	p.Restore(t)
+	if err := ping(); err != nil {
+		t.Fatalf("Ping after the database restarted between probes: %v", err)
 	}
 }

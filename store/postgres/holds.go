@@ -27,11 +27,12 @@ import (
 // A renewal never waits for a lock while it holds another, so it cannot
 // deadlock: it first renews, in one statement, every row no other statement
 // has locked (SKIP LOCKED); waiting for those locks in that statement would
-// take them in an order a batch of settles does not. Then it renews each
-// row it skipped on its own, one statement per row, which waits for the
-// row's lock holding nothing else: mostly a settle that deletes the row
-// (the renewal then finds none), sometimes one that rolls back and leaves
-// a live hold that must not miss its renewal.
+// take them in an order a batch of settles does not. A row it skipped is
+// mostly a settle's, which deletes it; but a settle can roll back and leave
+// a live hold, which must not miss renewal after renewal until its lease
+// runs out. So a skipped row whose lease is half gone (skipped last time
+// too) is then renewed on its own, one statement per row, which waits for
+// the row's lock holding nothing else (renewAtRisk).
 func (s *Store) RenewLeases(ctx context.Context) (int64, error) {
 	ids := s.liveIDs()
 	if len(ids) == 0 {
@@ -48,12 +49,42 @@ RETURNING request_id`, s.owner, s.lease.Milliseconds(), ids)
 	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { renewed[id] = true; return nil }); err != nil {
 		return 0, mapErr("renew leases", err)
 	}
-	n := int64(len(renewed))
+	skipped := ids[:0]
 	for _, id := range ids {
-		if renewed[id] {
-			continue
+		if !renewed[id] {
+			skipped = append(skipped, id)
 		}
-		tag, err := s.pool.Exec(ctx, `UPDATE holds SET lease_until = now() + $2::bigint * interval '1 millisecond' WHERE owner = $1 AND request_id = $3`,
+	}
+	n, err := s.renewAtRisk(ctx, skipped)
+	return int64(len(renewed)) + n, err
+}
+
+// renewAtRisk renews, each in a statement of its own that waits for the
+// row's lock, those of the skipped holds whose lease has less than half
+// left. Which those are is read without locking: a hold whose Hold is
+// still on its way (a live id with no row yet) or whose row a settle has
+// just deleted costs nothing more.
+func (s *Store) renewAtRisk(ctx context.Context, skipped []string) (int64, error) {
+	if len(skipped) == 0 {
+		return 0, nil
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, mapErr("renew leases", err)
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx, `SELECT request_id FROM holds WHERE owner = $1 AND request_id = ANY($3::text[])
+AND lease_until < now() + ($2::bigint / 2) * interval '1 millisecond'`, s.owner, s.lease.Milliseconds(), skipped)
+	if err != nil {
+		return 0, mapErr("renew leases", err)
+	}
+	atRisk, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, mapErr("renew leases", err)
+	}
+	var n int64
+	for _, id := range atRisk {
+		tag, err := conn.Exec(ctx, `UPDATE holds SET lease_until = now() + $2::bigint * interval '1 millisecond' WHERE owner = $1 AND request_id = $3`,
 			s.owner, s.lease.Milliseconds(), id)
 		if err != nil {
 			return n, mapErr("renew leases", err)

@@ -53,7 +53,7 @@ const (
 	DefaultSweepBatch       = 100
 	DefaultSettleLinger     = time.Millisecond
 	// DefaultConnectTimeout bounds each new connection when the DSN sets
-	// no connect_timeout.
+	// no (nonzero) connect_timeout.
 	DefaultConnectTimeout = 10 * time.Second
 )
 
@@ -158,7 +158,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		// A server that takes the connection and never answers must not
 		// hold a new connection, or relay serve's start, for as long as
-		// TCP would: the DSN's connect_timeout overrides this.
+		// TCP would: a nonzero connect_timeout in the DSN overrides this
+		// (zero, pgx's "none", cannot be told from unset).
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	if opts.StatementTimeout == 0 {
@@ -257,20 +258,28 @@ func (s *Store) Ping(ctx context.Context) error {
 	if s.pingClosed {
 		return errors.New("postgres: ping: the store is closed")
 	}
-	if s.pingConn == nil {
-		c, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
-		if err != nil {
+	// A kept connection that broke (the server restarted since) gets one
+	// fresh try at once: the server may well be back.
+	for kept := s.pingConn != nil; ; kept = false {
+		if s.pingConn == nil {
+			c, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+			if err != nil {
+				return mapErr("ping", err)
+			}
+			s.pingConn = c
+		}
+		err := s.pingConn.Ping(ctx)
+		if err == nil {
+			return nil
+		}
+		if !s.pingConn.IsClosed() { // nothing was sent: ctx had run out
 			return mapErr("ping", err)
 		}
-		s.pingConn = c
-	}
-	if err := s.pingConn.Ping(ctx); err != nil {
-		if s.pingConn.IsClosed() { // else nothing was sent: ctx had run out
-			s.pingConn = nil
+		s.pingConn = nil
+		if !kept || ctx.Err() != nil {
+			return mapErr("ping", err)
 		}
-		return mapErr("ping", err)
 	}
-	return nil
 }
 
 // Close stops the lease loop and closes the pool. Holds still open stay in
@@ -376,9 +385,11 @@ func (s *Store) detach(ctx context.Context) (context.Context, context.CancelFunc
 
 // NotUpYet reports whether an Open that failed with err may succeed later
 // with nothing changed: the server refused or dropped the connection, its
-// name did not resolve, it did not answer in time, or it is starting up,
-// shutting down or full. A TLS failure, a wrong password or a missing
-// database is not: trying again changes nothing.
+// name did not resolve (a name not yet in DNS, or mistyped: the caller's
+// log says which it waits for), it did not answer in time, it is starting
+// up, shutting down or full, or no primary was found yet. A TLS failure, a
+// wrong password or a missing database is not: trying again changes
+// nothing.
 func NotUpYet(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
@@ -388,7 +399,9 @@ func NotUpYet(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &dns) || (errors.As(err, &op) && op.Op == "dial") ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET)
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		// A failover under way: target_session_attrs found no primary yet.
+		errors.Is(err, pgconn.ErrReadOnlyConnection) || errors.Is(err, pgconn.ErrStandbyConnection)
 }
 
 func isNetErr(err error) bool {
