@@ -143,6 +143,41 @@ var (
 	_ store.Store     = (*Store)(nil)
 )
 
+// setDefaults fills o's zero values with the defaults.
+func (o *Options) setDefaults() error {
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	if o.StatementTimeout == 0 {
+		o.StatementTimeout = DefaultStatementTimeout
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.RenewEvery == 0 {
+		o.RenewEvery = o.Lease / 3
+	}
+	if o.SweepEvery <= 0 {
+		o.SweepEvery = o.Lease / 2
+	}
+	if o.SettleLinger == 0 {
+		o.SettleLinger = DefaultSettleLinger
+	}
+	if o.SweepBatch <= 0 {
+		o.SweepBatch = DefaultSweepBatch
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Owner == "" {
+		var err error
+		if o.Owner, err = randomOwner(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Open connects to dsn, migrates the schema (under an advisory lock, so
 // replicas starting together migrate once; a newer schema is refused with
 // ErrSchemaNewer) and starts the lease loop unless opts.RenewEvery < 0.
@@ -151,8 +186,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: dsn: %w", err)
 	}
-	if opts.MaxConns <= 0 {
-		opts.MaxConns = DefaultMaxConns
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
 	}
 	cfg.MaxConns = opts.MaxConns
 	if cfg.ConnConfig.ConnectTimeout == 0 {
@@ -162,35 +197,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		// (zero, pgx's "none", cannot be told from unset).
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
-	if opts.StatementTimeout == 0 {
-		opts.StatementTimeout = DefaultStatementTimeout
-	}
 	if opts.StatementTimeout > 0 {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(opts.StatementTimeout.Milliseconds(), 10)
-	}
-	if opts.Lease <= 0 {
-		opts.Lease = DefaultLease
-	}
-	if opts.RenewEvery == 0 {
-		opts.RenewEvery = opts.Lease / 3
-	}
-	if opts.SweepEvery <= 0 {
-		opts.SweepEvery = opts.Lease / 2
-	}
-	if opts.SettleLinger == 0 {
-		opts.SettleLinger = DefaultSettleLinger
-	}
-	if opts.SweepBatch <= 0 {
-		opts.SweepBatch = DefaultSweepBatch
-	}
-	if opts.Owner == "" {
-		opts.Owner, err = randomOwner()
-		if err != nil {
-			return nil, err
-		}
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
