@@ -164,6 +164,9 @@ func (b *Store) Hold(ctx context.Context, h store.Hold) error {
 		return errClosed
 	}
 	a, k, err := b.admit(ctx, &rec)
+	if errors.Is(err, badger.ErrDBClosed) { // Close ran since the check above
+		return errClosed
+	}
 	if err != nil {
 		return err
 	}
