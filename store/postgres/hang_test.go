@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestHangingDatabaseBoundsEveryStep(t *testing.T) {
 			cctx, cancel := context.WithCancel(ctx)
 			cancel()
 			if err := step(cctx); !errors.Is(err, store.ErrUnavailable) {
-				errc <- errors.New(name + " against a hung database: " + errString(err) + ", want ErrUnavailable")
+				errc <- fmt.Errorf("%s against a hung database: %v, want ErrUnavailable", name, err)
 				return
 			}
 			errc <- nil
@@ -102,91 +103,6 @@ func TestHangingDatabaseBoundsEveryStep(t *testing.T) {
 	r := audit(t, other, "acme")
 	if want := 10*usd - usd/2 + usd; r.Account.Balance != want || r.Account.Held != 0 || r.OpenHolds != 0 {
 		t.Fatalf("books after the hang: %+v, want balance %d", r, want)
-	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return "nil"
-	}
-	return err.Error()
-}
-
-// TestRenewBesideLockedHolds: a renewal renews at once every hold row no
-// other transaction has locked, without waiting for the one another has (a
-// settle deleting it, a carve changing it): it could deadlock with a batch
-// of settles. If that row's lease is half gone, it then waits for it alone,
-// holding no other lock, and renews it too once the lock is gone (the other
-// transaction rolled back: the hold lives on and must keep its lease); if
-// not, it leaves it to the next renewal.
-func TestRenewBesideLockedHolds(t *testing.T) {
-	dsn := freshDSN(t)
-	ctx := context.Background()
-	s := openStore(t, dsn, Options{Owner: "r", RenewEvery: -1})
-	if _, err := s.Credit(ctx, "acme", 10*usd, "c"); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"a", "b"} {
-		if err := s.Hold(ctx, hold("acme", id, usd)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exec(t, dsn, `UPDATE holds SET lease_until = now() + interval '1 second'`)
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM holds WHERE request_id = 'a' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		n   int64
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		n, err := s.RenewLeases(ctx)
-		done <- result{n, err}
-	}()
-	renewed := func(id string) bool {
-		t.Helper()
-		var ok bool
-		if err := s.pool.QueryRow(ctx, `SELECT lease_until > now() + interval '10 seconds' FROM holds WHERE request_id = $1`, id).Scan(&ok); err != nil {
-			t.Fatal(err)
-		}
-		return ok
-	}
-	for deadline := time.Now().Add(5 * time.Second); !renewed("b"); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the unlocked hold was not renewed while the other stayed locked")
-		}
-	}
-	waitForLockWaiters(t, s, 1) // the renewal of a, alone
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if r := <-done; r.err != nil || r.n != 2 {
-		t.Fatalf("RenewLeases = %d, %v; want 2", r.n, r.err)
-	}
-	if !renewed("a") {
-		t.Fatal("the hold whose lock was let go was not renewed")
-	}
-
-	// A locked row whose lease is not at risk (renewed just now) is not
-	// waited for: the next renewal takes it.
-	tx2, err := s.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx2.Rollback(ctx) }()
-	if _, err := tx2.Exec(ctx, `SELECT 1 FROM holds WHERE request_id = 'a' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if n, err := s.RenewLeases(rctx); err != nil || n != 1 {
-		t.Fatalf("RenewLeases beside a locked hold with most of its lease = %d, %v; want 1, at once", n, err)
 	}
 }
 
