@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/backlog"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -41,10 +42,9 @@ import (
 // A hold, carve or settle that meets the store unavailable retires every
 // allotment at once (storeDown), so that the next calls hold in the
 // database and, while it is down, are refused with 503 as before; a carve
-// that met it is retried until the store answers (whileUnavailable). A carve the allotment cannot cover (it was
-// swept) falls back to an ordinary hold of the call; should that be
-// refused too, the call, already answered, goes uncharged and an error is
-// logged.
+// that met it is tried again until the store answers (storeWrite). A carve
+// the allotment cannot cover (it was swept) takes the call's hold without
+// a credit check (store.Allotter.HoldAdmitted): the call is charged.
 
 // allotShare: an allotment is 1/allotShare of the account's balance last
 // seen. Since an account allots only with overlapMargin times a call's
@@ -66,9 +66,10 @@ type allotStore interface {
 // allotments are this replica's open allotments, one per account at most
 // that calls are admitted against, and those retired but still carving.
 type allotments struct {
-	st   allotStore
-	log  func(msg string, args ...any)
-	idle time.Duration // allotIdle; shorter in tests
+	st      allotStore
+	retrier *backlog.Retrier // the gateway's, shared by every store write
+	log     func(msg string, args ...any)
+	idle    time.Duration // allotIdle; shorter in tests
 	// releaseFor: allotReleaseFor; shorter in tests
 	releaseFor time.Duration
 	mu         sync.Mutex
@@ -102,7 +103,7 @@ type allotment struct {
 }
 
 func newAllotments(st allotStore, log func(string, ...any)) *allotments {
-	return &allotments{st: st, log: log, idle: allotIdle, releaseFor: allotReleaseFor, open: map[string]*allotment{}, all: map[*allotment]bool{},
+	return &allotments{st: st, retrier: backlog.NewRetrier(func(err error) bool { return errors.Is(err, store.ErrUnavailable) }), log: log, idle: allotIdle, releaseFor: allotReleaseFor, open: map[string]*allotment{}, all: map[*allotment]bool{},
 		taking: map[string]bool{}, cool: map[string]time.Time{}}
 }
 
@@ -245,19 +246,18 @@ func (a *allotments) releaseIfDoneLocked(al *allotment) {
 // while the store is unavailable; past it, the lease sweep releases it.
 const allotReleaseFor = 30 * time.Second
 
-// release releases the allotment id, trying again with backoff while the
-// store is unavailable (a brief outage) for up to a.releaseFor.
+// release releases the allotment id, trying again while the store is
+// unavailable (a brief outage), under the shared retry budget, for up to
+// a.releaseFor.
 func (a *allotments) release(id string) error {
-	deadline := time.Now().Add(a.releaseFor)
-	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.releaseFor)
+	defer cancel()
+	err, _ := a.retrier.Do(ctx, "release", id, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := a.st.Release(ctx, id, "allotment ended")
-		cancel()
-		if !errors.Is(err, store.ErrUnavailable) || time.Now().Add(wait).After(deadline) {
-			return err
-		}
-		time.Sleep(wait)
-	}
+		defer cancel()
+		return a.st.Release(ctx, id, "allotment ended")
+	})
+	return err
 }
 
 // close retires every allotment, takes no more, and waits until ctx ends
@@ -343,18 +343,22 @@ func (cv *carving) landedWithin(d time.Duration) bool {
 }
 
 // carveHold carves h, the hold of a call admitted against al, out of al,
-// in the background; a carve al cannot cover (it was swept) falls back to
-// an ordinary hold of h.
+// in the background, trying again while the store is unavailable until it
+// answers: the call's answer does not wait for it, so it must land. A carve
+// al cannot cover (the allotment is gone: this replica was cut off from
+// the database past its lease and a sweep released it) takes the call's
+// hold without a credit check (HoldAdmitted): the call was admitted
+// against credit the allotment held, and is charged like any. Neither
+// try has a deadline of its own: waiting in the store's queue is not
+// failing (the store bounds each statement it sends, and admission bounds
+// the queue, see storewrites.go).
 func (g *Gateway) carveHold(ctx context.Context, al *allotment, h store.Hold) *carving {
 	cv := &carving{done: make(chan struct{})}
-	ctx = context.WithoutCancel(ctx)
 	go func() {
 		defer close(cv.done)
-		err := g.whileUnavailable(h.RequestID, "carve", func() error {
-			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
+		err := g.storeWrite(g.life, "carve", h.RequestID, func() error {
 			t0 := time.Now()
-			err := g.allot.st.Carve(ctx, al.id, h)
+			err := g.allot.st.Carve(g.life, al.id, h)
 			g.met.carveDur.Observe(time.Since(t0).Seconds())
 			g.storeDown(err)
 			return err
@@ -367,14 +371,17 @@ func (g *Gateway) carveHold(ctx context.Context, al *allotment, h store.Hold) *c
 		}
 		g.allot.carved(al, err)
 		if errors.Is(err, store.ErrNoHold) {
-			err = g.whileUnavailable(h.RequestID, "hold", func() error { return g.storeHold(ctx, h) })
+			err = g.storeWrite(g.life, "hold", h.RequestID, func() error {
+				err := g.allot.st.HoldAdmitted(g.life, h)
+				g.storeDown(err)
+				return err
+			})
 			if errors.Is(err, store.ErrExists) {
 				err = nil
 			}
 		}
 		if err != nil {
-			g.log.Error("carve: the call was answered without a hold in the store; it goes uncharged",
-				"request_id", h.RequestID, "allotment", al.id, "error", err.Error())
+			g.uncharged(h.RequestID, "carve", err)
 		}
 	}()
 	return cv

@@ -47,6 +47,8 @@ func (f *fakeAllotStore) Carve(_ context.Context, from string, h store.Hold) err
 	return nil
 }
 
+func (f *fakeAllotStore) HoldAdmitted(context.Context, store.Hold) error { return nil }
+
 func (f *fakeAllotStore) Release(_ context.Context, id, _ string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -214,6 +216,10 @@ func (s *countingStore) Allot(ctx context.Context, h store.Hold) error {
 	return s.Store.(store.Allotter).Allot(ctx, h)
 }
 
+func (s *countingStore) HoldAdmitted(ctx context.Context, h store.Hold) error {
+	return s.Store.(store.Allotter).HoldAdmitted(ctx, h)
+}
+
 func (s *countingStore) Carve(ctx context.Context, from string, h store.Hold) error {
 	s.carves.Add(1)
 	time.Sleep(time.Duration(s.carveDelay.Load()))
@@ -233,6 +239,7 @@ func allotEnv(t *testing.T) (e, r *env, cs *countingStore, key string) {
 	r = e.replica(func(s Store) Store { cs.Store = s; return cs })
 	r.gw.overlap = true
 	r.gw.allot = newAllotments(cs, t.Logf)
+	r.gw.allot.retrier = r.gw.retrier
 	return e, r, cs, key
 }
 

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	yaml "go.yaml.in/yaml/v3"
 
@@ -85,7 +86,23 @@ type BillingConfig struct {
 	// PostgreSQL (allot.go). Default true; false holds each such call in
 	// the database beside its upstream request. Needs overlap_hold.
 	Allot *bool `yaml:"allot"`
+	// MaxStoreBacklog is how many ledger writes (holds, carves, settles,
+	// releases, and those waiting to be tried again) may be under way
+	// before new calls are refused with 503 store_unavailable
+	// (gateway/backlog). Default DefaultMaxStoreBacklog; -1: no bound.
+	MaxStoreBacklog int `yaml:"max_store_backlog"`
+	// MaxStoreWait is how long the oldest ledger write under way may have
+	// waited before new calls are refused the same way. Default
+	// DefaultMaxStoreWait; -1s: no bound.
+	MaxStoreWait time.Duration `yaml:"max_store_wait"`
 }
+
+// Defaults of billing.max_store_backlog and billing.max_store_wait
+// (RATIONALE.md, "A store that falls behind").
+const (
+	DefaultMaxStoreBacklog = 4096
+	DefaultMaxStoreWait    = time.Second
+)
 
 // replacedKeys are configuration keys that are gone, with what replaced
 // them: a config that still names one fails saying so.
@@ -207,6 +224,18 @@ func (b *BillingConfig) resolve() error {
 	if b.Allot == nil {
 		t := true
 		b.Allot = &t
+	}
+	switch {
+	case b.MaxStoreBacklog == 0:
+		b.MaxStoreBacklog = DefaultMaxStoreBacklog
+	case b.MaxStoreBacklog < -1:
+		return fmt.Errorf("config: billing.max_store_backlog: %d is not a count of writes (or -1: no bound)", b.MaxStoreBacklog)
+	}
+	switch {
+	case b.MaxStoreWait == 0:
+		b.MaxStoreWait = DefaultMaxStoreWait
+	case b.MaxStoreWait < 0 && b.MaxStoreWait != -time.Second:
+		return fmt.Errorf("config: billing.max_store_wait: %s is negative (-1s: no bound)", b.MaxStoreWait)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/modelrelay/modelrelay/gateway/backlog"
 	"github.com/modelrelay/modelrelay/gateway/console"
 	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
@@ -81,6 +82,13 @@ type Gateway struct {
 	affinity *affinity        // conversation → the line that last answered it (nil: none)
 	conns    *connBounds      // open client connections (listen.go)
 	console  *console.Console // nil: off (console.go)
+
+	// The ledger's writes under way, their retries, and what ends the
+	// retries when the gateway stops (storewrites.go).
+	writes  *backlog.Tracker
+	retrier *backlog.Retrier
+	life    context.Context
+	endLife context.CancelFunc
 }
 
 // New builds a Gateway.
@@ -111,8 +119,10 @@ func New(o Options) (*Gateway, error) {
 		seen:     newCreditSeen(),
 		overlap:  overlapsHolds(o.Config),
 	}
+	g.newStoreWrites()
 	if st, ok := o.Store.(allotStore); ok && g.overlap && allotsCredit(o.Config) {
 		g.allot = newAllotments(st, g.log.Warn)
+		g.allot.retrier = g.retrier
 	}
 	g.lines = newLineSet(o.Config, o.Transport, o.Logger)
 	g.limits = newLimiters(o.Config, o.Shared)
@@ -158,6 +168,9 @@ func (g *Gateway) Drain(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		err = ctx.Err()
+		// Writes still tried again end now: each answered call among
+		// them is counted and logged as uncharged (storewrites.go).
+		g.endLife()
 	}
 	if g.allot != nil {
 		// On a timeout this retires them; each is released once the

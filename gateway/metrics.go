@@ -46,6 +46,9 @@ type metrics struct {
 	// storeDur times the ledger's steps on the request path: a hold, which
 	// the call waits for before it goes upstream, a carve out of an
 	// allotment (allot.go), which it does not, and a settle.
+	// uncharged counts calls answered whose charge could not be written
+	// (storewrites.go): 0 unless something is wrong.
+	uncharged                    prometheus.Counter
 	storeDur                     *prometheus.HistogramVec // op (hold|carve|settle)
 	holdDur, carveDur, settleDur prometheus.Observer      // its series
 }
@@ -78,7 +81,7 @@ func newMetrics(g *Gateway) *metrics {
 		Name: "relay_settle_fallback_total", Help: "Calls whose plugin could not price the usage (after a retry on a fresh instance), charged by the fallback: the usage at the published price, or nothing when that cannot be computed.",
 	}, []string{"plugin", "reason", "fallback"})
 	m.storeRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "relay_store_retries_total", Help: "Settles, releases, carves, fallback holds and video job records (op: settle, release, carve, hold, job) tried again because the store was unavailable (a database that is down); a call answered meanwhile is charged once it is back.",
+		Name: "relay_store_retries_total", Help: "Settles, releases, carves, holds of calls whose allotment is gone and video job records (op: settle, release, carve, hold, job) tried again because the store was unavailable (a database that is down), under one budget (relay_store_retry_budget); a call answered meanwhile is charged once it is back.",
 	}, []string{"op"})
 	m.storeDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "relay_store_duration_seconds", Help: "Time the ledger took to hold (before the call goes upstream), to carve a call's hold out of an allotment (beside it; the call waits only before its settle) and to settle, as the gateway waits for it: on PostgreSQL a round trip and a commit, and the wait for the batch ahead.",
@@ -118,6 +121,22 @@ func newMetrics(g *Gateway) *metrics {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "relay_retry_budget_refused_total", Help: "Retries not made because the retry budget was spent (retry.budget_ratio): the call answered with its last failure.",
 	}, func() float64 { return float64(g.budget.refused.Load()) }))
+	m.uncharged = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "relay_calls_uncharged_total", Help: "Calls answered whose charge could not be written: the gateway stopped before the store answered, or the store refused the write for good. 0 unless something is wrong; the error log names each.",
+	})
+	m.reg.MustRegister(m.uncharged)
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "relay_store_backlog", Help: "Ledger writes under way: holds, carves, settles and releases waiting in the store's queue, being sent, or waiting to be tried again (billing.max_store_backlog).",
+	}, func() float64 { return float64(g.writes.State(time.Now()).Writes) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "relay_store_backlog_age_seconds", Help: "How long the oldest ledger write under way has waited (billing.max_store_wait).",
+	}, func() float64 { return g.writes.State(time.Now()).Oldest.Seconds() }))
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "relay_store_behind_refused_total", Help: "Relayed calls refused with 503 store_unavailable before any work because the ledger's writes were behind (billing.max_store_backlog, billing.max_store_wait).",
+	}, func() float64 { return float64(g.writes.Refused()) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "relay_store_retry_budget", Help: "Ledger writes per second the replica's shared retry budget lets be tried again now: it halves on each retry the store does not answer and doubles on each it does.",
+	}, g.retrier.Budget))
 	m.reg.MustRegister(&lineCollector{g: g}, &pluginCollector{g: g}, &alertCollector{g: g})
 	return m
 }

@@ -146,6 +146,11 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		if g.shed.refuse(time.Now()) { // the real clock: it measures the real scheduler
 			return refusal("overloaded", shedRetryAfter, "the gateway is overloaded; retry after %d second", shedRetryAfter)
 		}
+		if !ep.uncharged {
+			if err := g.admitStore(); err != nil {
+				return err
+			}
+		}
 		g.inflight.Add(1)
 		defer g.inflight.Done()
 		ctx := r.Context()
@@ -433,7 +438,7 @@ func (g *Gateway) holdOf(c *call) store.Hold {
 // beside the upstream request).
 func (g *Gateway) storeHold(ctx context.Context, h store.Hold) error {
 	t0 := time.Now()
-	err := g.store.Hold(ctx, h)
+	err := g.holdWrite(func() error { return g.store.Hold(ctx, h) })
 	g.met.holdDur.Observe(time.Since(t0).Seconds())
 	g.storeDown(err)
 	return err
@@ -520,9 +525,10 @@ func (g *Gateway) releaseUnsettled(c *call) {
 	g.release(ctx, c.info.rid)
 }
 
-// release releases the hold of request rid, uncharged.
+// release releases the hold of request rid, uncharged, trying again while
+// the store is unavailable until the gateway stops.
 func (g *Gateway) release(ctx context.Context, rid string) {
-	err := g.whileUnavailable(rid, "release", func() error {
+	err := g.storeWrite(g.life, "release", rid, func() error {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		return g.store.Release(ctx, rid, "call failed")
@@ -542,44 +548,10 @@ func (g *Gateway) release(ctx context.Context, rid string) {
 	}
 }
 
-// Bounds of whileUnavailable.
-const (
-	storeRetryFor = 5 * time.Minute
-	storeRetryMin = 100 * time.Millisecond
-	storeRetryMax = 2 * time.Second
-)
-
-// whileUnavailable runs op (a Settle or a Release: both change nothing when
-// replayed) and runs it again, with backoff from storeRetryMin to
-// storeRetryMax, for as long as it fails with store.ErrUnavailable, up to
-// storeRetryFor: a call that was answered while the database was down is
-// charged once it is back, not lost. The shutdown drain waits for it like
-// any settle. A retry that answers ErrAlreadySettled found that an earlier
-// try, reported unavailable, had landed: that is success.
-func (g *Gateway) whileUnavailable(rid, what string, op func() error) error {
-	deadline := time.Now().Add(storeRetryFor)
-	wait := storeRetryMin
-	err := op()
-	if !errors.Is(err, store.ErrUnavailable) {
-		return err
-	}
-	g.log.Warn(what+": the store is unavailable; retrying until it answers", "request_id", rid, "error", err.Error())
-	tries := 1
-	for errors.Is(err, store.ErrUnavailable) && time.Now().Before(deadline) {
-		g.met.storeRetries.WithLabelValues(what).Inc()
-		time.Sleep(wait)
-		wait = min(2*wait, storeRetryMax)
-		err = op()
-		tries++
-	}
-	if errors.Is(err, store.ErrAlreadySettled) {
-		err = nil
-	}
-	if err == nil {
-		g.log.Info(what+": the store answered again", "request_id", rid, "tries", tries)
-	}
-	return err
-}
+// storeRetryFor bounds how long a settle whose answer waits for it (a
+// video job's, charged before its answer) is tried again while the store
+// is unavailable.
+const storeRetryFor = 5 * time.Minute
 
 // settle prices the usage with the model's plugin and charges it, exactly
 // once. It returns once the charge is written; should the write fail, the
@@ -591,7 +563,9 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 	st := g.settlement(ctx, c, u, note)
 	ctx = context.WithoutCancel(ctx)
 	c.carve.wait()
-	err := g.whileUnavailable(c.info.rid, "settle", func() error { return g.writeSettle(ctx, st) })
+	rctx, cancel := context.WithTimeout(g.life, storeRetryFor)
+	defer cancel()
+	err := g.storeWrite(rctx, "settle", c.info.rid, func() error { return g.writeSettle(ctx, st) })
 	if err != nil {
 		g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
 		return 0, err
@@ -604,7 +578,7 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 // answer, a stream to its last event), as settle does, but lets its
 // handler return without waiting for the write whenever it can: the call
 // is detached and the settle goes on in the background, with
-// whileUnavailable's retries; should it never land, the hold is released
+// storeWrite's retries; should it never land, the hold is released
 // there, uncharged. The drain waits for it like any call.
 //
 // A JSON answer (c.answered set: the admin reads of the account wait for
@@ -625,13 +599,15 @@ func (g *Gateway) settleAnswered(ctx context.Context, c *call, st store.Settleme
 	// A stream whose hold's carve is still retrying (the store is
 	// unavailable) is detached too; the goroutine waits for the carve.
 	if c.answered == nil && c.carve.landedWithin(carveWaitMax) {
+		w := g.writes.Begin(time.Now())
 		err := g.writeSettle(ctx, st)
+		w.End()
 		switch {
 		case err == nil:
 			g.recordSettled(c, st)
 			return nil
 		case !errors.Is(err, store.ErrUnavailable):
-			g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
+			g.uncharged(c.info.rid, "settle", err)
 			return err
 		}
 	}
@@ -644,12 +620,21 @@ func (g *Gateway) settleAnswered(ctx context.Context, c *call, st store.Settleme
 	go func() {
 		defer g.inflight.Done()
 		carve.wait()
-		err := g.whileUnavailable(rid, "settle", func() error { return g.writeSettle(ctx, st) })
-		if err == nil {
+		// Tried until the store answers: the call was answered, so it
+		// is charged once the store is back (or counted uncharged if the
+		// gateway stops first, when its hold is left to the lease sweep
+		// or the restart's recovery).
+		err := g.storeWrite(g.life, "settle", rid, func() error { return g.writeSettle(ctx, st) })
+		switch {
+		case err == nil:
 			g.met.openHolds.Add(-1)
 			g.met.observeSettle(model, route, st.Usage, st.Charge)
-		} else {
-			g.log.Error("settle", "request_id", rid, "error", err.Error())
+		case errors.Is(err, store.ErrUnavailable):
+			g.uncharged(rid, "settle", err)
+		default:
+			// Refused for good (no hold to settle): nothing is left to
+			// charge; the hold, if any, is released.
+			g.uncharged(rid, "settle", err)
 			g.release(ctx, rid)
 		}
 		if answered != nil {

@@ -53,7 +53,9 @@ func acceptVideo(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call
 	// not be read nor its failure refunded. A store that went down since
 	// the settle is waited for as a settle is; a record whose commit was
 	// lost with the connection is there (ErrExists on the retry, putJob).
-	err = g.whileUnavailable(c.info.rid, "job", func() error { return g.putJob(ctx, job) })
+	rctx, cancel := context.WithTimeout(g.life, storeRetryFor)
+	defer cancel()
+	err = g.storeWrite(rctx, "job", c.info.rid, func() error { return g.putJob(ctx, job) })
 	if err != nil {
 		g.log.Error("record video job", "request_id", c.info.rid, "job", quoted(acc.RequestID), "error", err.Error())
 	}

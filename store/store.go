@@ -183,6 +183,15 @@ type Allotter interface {
 	// carve tried again after its answer was lost: the hold stays the
 	// caller's, to settle or release).
 	Carve(ctx context.Context, from string, h Hold) error
+	// HoldAdmitted takes h as Hold does but checks neither the account's
+	// credit nor the key's limit: the hold of a call already admitted
+	// against an allotment that is gone (its replica was cut off from
+	// the database past the lease, and a sweep released it), whose
+	// answer is out and which must be charged. It may leave the account's
+	// available credit below zero, by at most what the gone allotment
+	// held. The error wraps ErrExists when h's request id has a hold or
+	// an outcome already, ErrNotFound when the account does not exist.
+	HoldAdmitted(ctx context.Context, h Hold) error
 }
 
 // MaxAccountPage bounds a page of ListAccounts.

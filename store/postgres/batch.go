@@ -46,8 +46,11 @@ import (
 // lost database fails every operation of the batch with ErrUnavailable, as
 // it would fail each statement alone.
 
-// maxBatch bounds the operations of one batch.
-const maxBatch = 128
+// maxBatch bounds the operations of one batch. A lane takes everything
+// queued up to it, so a lane under backlog sends bigger batches, not more
+// round trips: its settles go as one statement however many they are, and
+// each carve or hold is one more statement in the same pipeline and commit.
+const maxBatch = 1024
 
 type opKind uint8
 
@@ -55,6 +58,9 @@ const (
 	opHold opKind = iota
 	opSettle
 	opCarve // a hold carved out of an allotment (Carve): queued as holds are
+	// opAdmitted: the hold of a call admitted against an allotment that is
+	// gone (HoldAdmitted), taken without a credit check
+	opAdmitted
 )
 
 // ledgerOp is one Hold or Settle waiting for, or carried by, a batch.
@@ -125,8 +131,8 @@ func (s *Store) do(ctx context.Context, account string, op *ledgerOp) {
 	l.running = true
 	ops := takeBatch(l)
 	b.mu.Unlock()
-	s.runBatch(ops)
-	if next := s.nextBatch(account); next != nil {
+	down := s.runBatch(ops)
+	if next := s.nextBatch(account, down); next != nil {
 		go s.drain(account, next)
 	}
 	<-op.done // in ops, unless more than maxBatch settles lingered before it
@@ -187,12 +193,24 @@ func takeBatch(l *lane) []*ledgerOp {
 }
 
 // nextBatch takes the operations queued for account, at most maxBatch, or
-// marks its lane idle and returns nil if there are none.
-func (s *Store) nextBatch(account string) []*ledgerOp {
+// marks its lane idle and returns nil if there are none. down is the error
+// of the batch just sent if it met the database unavailable: then every
+// operation still queued fails with it at once, as it would in its own
+// batch, instead of each waiting for a batch of its own to time out in
+// turn: their callers back off (the gateway's retries share one budget),
+// and a lane never holds a queue that only a dead database stands behind.
+func (s *Store) nextBatch(account string, down error) []*ledgerOp {
 	b := &s.batch
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	l := b.lanes[account]
+	if down != nil {
+		for _, op := range l.queued {
+			op.landed, op.answer, op.entry, op.err = false, "", store.Entry{}, down
+			close(op.done)
+		}
+		l.queued = nil
+	}
 	if len(l.queued) == 0 {
 		l.running = false
 		if !l.lingering {
@@ -204,14 +222,16 @@ func (s *Store) nextBatch(account string) []*ledgerOp {
 }
 
 func (s *Store) drain(account string, ops []*ledgerOp) {
-	for ; ops != nil; ops = s.nextBatch(account) {
-		s.runBatch(ops)
+	for ops != nil {
+		ops = s.nextBatch(account, s.runBatch(ops))
 	}
 }
 
 // runBatch sends ops as one pipeline and answers each. A single operation
-// goes alone: a statement outside a transaction block is its own.
-func (s *Store) runBatch(ops []*ledgerOp) {
+// goes alone: a statement outside a transaction block is its own. It
+// returns the error of a batch that met the database unavailable (see
+// nextBatch), else nil.
+func (s *Store) runBatch(ops []*ledgerOp) (down error) {
 	defer func() {
 		for _, op := range ops {
 			close(op.done)
@@ -225,23 +245,33 @@ func (s *Store) runBatch(ops []*ledgerOp) {
 	}
 	if len(ops) == 1 {
 		s.runOne(ctx, ops[0])
-		return
+		return unavailable(ops[0].err)
 	}
 	b := &pgx.Batch{}
 	s.queueBatch(b, ops)
 	err := s.pool.SendBatch(ctx, b).Close()
 	if err == nil {
-		return
+		return nil
 	}
-	if !isConflict(err) && errors.Is(mapErr("", err), ErrUnavailable) {
+	if unavailable(err) != nil {
 		for _, op := range ops {
 			op.landed, op.answer, op.entry, op.err = false, "", store.Entry{}, err
 		}
-		return
+		return err
 	}
 	for _, op := range ops {
 		s.runOne(ctx, op)
 	}
+	return nil
+}
+
+// unavailable is err if it says the database is unavailable (not a
+// conflict: that is the statement's own), else nil.
+func unavailable(err error) error {
+	if err != nil && !isConflict(err) && errors.Is(mapErr("", err), ErrUnavailable) {
+		return err
+	}
+	return nil
 }
 
 // runOne runs op's statement on its own, up to conflictTries times while it
@@ -252,7 +282,7 @@ func (s *Store) runOne(ctx context.Context, op *ledgerOp) {
 	for try := 1; ; try++ {
 		op.landed, op.answer, op.entry, op.err = false, "", store.Entry{}, nil
 		switch op.kind {
-		case opHold, opCarve:
+		case opHold, opCarve, opAdmitted:
 			sql, args := s.holdStatement(op)
 			op.held(s.pool.QueryRow(ctx, sql, args...))
 		case opSettle:
@@ -268,7 +298,7 @@ func (s *Store) runOne(ctx context.Context, op *ledgerOp) {
 // queueOp adds op's statement to b, with what reads its result.
 func (s *Store) queueOp(b *pgx.Batch, op *ledgerOp) {
 	switch op.kind {
-	case opHold, opCarve:
+	case opHold, opCarve, opAdmitted:
 		sql, args := s.holdStatement(op)
 		b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
 			op.held(row)

@@ -40,7 +40,7 @@ func queueBatch(t *testing.T, s *Store, account string, ops ...func() error) fun
 		}
 	}
 	return func() []error {
-		s.drain(account, s.nextBatch(account))
+		s.drain(account, s.nextBatch(account, nil))
 		out := make([]error, len(errs))
 		for i, c := range errs {
 			out[i] = <-c

@@ -122,6 +122,34 @@ SELECT CASE WHEN EXISTS (SELECT 1 FROM h) THEN NULL
 	WHEN EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1::text) THEN 'ended'
 	ELSE 'short' END`
 
+// admittedSQL is HoldAdmitted: the hold row is written and counted in the
+// account's held and its key's, as relay_hold does but with no check of
+// the credit or the limit (the call was admitted against an allotment
+// that held it), the account's row first, then the key's, as every
+// statement locks them. It answers NULL when the hold was taken, 'ended'
+// when the request id has an outcome, 'missing' when the account does not
+// exist.
+const admittedSQL = `
+WITH a AS (
+	UPDATE accounts SET held = held + $3::bigint
+	WHERE id = $2::text AND NOT EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1::text)
+	RETURNING id),
+k AS (
+	UPDATE keys SET held = keys.held + $3::bigint,
+		spent = relay_spent_at(keys.reset, keys.period_start, keys.spent, $8::timestamptz),
+		period_start = greatest(keys.period_start, relay_period_start(keys.reset, $8::timestamptz))
+	FROM a WHERE keys.id = $4::text AND keys.account IS NOT DISTINCT FROM a.id
+	RETURNING 1),
+h AS (
+	INSERT INTO holds (request_id, account, key_id, model, route, endpoint, amount, created, owner, lease_until, keyed)
+	SELECT $1::text, a.id, $4::text, $5::text, $6::text, $7::text, $3::bigint, $8::timestamptz, $9::text,
+		now() + $10::bigint * interval '1 millisecond', EXISTS (SELECT 1 FROM k)
+	FROM a
+	RETURNING 1)
+SELECT CASE WHEN EXISTS (SELECT 1 FROM h) THEN NULL
+	WHEN EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1::text) THEN 'ended'
+	ELSE 'missing' END`
+
 func (s *Store) holdArgs(h store.Hold) []any {
 	return []any{h.RequestID, h.Account, int64(h.Amount), h.KeyID, h.Model, h.Route, h.Endpoint,
 		stamp(h.Created), s.owner, s.lease.Milliseconds()}
@@ -131,8 +159,11 @@ func (s *Store) holdArgs(h store.Hold) []any {
 // (carveSQL, which takes the allotment's request id after a hold's
 // arguments), with its arguments.
 func (s *Store) holdStatement(op *ledgerOp) (string, []any) {
-	if op.kind == opCarve {
+	switch op.kind {
+	case opCarve:
 		return carveSQL, append(s.holdArgs(op.hold), op.from)
+	case opAdmitted:
+		return admittedSQL, s.holdArgs(op.hold)
 	}
 	return holdSQL, s.holdArgs(op.hold)
 }
@@ -256,7 +287,14 @@ func (s *Store) Carve(ctx context.Context, from string, h store.Hold) error {
 	return s.hold(ctx, &ledgerOp{kind: opCarve, hold: h, from: from}, false)
 }
 
-// hold runs op, a Hold, an Allot or a Carve of op.hold, and makes its hold
+// HoldAdmitted takes h without checking the account's credit or the key's
+// limit (store.Allotter): the hold of a call admitted against an
+// allotment that is gone, batched like Hold's (admittedSQL).
+func (s *Store) HoldAdmitted(ctx context.Context, h store.Hold) error {
+	return s.hold(ctx, &ledgerOp{kind: opAdmitted, hold: h}, false)
+}
+
+// hold runs op, a Hold, an Allot, a Carve or a HoldAdmitted of op.hold, and makes its hold
 // this replica's to renew unless it fails.
 func (s *Store) hold(ctx context.Context, op *ledgerOp, allotment bool) (err error) {
 	h := op.hold
@@ -274,7 +312,7 @@ func (s *Store) hold(ctx context.Context, op *ledgerOp, allotment bool) (err err
 			// A carve tried again after its answer was lost finds its
 			// hold already there (ErrExists): the caller takes it as
 			// landed, and it stays this replica's to renew.
-			if err != nil && (op.kind != opCarve || !errors.Is(err, store.ErrExists)) {
+			if err != nil && (op.kind == opHold || !errors.Is(err, store.ErrExists)) {
 				s.dropLive(h.RequestID)
 			}
 		}()
@@ -349,7 +387,13 @@ func (s *Store) settle(ctx context.Context, st store.Settlement) (store.Entry, e
 		// finds the hold's account itself.
 		s.runOne(ctx, op)
 	} else {
-		s.do(ctx, account, op)
+		// Waiting in the lane is not failing: the settle keeps its
+		// place until its batch goes (each batch is bounded by
+		// opTimeout, and one that meets the database unavailable fails
+		// the queue behind it, see nextBatch). A deadline here would
+		// turn a busy database's queue into retries, each joining the
+		// same queue again.
+		s.do(context.WithoutCancel(ctx), account, op)
 	}
 	switch {
 	case op.err != nil:

@@ -123,4 +123,31 @@ func (k *kit) allotmentRest(t *testing.T, s Store, carve func(from, id string, a
 			t.Fatal(err)
 		}
 	}
+	k.holdAdmitted(t, s, held)
+}
+
+// holdAdmitted: a call admitted against an allotment that is gone is held
+// without a credit check (HoldAdmitted), even beyond the available
+// credit, counted in the account's and the key's held, and settled like
+// any; an ended request id is ErrExists, an unknown account ErrNotFound.
+func (k *kit) holdAdmitted(t *testing.T, s Store, held func(account, keyHeld pricing.Nano)) {
+	al := s.(store.Allotter)
+	big := keyHold("acme", "key_a", "admitted_1", 500*usd, march) // the balance is 98 USD
+	if err := al.HoldAdmitted(ctx, big); err != nil {
+		t.Fatalf("HoldAdmitted beyond the credit: %v", err)
+	}
+	held(500*usd, 500*usd)
+	if err := al.HoldAdmitted(ctx, big); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("HoldAdmitted of a request id with a hold: %v, want ErrExists", err)
+	}
+	if _, err := s.Settle(ctx, store.Settlement{RequestID: "admitted_1", Account: "acme", Charge: usd}); err != nil {
+		t.Fatal(err)
+	}
+	held(0, 0)
+	if err := al.HoldAdmitted(ctx, big); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("HoldAdmitted of a settled request id: %v, want ErrExists", err)
+	}
+	if err := al.HoldAdmitted(ctx, keyHold("nobody", "", "admitted_2", usd, march)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("HoldAdmitted on an unknown account: %v, want ErrNotFound", err)
+	}
 }

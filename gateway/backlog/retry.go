@@ -1,0 +1,123 @@
+package backlog
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
+)
+
+// Bounds of a Retrier's backoff and budget.
+const (
+	// Each write waits backoffMin after its first failure, then twice as
+	// long after each further one, up to backoffMax, each wait drawn at
+	// random from its upper half (jitter: writes that failed together do
+	// not come back together).
+	backoffMin = 100 * time.Millisecond
+	backoffMax = 5 * time.Second
+	// The shared budget lets retries through at between budgetMin and
+	// budgetMax per second (a burst of budgetBurst), starting at the top.
+	budgetMin   = 5
+	budgetMax   = 2000
+	budgetBurst = 200
+)
+
+// Retrier runs store writes, trying one again while it fails with an error
+// Retry says may pass. Its retries share one budget (see the package doc).
+type Retrier struct {
+	// Retry reports whether err may pass (the store is unavailable).
+	Retry func(err error) bool
+	// OnRetry, if set, is called before each retry of a write of kind
+	// what; OnFirstFailure once per write whose first try failed so.
+	OnRetry        func(what string)
+	OnFirstFailure func(what, key string, err error)
+
+	budget *rate.Limiter
+	mu     sync.Mutex // orders SetLimit after a retry's outcome
+	group  singleflight.Group
+}
+
+// NewRetrier returns a Retrier that tries again while retry(err) holds.
+func NewRetrier(retry func(error) bool) *Retrier {
+	return &Retrier{Retry: retry, budget: rate.NewLimiter(budgetMax, budgetBurst)}
+}
+
+// Budget is the retries per second the shared budget lets through now.
+func (r *Retrier) Budget() float64 { return float64(r.budget.Limit()) }
+
+// Do runs op, and again while it fails with an error r.Retry accepts,
+// until ctx ends; it returns op's last error (ctx's error if ctx ended
+// first, joined with the last failure) and how many times op ran. Two Do
+// of the same what and key at once run op once: the second waits for the
+// first's outcome (key is the write's request id; op must be the same
+// write).
+func (r *Retrier) Do(ctx context.Context, what, key string, op func() error) (err error, tries int) {
+	type outcome struct {
+		err   error
+		tries int
+	}
+	v, _, _ := r.group.Do(what+"\x00"+key, func() (any, error) {
+		err, tries := r.do(ctx, what, key, op)
+		return outcome{err, tries}, nil
+	})
+	o := v.(outcome)
+	return o.err, o.tries
+}
+
+func (r *Retrier) do(ctx context.Context, what, key string, op func() error) (error, int) {
+	err := op()
+	if err == nil || !r.Retry(err) {
+		return err, 1
+	}
+	if r.OnFirstFailure != nil {
+		r.OnFirstFailure(what, key, err)
+	}
+	tries := 1
+	for wait := backoffMin; ; wait = min(2*wait, backoffMax) {
+		if werr := sleep(ctx, wait/2+rand.N(wait/2+1)); werr != nil {
+			return errors.Join(werr, err), tries
+		}
+		if werr := r.budget.Wait(ctx); werr != nil {
+			return errors.Join(werr, err), tries
+		}
+		if r.OnRetry != nil {
+			r.OnRetry(what)
+		}
+		err = op()
+		tries++
+		r.adjust(err == nil || !r.Retry(err))
+		if err == nil || !r.Retry(err) {
+			return err, tries
+		}
+	}
+}
+
+// adjust doubles the budget's rate after a retry that the store answered,
+// halves it after one it did not.
+func (r *Retrier) adjust(answered bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := float64(r.budget.Limit())
+	if answered {
+		l = min(2*l, budgetMax)
+	} else {
+		l = max(l/2, budgetMin)
+	}
+	r.budget.SetLimit(rate.Limit(l))
+}
+
+// sleep waits d, or until ctx ends (its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,82 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/modelrelay/modelrelay/gateway/backlog"
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// The ledger's writes and the admission they decide (gateway/backlog).
+//
+// Every hold, carve, settle and release a call makes goes through
+// storeWrite, which counts it as under way until it has landed or failed
+// for good, and tries it again while the store is unavailable under the
+// replica's one retry budget. admitStore refuses a new call before it does
+// any work while the writes under way pass billing.max_store_backlog or
+// the oldest has waited billing.max_store_wait: so a replica never admits
+// more calls than its store can book, and a store that falls behind sees
+// its load fall instead of its queue grow.
+
+// newStoreWrites sets up g's write tracking from its config.
+func (g *Gateway) newStoreWrites() {
+	b := g.cfg.Billing
+	g.writes = backlog.NewTracker(b.MaxStoreBacklog, b.MaxStoreWait)
+	g.retrier = backlog.NewRetrier(func(err error) bool { return errors.Is(err, store.ErrUnavailable) })
+	g.retrier.OnRetry = func(what string) { g.met.storeRetries.WithLabelValues(what).Inc() }
+	g.retrier.OnFirstFailure = func(what, rid string, err error) {
+		// One line per write would be a storm: the log aggregates
+		// repeated warnings (cmd/relay), and the metrics count them.
+		g.log.Warn(what+": the store is unavailable; retrying until it answers", "request_id", rid, "error", err.Error())
+	}
+	g.life, g.endLife = context.WithCancel(context.Background())
+}
+
+// admitStore refuses a new call while the store is behind (see above).
+func (g *Gateway) admitStore() error {
+	s, ok := g.writes.Admit(time.Now())
+	if ok {
+		return nil
+	}
+	return refusal("store_unavailable", storeRetryAfter,
+		"the ledger is behind (%d writes under way, the oldest for %s); nothing was charged, retry after %d seconds",
+		s.Writes, s.Oldest.Round(time.Millisecond), storeRetryAfter)
+}
+
+// storeWrite runs op, the store write what of request rid, counted as
+// under way until it returns, and again while the store is unavailable,
+// until ctx ends (retries back off under the replica's shared budget;
+// concurrent writes of the same what and rid are one). A retry that
+// answers ErrAlreadySettled found that an earlier try, reported
+// unavailable, had landed: that is success.
+func (g *Gateway) storeWrite(ctx context.Context, what, rid string, op func() error) error {
+	w := g.writes.Begin(time.Now())
+	defer w.End()
+	err, tries := g.retrier.Do(ctx, what, rid, op)
+	if tries > 1 && errors.Is(err, store.ErrAlreadySettled) {
+		err = nil
+	}
+	if tries > 1 && err == nil {
+		g.log.Debug(what+": the store answered again", "request_id", rid, "tries", tries)
+	}
+	return err
+}
+
+// holdWrite is storeWrite for a hold the caller waits for, tried once: a
+// hold the store cannot take now is the call's 503.
+func (g *Gateway) holdWrite(op func() error) error {
+	w := g.writes.Begin(time.Now())
+	defer w.End()
+	return op()
+}
+
+// uncharged records that call rid was answered and its charge could not be
+// written (relay_calls_uncharged_total): the gateway stopped before the
+// store answered, or the store refused the write for good. It stays at 0
+// unless something is wrong; the log line says which.
+func (g *Gateway) uncharged(rid, what string, err error) {
+	g.met.uncharged.Inc()
+	g.log.Error(what+": the call was answered and its charge could not be written", "request_id", rid, "error", err.Error())
+}
