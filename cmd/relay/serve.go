@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelrelay/modelrelay/gateway"
+	"github.com/modelrelay/modelrelay/internal/logagg"
 	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/store"
@@ -53,16 +55,28 @@ func runServe(args []string) error {
 	return srv.shutdown(30 * time.Second)
 }
 
-// newLogger returns the JSON logger on stderr, buffered (logSink), and the
-// function that flushes it for good.
+// newLogger returns the process logger on stderr (newLoggerTo).
 func newLogger(level string) (*slog.Logger, func(), error) {
+	return newLoggerTo(os.Stderr, level)
+}
+
+// newLoggerTo returns the JSON logger on w, buffered (logSink), with
+// repeated warnings and errors aggregated per 10 s (logagg: a storm of one
+// warning is two lines, not one per request), and the function that writes
+// the pending summaries and flushes the sink for good.
+func newLoggerTo(w io.Writer, level string) (*slog.Logger, func(), error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, nil, fmt.Errorf("-log-level: %q is not debug, info, warn or error", level)
 	}
-	sink := newLogSink(os.Stderr, 100*time.Millisecond)
-	return slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: l})), sink.Close, nil
+	sink := newLogSink(w, 100*time.Millisecond)
+	agg := logagg.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: l}), logAggregateEvery)
+	return slog.New(agg), func() { agg.Close(); sink.Close() }, nil
 }
+
+// logAggregateEvery is how often the log writes the summary of a repeated
+// warning or error.
+const logAggregateEvery = 10 * time.Second
 
 // server is a running gateway with everything it owns.
 type server struct {
