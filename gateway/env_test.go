@@ -19,12 +19,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
-
 	"github.com/modelrelay/modelrelay/store/badger"
 	"github.com/modelrelay/modelrelay/store/postgres"
 	"github.com/modelrelay/modelrelay/store/postgres/pgtest"
@@ -213,6 +214,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	}
 	e.serve(gw)
 	t.Cleanup(func() {
+		checkNoneUncharged(t, gw)
 		e.srv.Close()
 		if e.sh != nil {
 			e.sh.Close()
@@ -304,6 +306,7 @@ func (e *env) replica(wrap func(Store) Store) *env {
 	}
 	r.serve(gw)
 	t.Cleanup(func() {
+		checkNoneUncharged(t, gw)
 		r.srv.Close()
 		if r.sh != nil {
 			r.sh.Close()
@@ -492,3 +495,13 @@ func chatBody(model, content string, extra ...string) string {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// checkNoneUncharged fails t if gw answered a call whose charge it could not
+// write (relay_calls_uncharged_total): no test may leave one, whatever it
+// does to the store.
+func checkNoneUncharged(t testing.TB, gw *Gateway) {
+	t.Helper()
+	if n := testutil.ToFloat64(gw.met.uncharged); n != 0 {
+		t.Errorf("%v calls were answered and left uncharged (relay_calls_uncharged_total)", n)
+	}
+}

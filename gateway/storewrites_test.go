@@ -1,0 +1,105 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/modelrelay/modelrelay/store"
+)
+
+// heldSettles is a store whose Settle waits until gate is closed: a ledger
+// that has fallen behind.
+type heldSettles struct {
+	Store
+	gate chan struct{}
+}
+
+func (h heldSettles) Settle(ctx context.Context, s store.Settlement) (store.Entry, error) {
+	<-h.gate
+	return h.Store.Settle(ctx, s)
+}
+
+// TestStoreBehindRefusesNewCalls: while a ledger write has been under way
+// longer than billing.max_store_wait, a new call is refused at once with
+// 503 store_unavailable and Retry-After, in the error shape, before
+// anything is sent upstream, and counted; once the write lands calls are
+// admitted again, and every call answered is charged once.
+func TestStoreBehindRefusesNewCalls(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Billing.MaxStoreWait = 100 * time.Millisecond })
+	e.account("acme", "5")
+	key := e.key("acme", "economy")
+	gate := make(chan struct{})
+	r := e.replica(func(s Store) Store { return heldSettles{Store: s, gate: gate} })
+	defer func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	}()
+
+	body := chatBody("modelf-flash", "the ledger is slow")
+	status, hdr, data := r.do("POST", "/v1/chat/completions", key, body)
+	if status != 200 {
+		t.Fatalf("first call: %d %s", status, data)
+	}
+	rids := []string{hdr.Get("X-Request-Id")}
+	eventually(t, "the first call's settle under way past max_store_wait", func() bool {
+		return r.gw.writes.State(time.Now()).Oldest > 150*time.Millisecond
+	})
+	sent := r.requests()
+	status, hdr, data = r.do("POST", "/v1/chat/completions", key, body)
+	var eb errorBody
+	if err := json.Unmarshal(data, &eb); err != nil || status != 503 || eb.Error.Code != "store_unavailable" ||
+		eb.Error.Type != "service_unavailable_error" || hdr.Get("Retry-After") != "2" || !strings.Contains(eb.Error.Message, "behind") {
+		t.Fatalf("a call while the ledger is behind: %d %q %s (Retry-After %q)", status, err, data, hdr.Get("Retry-After"))
+	}
+	for line, n := range r.requests() {
+		if n != sent[line] {
+			t.Fatalf("the refused call reached line %s's provider", line)
+		}
+	}
+	if n := r.gw.writes.Refused(); n != 1 {
+		t.Fatalf("relay_store_behind_refused_total %d, want 1", n)
+	}
+
+	close(gate)
+	eventually(t, "the held settle lands", func() bool { return r.gw.writes.State(time.Now()).Writes == 0 })
+	status, hdr, data = r.do("POST", "/v1/chat/completions", key, body)
+	if status != 200 {
+		t.Fatalf("a call once the ledger caught up: %d %s", status, data)
+	}
+	rids = append(rids, hdr.Get("X-Request-Id"))
+	if err := r.gw.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkEachChargedOnce(t, e, rids)
+	if n := testutil.ToFloat64(r.gw.met.uncharged); n != 0 {
+		t.Fatalf("relay_calls_uncharged_total %v", n)
+	}
+}
+
+// TestStoreBehindConfig: billing.max_store_backlog and max_store_wait
+// default to the measured bounds, take -1 for none, and refuse the rest
+// naming the key.
+func TestStoreBehindConfig(t *testing.T) {
+	var b BillingConfig
+	if err := b.resolve(); err != nil || b.MaxStoreBacklog != DefaultMaxStoreBacklog || b.MaxStoreWait != DefaultMaxStoreWait {
+		t.Fatalf("defaults: %+v %v", b, err)
+	}
+	b = BillingConfig{MaxStoreBacklog: -1, MaxStoreWait: -time.Second}
+	if err := b.resolve(); err != nil || b.MaxStoreBacklog != -1 || b.MaxStoreWait != -time.Second {
+		t.Fatalf("no bounds: %+v %v", b, err)
+	}
+	for _, bad := range []BillingConfig{{MaxStoreBacklog: -2}, {MaxStoreWait: -time.Millisecond}} {
+		err := bad.resolve()
+		if err == nil || !strings.Contains(err.Error(), "billing.max_store_") {
+			t.Fatalf("%+v: %v, want an error naming the key", bad, err)
+		}
+	}
+}
