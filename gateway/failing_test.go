@@ -49,6 +49,7 @@ func newTryEnv(t *testing.T, rc RetryConfig, names ...string) *tryEnv {
 	g.lines = newLineSet(cfg, nil, log)
 	g.budget = newRetryBudget(cfg.Retry)
 	g.panic = newPanicMode(*cfg.Retry.PanicShare)
+	g.newStoreWrites()
 	g.met = newMetrics(g)
 	e.g = g
 	return e

@@ -121,22 +121,7 @@ func newMetrics(g *Gateway) *metrics {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "relay_retry_budget_refused_total", Help: "Retries not made because the retry budget was spent (retry.budget_ratio): the call answered with its last failure.",
 	}, func() float64 { return float64(g.budget.refused.Load()) }))
-	m.uncharged = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "relay_calls_uncharged_total", Help: "Calls answered whose charge could not be written: the gateway stopped before the store answered, or the store refused the write for good. 0 unless something is wrong; the error log names each.",
-	})
-	m.reg.MustRegister(m.uncharged)
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "relay_store_backlog", Help: "Ledger writes under way: holds, carves, settles and releases waiting in the store's queue, being sent, or waiting to be tried again (billing.max_store_backlog).",
-	}, func() float64 { return float64(g.writes.State(time.Now()).Writes) }))
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "relay_store_backlog_age_seconds", Help: "How long the oldest ledger write under way has waited (billing.max_store_wait).",
-	}, func() float64 { return g.writes.State(time.Now()).Oldest.Seconds() }))
-	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "relay_store_behind_refused_total", Help: "Relayed calls refused with 503 store_unavailable before any work because the ledger's writes were behind (billing.max_store_backlog, billing.max_store_wait).",
-	}, func() float64 { return float64(g.writes.Refused()) }))
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "relay_store_retry_budget", Help: "Ledger writes per second the replica's shared retry budget lets be tried again now: it halves on each retry the store does not answer and doubles on each it does.",
-	}, g.retrier.Budget))
+	m.registerStoreWrites(g)
 	m.reg.MustRegister(&lineCollector{g: g}, &pluginCollector{g: g}, &alertCollector{g: g})
 	return m
 }
