@@ -47,16 +47,14 @@ func (g *Gateway) admitStore() error {
 		s.Writes, s.Oldest.Round(time.Millisecond), storeRetryAfter)
 }
 
-// storeWrite runs op, the store write what of request rid, counted as
-// under way until it returns, and again while the store is unavailable,
+// storeWrite runs op, the store write what of request rid, each try counted
+// as under way (holdWrite), and again while the store is unavailable,
 // until ctx ends (retries back off under the replica's shared budget;
 // concurrent writes of the same what and rid are one). A retry that
 // answers ErrAlreadySettled found that an earlier try, reported
 // unavailable, had landed: that is success.
 func (g *Gateway) storeWrite(ctx context.Context, what, rid string, op func() error) error {
-	w := g.writes.Begin(time.Now())
-	defer w.End()
-	err, tries := g.retrier.Do(ctx, what, rid, op)
+	err, tries := g.retrier.Do(ctx, what, rid, func() error { return g.holdWrite(op) })
 	if tries > 1 && errors.Is(err, store.ErrAlreadySettled) {
 		err = nil
 	}
@@ -66,8 +64,10 @@ func (g *Gateway) storeWrite(ctx context.Context, what, rid string, op func() er
 	return err
 }
 
-// holdWrite is storeWrite for a hold the caller waits for, tried once: a
-// hold the store cannot take now is the call's 503.
+// holdWrite runs op, one try of a store write, counted as under way while
+// it runs: a write waiting for its next try is not (the store is not
+// working on it; relay_store_retrying counts it). A hold the caller waits
+// for is tried once: a hold the store cannot take now is the call's 503.
 func (g *Gateway) holdWrite(op func() error) error {
 	w := g.writes.Begin(time.Now())
 	defer w.End()
@@ -90,7 +90,7 @@ func (m *metrics) registerStoreWrites(g *Gateway) {
 	})
 	m.reg.MustRegister(m.uncharged)
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "relay_store_backlog", Help: "Ledger writes under way: holds, carves, settles and releases waiting in the store's queue, being sent, or waiting to be tried again (billing.max_store_backlog).",
+		Name: "relay_store_backlog", Help: "Ledger writes under way: holds, carves, settles and releases waiting in the store's queue or being sent (billing.max_store_backlog).",
 	}, func() float64 { return float64(g.writes.State(time.Now()).Writes) }))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "relay_store_backlog_age_seconds", Help: "How long the oldest ledger write under way has waited (billing.max_store_wait).",
@@ -98,6 +98,9 @@ func (m *metrics) registerStoreWrites(g *Gateway) {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "relay_store_behind_refused_total", Help: "Relayed calls refused with 503 store_unavailable before any work because the ledger's writes were behind (billing.max_store_backlog, billing.max_store_wait).",
 	}, func() float64 { return float64(g.writes.Refused()) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "relay_store_retrying", Help: "Ledger writes waiting to be tried again after the store answered that it is unavailable.",
+	}, func() float64 { return float64(g.retrier.Waiting()) }))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "relay_store_retry_budget", Help: "Ledger writes per second the replica's shared retry budget lets be tried again now: it halves on each retry the store does not answer and doubles on each it does.",
 	}, g.retrier.Budget))

@@ -12,8 +12,10 @@
 //
 // Three things here make the loop converge instead:
 //
-//   - Tracker counts the writes under way — waiting in the store's queue,
-//     being sent, or waiting to be tried again — and the age of the oldest.
+//   - Tracker counts the writes under way — waiting in the store's queue
+//     or being sent — and the age of the oldest. A write waiting for its
+//     next try is not under way (the store is not working on it): the
+//     retry budget bounds what those cost.
 //     Admission asks it before a call does any work: past either bound the
 //     call is refused at once (the gateway answers 503 with Retry-After),
 //     so a replica never admits more calls than its store can book, and

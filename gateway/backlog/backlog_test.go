@@ -176,10 +176,26 @@ func TestRetriesShareTheBudget(t *testing.T) {
 	for i := range 50 {
 		wg.Go(func() { r.Do(ctx, "settle", string(rune('a'+i)), func() error { return errDown }) })
 	}
+	if eventuallyTrue(func() bool { return r.Waiting() == 50 }) != nil {
+		t.Errorf("%d writes waiting for their next try, want the 50", r.Waiting())
+	}
 	wg.Wait()
+	if n := r.Waiting(); n != 0 {
+		t.Fatalf("%d writes waiting after every Do returned", n)
+	}
 	// 2 s at 5 per second and a burst of one: at most 11 retries (the
 	// limiter may let one more through as the context ends).
 	if n := retries.Load(); n > 12 {
 		t.Fatalf("50 writes made %d retries in 2 s under a budget of %v/s", n, float64(budgetMin))
 	}
+}
+
+// eventuallyTrue polls cond for up to a second.
+func eventuallyTrue(cond func() bool) error {
+	for deadline := time.Now().Add(time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return errors.New("not within a second")
+		}
+	}
+	return nil
 }

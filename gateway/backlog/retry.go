@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -36,15 +37,19 @@ type Retrier struct {
 	OnRetry        func(what string)
 	OnFirstFailure func(what, key string, err error)
 
-	budget *rate.Limiter
-	mu     sync.Mutex // orders SetLimit after a retry's outcome
-	group  singleflight.Group
+	budget  *rate.Limiter
+	mu      sync.Mutex   // orders SetLimit after a retry's outcome
+	waiting atomic.Int64 // writes between tries
+	group   singleflight.Group
 }
 
 // NewRetrier returns a Retrier that tries again while retry(err) holds.
 func NewRetrier(retry func(error) bool) *Retrier {
 	return &Retrier{Retry: retry, budget: rate.NewLimiter(budgetMax, budgetBurst)}
 }
+
+// Waiting is how many writes wait for their next try now.
+func (r *Retrier) Waiting() int64 { return r.waiting.Load() }
 
 // Budget is the retries per second the shared budget lets through now.
 func (r *Retrier) Budget() float64 { return float64(r.budget.Limit()) }
@@ -78,10 +83,7 @@ func (r *Retrier) do(ctx context.Context, what, key string, op func() error) (er
 	}
 	tries := 1
 	for wait := backoffMin; ; wait = min(2*wait, backoffMax) {
-		if werr := sleep(ctx, wait/2+rand.N(wait/2+1)); werr != nil {
-			return errors.Join(werr, err), tries
-		}
-		if werr := r.budget.Wait(ctx); werr != nil {
+		if werr := r.pause(ctx, wait/2+rand.N(wait/2+1)); werr != nil {
 			return errors.Join(werr, err), tries
 		}
 		if r.OnRetry != nil {
@@ -94,6 +96,17 @@ func (r *Retrier) do(ctx context.Context, what, key string, op func() error) (er
 			return err, tries
 		}
 	}
+}
+
+// pause waits d, then for a token of the budget, or until ctx ends (its
+// error).
+func (r *Retrier) pause(ctx context.Context, d time.Duration) error {
+	r.waiting.Add(1)
+	defer r.waiting.Add(-1)
+	if err := sleep(ctx, d); err != nil {
+		return err
+	}
+	return r.budget.Wait(ctx)
 }
 
 // adjust doubles the budget's rate after a retry that the store answered,
