@@ -7,7 +7,7 @@ PLUGINS   := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
 export RELAY_PLUGIN_DIR := $(CURDIR)/$(PLUGINDIR)
 export RELAY_WASM_CACHE := $(WASMCACHE)
 
-.PHONY: all build plugins run cluster nginx test test-postgres test-clients vet fmt-check browser fuzz bench clean
+.PHONY: all build plugins run cluster nginx test test-postgres test-overload test-clients vet fmt-check browser fuzz bench clean
 
 all: build plugins
 
@@ -69,6 +69,16 @@ test: plugins vet fmt-check browser nginx
 test-postgres: plugins
 	@test -n "$$RELAY_TEST_POSTGRES" || { echo "test-postgres: set RELAY_TEST_POSTGRES, e.g. postgres://postgres@127.0.0.1:5432/test"; exit 1; }
 	RELAY_TEST_GATEWAY_STORE=postgres $(GO) test -count=1 -timeout 15m ./gateway/
+
+# The overload tests (cmd/relay/overload_test.go): relay serve, the sim and
+# PostgreSQL (a cluster the tests make with initdb) pinned to one CPU with
+# taskset, 64 callers for 15 s, five rounds; the same with the database
+# slowed and stalled, with three replicas, and on Badger. Each round: every
+# 200 charged exactly once, nothing held, the gateway idle and its log small
+# within 30 s. Several minutes; needs two CPUs, taskset and PostgreSQL's
+# binaries (else they say so and skip).
+test-overload: plugins
+	RELAY_TEST_OVERLOAD=1 $(GO) test -count=1 -timeout 30m -run '^TestOverload' -v ./cmd/relay/
 
 # The real coding CLIs against relay demo: Claude Code (claude -p) and Codex
 # (codex exec, with a custom provider and with the built-in OpenAI one), the

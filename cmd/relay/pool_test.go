@@ -24,7 +24,14 @@ type simProc struct {
 // startSim starts `relay sim -addr addr args…` and waits until it answers.
 func startSim(t *testing.T, addr string, args ...string) *simProc {
 	t.Helper()
-	s := &simProc{addr: addr, cmd: exec.Command(relayBin, append([]string{"sim", "-addr", addr}, args...)...)}
+	return startSimCmd(t, exec.Command(relayBin, append([]string{"sim", "-addr", addr}, args...)...), addr)
+}
+
+// startSimCmd starts the sim cmd runs (relay sim, or taskset running it),
+// which must serve on addr, and waits until it answers.
+func startSimCmd(t *testing.T, cmd *exec.Cmd, addr string) *simProc {
+	t.Helper()
+	s := &simProc{addr: addr, cmd: cmd}
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +44,7 @@ func startSim(t *testing.T, addr string, args ...string) *simProc {
 			return s
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("relay sim %v did not start: %v", args, err)
+			t.Fatalf("%v did not start: %v", cmd.Args, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

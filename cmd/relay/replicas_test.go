@@ -115,18 +115,7 @@ lines:
 			t.Fatal(err)
 		}
 		reps[i] = startGateway(t, config, addr)
-		g := reps[i]
-		t.Cleanup(func() {
-			if t.Failed() {
-				var b strings.Builder
-				for _, l := range strings.Split(g.output(), "\n") {
-					if !strings.Contains(l, `"level":"INFO"`) {
-						b.WriteString(l + "\n")
-					}
-				}
-				t.Logf("replica %d (%s), its log but for INFO lines:\n%s", i, g.addr, tail(b.String(), 6000))
-			}
-		})
+		logIfFailed(t, fmt.Sprintf("replica %d (%s)", i, addr), reps[i])
 	}
 	return reps
 }
