@@ -588,27 +588,38 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 // keep-alive client's next call would otherwise wait for. A stream's
 // response ends when its handler returns, and a client that has seen the
 // end may read its charge: it is settled first, and detached only when
-// the store is unavailable (or its hold's carve is still retrying, see
-// allot.go), so that neither the stream nor the connection waits for the
-// database. It returns the error of a settle that failed for
+// the store is unavailable, its settle takes longer than streamSettleWait
+// (a reader of its generation then waits for it, see streamsEnding), or
+// its hold's carve is still retrying (allot.go), so that neither the
+// stream nor the connection waits long for the database. It returns the error of a settle that failed for
 // good, nil when detached. st is the call's settlement, already priced
 // (settlement): a JSON answer's x-relay-cost-usd header says its charge.
 // The access log records the charge priced.
 func (g *Gateway) settleAnswered(ctx context.Context, c *call, st store.Settlement) error {
 	ctx = context.WithoutCancel(ctx)
-	// A stream whose hold's carve is still retrying (the store is
-	// unavailable) is detached too; the goroutine waits for the carve.
+	// A stream's settle is waited for up to streamSettleWait; one that
+	// takes longer (the ledger is behind) is not sent again but followed
+	// in the background. A stream whose hold's carve is still retrying
+	// (the store is unavailable) is detached at once; the goroutine waits
+	// for the carve.
+	var first chan error
 	if c.answered == nil && c.carve.landedWithin(carveWaitMax) {
-		w := g.writes.Begin(time.Now())
-		err := g.writeSettle(ctx, st)
-		w.End()
-		switch {
-		case err == nil:
-			g.recordSettled(c, st)
-			return nil
-		case !errors.Is(err, store.ErrUnavailable):
-			g.uncharged(c.info.rid, "settle", err)
-			return err
+		first = make(chan error, 1)
+		go func() { first <- g.holdWrite(func() error { return g.writeSettle(ctx, st) }) }()
+		t := time.NewTimer(streamSettleWait)
+		select {
+		case err := <-first:
+			t.Stop()
+			switch {
+			case err == nil:
+				g.recordSettled(c, st)
+				return nil
+			case !errors.Is(err, store.ErrUnavailable):
+				g.uncharged(c.info.rid, "settle", err)
+				return err
+			}
+			first = nil // tried again in the background
+		case <-t.C:
 		}
 	}
 	c.info.charge = st.Charge.Fixed()
@@ -624,7 +635,18 @@ func (g *Gateway) settleAnswered(ctx context.Context, c *call, st store.Settleme
 		// is charged once the store is back (or counted uncharged if the
 		// gateway stops first, when its hold is left to the lease sweep
 		// or the restart's recovery).
-		err := g.storeWrite(g.life, "settle", rid, func() error { return g.writeSettle(ctx, st) })
+		try := func() error { return g.writeSettle(ctx, st) }
+		if first != nil { // the stream's try under way comes first
+			try = func() error {
+				if first == nil {
+					return g.writeSettle(ctx, st)
+				}
+				err := <-first
+				first = nil
+				return err
+			}
+		}
+		err := g.storeWrite(g.life, "settle", rid, try)
 		switch {
 		case err == nil:
 			g.met.openHolds.Add(-1)
@@ -640,10 +662,16 @@ func (g *Gateway) settleAnswered(ctx context.Context, c *call, st store.Settleme
 		if answered != nil {
 			g.settling.end(account, answered)
 			g.settleEnd(account, shared)
+		} else {
+			g.streams.end(rid) // a read of its generation waited for this
 		}
 	}()
 	return nil
 }
+
+// streamSettleWait is how long a stream's end waits for its settle before
+// leaving it to the background (settleAnswered).
+const streamSettleWait = time.Second
 
 // writeSettle is one try at writing st.
 func (g *Gateway) writeSettle(ctx context.Context, st store.Settlement) error {

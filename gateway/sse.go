@@ -27,8 +27,13 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *cal
 	stripUsage := c.ep.name == pricing.EndpointChat && !c.sum.includeUsage
 	meter := c.ep.meter()
 	// A read of this call's generation waits for its settle (or release).
+	// A settle left to the background ends it there (settleAnswered).
 	g.streams.begin(c.info.rid, c.key.Account)
-	defer g.streams.end(c.info.rid)
+	defer func() {
+		if !c.detached {
+			g.streams.end(c.info.rid)
+		}
+	}()
 	h := w.Header()
 	g.copyResponseHeaders(h, up.resp.Header)
 	h.Set("Cache-Control", "no-cache")

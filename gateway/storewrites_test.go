@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,9 +18,13 @@ import (
 type heldSettles struct {
 	Store
 	gate chan struct{}
+	n    *atomic.Int32 // counts the settles sent, if set
 }
 
 func (h heldSettles) Settle(ctx context.Context, s store.Settlement) (store.Entry, error) {
+	if h.n != nil {
+		h.n.Add(1)
+	}
 	<-h.gate
 	return h.Store.Settle(ctx, s)
 }
@@ -102,4 +107,42 @@ func TestStoreBehindConfig(t *testing.T) {
 			t.Fatalf("%+v: %v, want an error naming the key", bad, err)
 		}
 	}
+}
+
+// TestSlowSettleDoesNotHoldTheStream: a stream whose settle waits in a
+// ledger that has fallen behind ends for its client anyway (after
+// streamSettleWait), its settle followed in the background, not sent
+// again; a read of its generation made meanwhile waits for that settle
+// and finds the call charged once.
+func TestSlowSettleDoesNotHoldTheStream(t *testing.T) {
+	e := newEnv(t)
+	e.account("acme", "5")
+	key := e.key("acme", "economy")
+	gate := make(chan struct{})
+	var settles atomic.Int32
+	r := e.replica(func(s Store) Store { return heldSettles{Store: s, gate: gate, n: &settles} })
+	var opened atomic.Bool
+	fallback := time.AfterFunc(20*time.Second, func() { opened.Store(true); close(gate) })
+	defer fallback.Stop()
+
+	status, hdr, data := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "slow ledger", `"stream":true`))
+	if opened.Load() {
+		t.Fatal("the stream ended only once its settle could land")
+	}
+	if status != 200 || !strings.Contains(string(data), "data: [DONE]") {
+		t.Fatalf("stream: %d %.300s", status, data)
+	}
+	rid := hdr.Get("X-Request-Id")
+	if fallback.Stop() {
+		time.AfterFunc(200*time.Millisecond, func() { close(gate) })
+	}
+	status, _, data = r.do("GET", "/v1/generations/"+rid, key, nil)
+	var gen GenerationInfo
+	if err := json.Unmarshal(data, &gen); err != nil || status != 200 || gen.Status != store.OutcomeSettled {
+		t.Fatalf("the generation read while its settle was on its way: %d %v %s", status, err, data)
+	}
+	if n := settles.Load(); n != 1 {
+		t.Fatalf("the settle was sent %d times, want once", n)
+	}
+	checkEachChargedOnce(t, e, []string{rid})
 }
