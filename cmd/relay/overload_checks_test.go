@@ -272,7 +272,7 @@ func (o *overloadRun) checkGateway(t *testing.T, i int, g *gatewayProc, idle idl
 		t.Logf("c. %s idle %v after the load (CPU per window %v)", name, idle.at.Round(time.Millisecond), idle.shares)
 	}
 	ls := readLog(g.output())
-	t.Logf("d. %s log: %d bytes, %d without the access lines; %d WARN, %d ERROR lines: %s", name, ls.total, ls.noAccess, ls.warns, ls.errors, ls.top)
+	t.Logf("d. %s log: %d bytes, %d without the access lines; %d WARN, %d ERROR lines: %s%s", name, ls.total, ls.noAccess, ls.warns, ls.errors, ls.top, ls.errs)
 	if ls.noAccess > logBound {
 		t.Errorf("d. %s logged %d bytes besides its access lines, over %d", name, ls.noAccess, logBound)
 	}

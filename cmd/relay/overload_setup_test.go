@@ -264,7 +264,10 @@ type logStats struct {
 	total, noAccess int
 	warns, errors   int
 	top             string
+	errs            string // the error of the first line of each message that has one
 }
+
+var logErr = regexp.MustCompile(`"error":"((?:[^"\\]|\\.)*)"`)
 
 var logMsg = regexp.MustCompile(`"msg":"((?:[^"\\]|\\.)*)"`)
 
@@ -284,6 +287,11 @@ func readLog(out string) logStats {
 			s.errors++
 		}
 		if m := logMsg.FindStringSubmatch(l); m != nil && (warn || bad) {
+			if msgs[m[1]] == 0 {
+				if e := logErr.FindStringSubmatch(l); e != nil {
+					s.errs += fmt.Sprintf("; %.80q: %.300q", m[1], e[1])
+				}
+			}
 			msgs[m[1]]++
 		}
 	}

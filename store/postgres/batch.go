@@ -47,10 +47,13 @@ import (
 // it would fail each statement alone.
 
 // maxBatch bounds the operations of one batch. A lane takes everything
-// queued up to it, so a lane under backlog sends bigger batches, not more
-// round trips: its settles go as one statement however many they are, and
-// each carve or hold is one more statement in the same pipeline and commit.
-const maxBatch = 1024
+// queued up to it, so a lane under backlog sends full batches, not more
+// round trips: its settles go as one statement however many they are. Not
+// more: a batch holds its account's row lock until it commits, and on
+// three replicas of one account batches of 1,024 made the others'
+// statements wait past the statement timeout (RATIONALE.md, "A store that
+// falls behind").
+const maxBatch = 128
 
 type opKind uint8
 
