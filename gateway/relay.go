@@ -436,10 +436,26 @@ func (g *Gateway) holdOf(c *call) store.Hold {
 
 // storeHold writes h, timed; it reads nothing of the call (it may run
 // beside the upstream request).
+//
+// A hold still waiting in the store's queue after billing.max_store_wait
+// leaves it unsent and the call is refused (the ledger is behind), as it
+// would have been at admission had it come a moment later.
 func (g *Gateway) storeHold(ctx context.Context, h store.Hold) error {
 	t0 := time.Now()
-	err := g.holdWrite(func() error { return g.store.Hold(ctx, h) })
+	hctx, cancel := ctx, context.CancelFunc(func() {})
+	if d := g.cfg.Billing.MaxStoreWait; d > 0 {
+		hctx, cancel = context.WithTimeout(ctx, d)
+	}
+	err := g.holdWrite(func() error { return g.store.Hold(hctx, h) })
+	waited := hctx.Err() != nil && ctx.Err() == nil
+	cancel()
 	g.met.holdDur.Observe(time.Since(t0).Seconds())
+	if err != nil && waited && errors.Is(err, context.DeadlineExceeded) {
+		g.writes.Refuse()
+		return refusal("store_unavailable", storeRetryAfter,
+			"the ledger is behind (the call's hold waited %s in its queue); nothing was charged, retry after %d seconds",
+			time.Since(t0).Round(time.Millisecond), storeRetryAfter)
+	}
 	g.storeDown(err)
 	return err
 }

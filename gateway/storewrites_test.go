@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -145,4 +146,46 @@ func TestSlowSettleDoesNotHoldTheStream(t *testing.T) {
 		t.Fatalf("the settle was sent %d times, want once", n)
 	}
 	checkEachChargedOnce(t, e, []string{rid})
+}
+
+// queuedHolds is a store whose Hold waits in a queue that never moves
+// until its caller gives up, as a PostgreSQL lane behind a slow batch.
+type queuedHolds struct{ Store }
+
+func (q queuedHolds) Hold(ctx context.Context, h store.Hold) error {
+	<-ctx.Done()
+	return fmt.Errorf("hold %q: %w: %w", h.RequestID, store.ErrUnavailable, ctx.Err())
+}
+
+// TestQueuedHoldGivesUp: a hold still queued after billing.max_store_wait
+// is given up, unsent, and its call refused with 503 store_unavailable
+// (the ledger is behind, not down), counted, nothing sent upstream or
+// held.
+func TestQueuedHoldGivesUp(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Billing.MaxStoreWait = 100 * time.Millisecond })
+	e.account("acme", "5")
+	key := e.key("acme", "economy")
+	r := e.replica(func(s Store) Store { return queuedHolds{s} })
+	sent := r.requests()
+	t0 := time.Now()
+	status, hdr, data := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "queued"))
+	var eb errorBody
+	if err := json.Unmarshal(data, &eb); err != nil || status != 503 || eb.Error.Code != "store_unavailable" ||
+		hdr.Get("Retry-After") != "2" || !strings.Contains(eb.Error.Message, "hold waited") {
+		t.Fatalf("a call whose hold stayed queued: %d %v %s", status, err, data)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("refused after %v", d)
+	}
+	for line, n := range r.requests() {
+		if n != sent[line] {
+			t.Fatalf("the refused call reached line %s's provider", line)
+		}
+	}
+	if n := r.gw.writes.Refused(); n != 1 {
+		t.Fatalf("relay_store_behind_refused_total %d, want 1", n)
+	}
+	if a := e.balance("acme"); a.Held != 0 || a.Balance != 5_000_000_000 {
+		t.Fatalf("after the refusal: %+v", a)
+	}
 }

@@ -132,5 +132,8 @@ func (t *Tracker) Admit(now time.Time) (State, bool) {
 	return s, true
 }
 
-// Refused is how many calls Admit refused.
+// Refuse counts a call refused because a write of its waited too long.
+func (t *Tracker) Refuse() { t.refused.Add(1) }
+
+// Refused is how many calls Admit refused, and those counted by Refuse.
 func (t *Tracker) Refused() uint64 { return t.refused.Load() }
