@@ -7,7 +7,8 @@
 # measures the latency phase at RATES for DURATION each, one round; prints the
 # direct, proxy and gateway-pg rows (p50, p99, overhead p50) and the
 # gateway's hold, carve and settle times (relay_store_duration_seconds: count, mean
-# and the share under 0.5, 1 and 2.5 ms), and the CPU per call of the
+# and the share under 0.5, 1 and 2.5 ms), the peaks of its ledger backlog
+# (relay_store_backlog, relay_store_backlog_age_seconds), and the CPU per call of the
 # processes serving the run's database (backends and autovacuum workers).
 #
 # Usage: BIN=/tmp/relay-other bench/pgquick.sh
@@ -124,6 +125,12 @@ CALLS0=$(pg "$DB" "SELECT count(*) FROM journal WHERE kind = 'charge'")
 (while :; do db_sample; sleep 0.2; done) >"$WORK/cpu" 2>/dev/null &
 SAMPLER=$!
 PIDS+=("$SAMPLER")
+# The ledger's writes under way (relay_store_backlog) and the oldest's age,
+# every 50 ms: their peaks under a load the database keeps up with are
+# what billing.max_store_backlog and max_store_wait are set against.
+(while :; do curl -sf -H "Authorization: Bearer $TOKEN" "$GW/metrics" | grep -E '^relay_store_backlog(_age_seconds)? ' | tr '\n' ' '; echo; sleep 0.05; done) >"$WORK/backlog" 2>/dev/null &
+BACKLOG=$!
+PIDS+=("$BACKLOG")
 taskset -c 0 "$ROOT/build/bench/bin/loadgen" -direct http://127.0.0.1:9101 -proxy http://127.0.0.1:9201 \
 	-gateway "$GW" -key "$KEY" -phases latency -rates "$RATES" -duration "$DURATION" -rounds 1 \
 	-jitter 0 -warmup 500ms -sim-pid "$SIM_PID" -gateway-pid "$GW_PID" -md "$WORK/report.md" >/dev/null 2>"$WORK/loadgen.log" ||
@@ -144,7 +151,9 @@ curl -sf -H "Authorization: Bearer $TOKEN" "$GW/metrics" | awk '
 		for (op in n) if (n[op] > 0)
 			printf "%s: %d, mean %.3f ms; under 0.5 ms %.0f%%, 1 ms %.0f%%, 2.5 ms %.0f%%\n", op, n[op], 1000 * sum[op] / n[op], 100 * a[op] / n[op], 100 * b[op] / n[op], 100 * c[op] / n[op]
 	}'
-kill "$SAMPLER" 2>/dev/null || true
+kill "$SAMPLER" "$BACKLOG" 2>/dev/null || true
+awk '{for (i = 1; i < NF; i += 2) {if ($i == "relay_store_backlog" && $(i+1) > b) b = $(i+1); if ($i == "relay_store_backlog_age_seconds" && $(i+1) > a) a = $(i+1)}}
+	END {if (NR) printf "ledger writes under way: peak %d, the oldest at most %.0f ms (%d samples of /metrics, every 50 ms)\n", b, 1000 * a, NR}' "$WORK/backlog"
 db_sample >>"$WORK/cpu"
 read -r DBCPU PROCS < <(awk 'NR == FNR {before[$1] = $2; next} {last[$1] = $2}
 	END {for (p in last) {s += last[p] - before[p]; n++} printf "%d %d\n", s, n}' "$WORK/cpu0" "$WORK/cpu")

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/modelrelay/modelrelay/pricing"
 )
@@ -29,18 +29,20 @@ type ledgerReader interface {
 // through a proxy the gateways may be slowed by).
 type pgBooks struct {
 	dsn  string
-	conn *pgx.Conn
+	conn *pgxpool.Pool
 }
 
 func newPGBooks(t *testing.T, dsn string) *pgBooks {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
+	// A pool, not one connection: a read that times out on the starved
+	// database closes its connection, and the next read takes another.
+	conn, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	t.Cleanup(conn.Close)
 	return &pgBooks{dsn: dsn, conn: conn}
 }
 
@@ -54,7 +56,7 @@ func (b *pgBooks) held(*testing.T) (int, int64, error) {
 }
 
 func (b *pgBooks) charges(_ *testing.T, rids []string) (map[string]int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rows, err := b.conn.Query(ctx, `SELECT request_id, count(*) FROM journal WHERE kind = 'charge' AND request_id = ANY($1) GROUP BY request_id`, rids)
 	if err != nil {
@@ -275,6 +277,11 @@ func (o *overloadRun) checkGateway(t *testing.T, i int, g *gatewayProc, idle idl
 	t.Logf("d. %s log: %d bytes, %d without the access lines; %d WARN, %d ERROR lines: %s%s", name, ls.total, ls.noAccess, ls.warns, ls.errors, ls.top, ls.errs)
 	if ls.noAccess > logBound {
 		t.Errorf("d. %s logged %d bytes besides its access lines, over %d", name, ls.noAccess, logBound)
+	}
+	if i < len(o.peaks) {
+		p := o.peaks[i]
+		t.Logf("e. %s during the load: relay_store_backlog peak %v writes, relay_store_backlog_age_seconds peak %v s; peak resident memory %s",
+			name, p.backlog, p.age, vmHWM(g.cmd.Process.Pid))
 	}
 	page := metricsPage(t, g.addr)
 	t.Logf("e. %s metrics: relay_calls_uncharged_total %s, relay_store_retries_total %s, relay_store_behind_refused_total %s, relay_store_backlog %s",

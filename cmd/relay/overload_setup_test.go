@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,15 +32,26 @@ func needOverload(t *testing.T) {
 }
 
 // overloadRounds is RELAY_TEST_OVERLOAD_ROUNDS, else def.
-func overloadRounds(t *testing.T, def int) int {
+func overloadRounds(t *testing.T, def int) int { return envCount(t, "RELAY_TEST_OVERLOAD_ROUNDS", def) }
+
+// overloadCallersFor is how many callers a round has:
+// RELAY_TEST_OVERLOAD_CALLERS, else 64 (fewer measure a ledger that keeps
+// up, as the bounds' defaults were, RATIONALE.md).
+func overloadCallersFor(t *testing.T) int {
+	return envCount(t, "RELAY_TEST_OVERLOAD_CALLERS", overloadCallers)
+}
+
+// envCount is the positive count the environment variable name says, else
+// def.
+func envCount(t *testing.T, name string, def int) int {
 	t.Helper()
-	v := os.Getenv("RELAY_TEST_OVERLOAD_ROUNDS")
+	v := os.Getenv(name)
 	if v == "" {
 		return def
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
-		t.Fatalf("RELAY_TEST_OVERLOAD_ROUNDS=%q: want a count of rounds", v)
+		t.Fatalf("%s=%q: want a positive count", name, v)
 	}
 	return n
 }
@@ -218,6 +230,11 @@ func startOverloadGateway(t *testing.T, o overloadGateway) *gatewayProc {
 	if o.dsn != "" {
 		st = fmt.Sprintf("store: {driver: postgres, dsn: %q}\n", o.dsn)
 	}
+	// RELAY_TEST_OVERLOAD_BILLING sets billing keys, to measure against
+	// other bounds, e.g. "max_store_backlog: -1, max_store_wait: -1s".
+	if b := os.Getenv("RELAY_TEST_OVERLOAD_BILLING"); b != "" {
+		st += "billing: {" + b + "}\n"
+	}
 	cfg := fmt.Sprintf(`listen: %s
 data_dir: %s
 support_email: ops@relay.test
@@ -358,4 +375,48 @@ func metricText(page, name string) string {
 		return "absent"
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// peak is the highest ledger backlog a gateway's /metrics showed.
+type peak struct{ backlog, age float64 }
+
+// watchPeaks samples each gateway's relay_store_backlog and
+// relay_store_backlog_age_seconds every 250 ms until end; the function
+// returned waits for the peaks.
+func (o *overloadRun) watchPeaks(end time.Time) func() []peak {
+	peaks := make([]peak, len(o.gws))
+	var wg sync.WaitGroup
+	for i, g := range o.gws {
+		wg.Go(func() {
+			for ; time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+				resp, err := replicaClient.Get("http://" + g.addr + "/metrics")
+				if err != nil {
+					continue
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if v, ok := metricSum(string(b), "relay_store_backlog"); ok {
+					peaks[i].backlog = max(peaks[i].backlog, v)
+				}
+				if v, ok := metricSum(string(b), "relay_store_backlog_age_seconds"); ok {
+					peaks[i].age = max(peaks[i].age, v)
+				}
+			}
+		})
+	}
+	return func() []peak { wg.Wait(); return peaks }
+}
+
+// vmHWM is process pid's peak resident set (VmHWM), as /proc says it.
+func vmHWM(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return err.Error()
+	}
+	for l := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
 }

@@ -115,6 +115,7 @@ type overloadRun struct {
 	gws   []*gatewayProc
 	keys  []string // caller w uses keys[w/2 % len(keys)]
 	books ledgerReader
+	peaks []peak // of the last round's load, per gateway
 }
 
 // startPostgresOverload starts the test's own PostgreSQL cluster, the sim
@@ -155,7 +156,9 @@ func (o *overloadRun) runRound(t *testing.T, i int, during func(t *testing.T, lo
 			beside.Go(func() { during(t, load) })
 		}
 		idle := o.watchIdle(stopped)
-		results := o.load(stopped)
+		peaks := o.watchPeaks(stopped)
+		results := o.load(stopped, overloadCallersFor(t))
+		o.peaks = peaks()
 		ok := checkAnswers(t, results, load, time.Since(stopped))
 		o.checkAfterLoad(t, results, ok, stopped, idle)
 		if i == 1 {
@@ -173,13 +176,13 @@ func (o *overloadRun) runRound(t *testing.T, i int, during func(t *testing.T, lo
 
 // load runs the callers until end: caller w calls gateway w % len(gws),
 // with a stream when w is odd, again as soon as each call ends.
-func (o *overloadRun) load(end time.Time) []callResult {
+func (o *overloadRun) load(end time.Time, callers int) []callResult {
 	var (
 		mu  sync.Mutex
 		all []callResult
 		wg  sync.WaitGroup
 	)
-	for w := range overloadCallers {
+	for w := range callers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
