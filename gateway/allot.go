@@ -381,7 +381,9 @@ func (g *Gateway) carveHold(ctx context.Context, al *allotment, h store.Hold) *c
 			}
 		}
 		if err != nil {
-			g.uncharged(h.RequestID, "carve", err)
+			// The call's settle (or release) finds no hold and says
+			// whether an answered call went uncharged (storewrites.go).
+			g.log.Error("carve: the call's hold could not be written", "request_id", h.RequestID, "error", err.Error())
 		}
 	}()
 	return cv

@@ -87,9 +87,10 @@ type BillingConfig struct {
 	// the database beside its upstream request. Needs overlap_hold.
 	Allot *bool `yaml:"allot"`
 	// MaxStoreBacklog is how many ledger writes (holds, carves, settles,
-	// releases, and those waiting to be tried again) may be under way
-	// before new calls are refused with 503 store_unavailable
-	// (gateway/backlog). Default DefaultMaxStoreBacklog; -1: no bound.
+	// releases) may be in the store's queue or being sent before new calls
+	// are refused with 503 store_unavailable (gateway/backlog); a write
+	// waiting to be tried again is not counted. Default
+	// DefaultMaxStoreBacklog; -1: no bound.
 	MaxStoreBacklog int `yaml:"max_store_backlog"`
 	// MaxStoreWait is how long the oldest ledger write under way may have
 	// waited before new calls are refused the same way. Default

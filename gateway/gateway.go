@@ -155,10 +155,17 @@ func New(o Options) (*Gateway, error) {
 	return g, nil
 }
 
+// drainAfterStop is how long Drain waits, once its ctx has ended, for the
+// ledger writes it stopped to record their outcome.
+const drainAfterStop = 2 * time.Second
+
 // Handler is the gateway's HTTP handler.
 func (g *Gateway) Handler() http.Handler { return g.front }
 
 // Drain waits for in-flight relayed calls to finish, or ctx to end.
+//
+// Should ctx end first, the ledger writes still tried again are stopped
+// and given drainAfterStop to record what they leave uncharged.
 func (g *Gateway) Drain(ctx context.Context) error {
 	g.closing.Store(true)
 	done := make(chan struct{})
@@ -169,8 +176,15 @@ func (g *Gateway) Drain(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 		// Writes still tried again end now: each answered call among
-		// them is counted and logged as uncharged (storewrites.go).
+		// them is counted and logged as uncharged (storewrites.go),
+		// which takes them a moment.
 		g.endLife()
+		t := time.NewTimer(drainAfterStop)
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
 	}
 	if g.allot != nil {
 		// On a timeout this retires them; each is released once the

@@ -525,30 +525,47 @@ func (g *Gateway) releaseUnsettled(c *call) {
 		return
 	}
 	ctx := context.WithoutCancel(c.r.Context())
-	if !c.carve.landedWithin(carveWaitMax) {
-		// The carve is retrying (the store is unavailable): the failed
-		// call's answer does not wait for it; the release follows it.
-		c.detached = true
-		rid, carve := c.info.rid, c.carve
-		g.inflight.Add(1)
-		go func() {
-			defer g.inflight.Done()
-			carve.wait()
-			g.release(ctx, rid)
-		}()
-		return
+	rid := c.info.rid
+	var err error
+	if c.carve.landedWithin(carveWaitMax) {
+		err = g.holdWrite(func() error { return g.releaseOnce(ctx, rid) })
+		if !errors.Is(err, store.ErrUnavailable) {
+			g.released(rid, err)
+			return
+		}
 	}
-	g.release(ctx, c.info.rid)
+	// The carve is retrying, or the release met the store unavailable:
+	// the failed call's answer does not wait; the release follows in the
+	// background, tried again until the store answers.
+	c.detached = true
+	carve, account, answered, shared := c.carve, c.key.Account, c.answered, c.sharedSettle
+	g.inflight.Add(1)
+	go func() {
+		defer g.inflight.Done()
+		carve.wait()
+		g.release(ctx, rid)
+		if answered != nil { // the handler leaves these to whoever owns the hold
+			g.settling.end(account, answered)
+			g.settleEnd(account, shared)
+		}
+	}()
 }
 
 // release releases the hold of request rid, uncharged, trying again while
 // the store is unavailable until the gateway stops.
 func (g *Gateway) release(ctx context.Context, rid string) {
-	err := g.storeWrite(g.life, "release", rid, func() error {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		return g.store.Release(ctx, rid, "call failed")
-	})
+	g.released(rid, g.storeWrite(g.life, "release", rid, func() error { return g.releaseOnce(ctx, rid) }))
+}
+
+// releaseOnce is one try at releasing the hold of request rid.
+func (g *Gateway) releaseOnce(ctx context.Context, rid string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return g.store.Release(ctx, rid, "call failed")
+}
+
+// released records the outcome err of releasing request rid's hold.
+func (g *Gateway) released(rid string, err error) {
 	switch {
 	case err == nil:
 		g.met.openHolds.Add(-1)
@@ -594,8 +611,11 @@ func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note str
 // answer, a stream to its last event), as settle does, but lets its
 // handler return without waiting for the write whenever it can: the call
 // is detached and the settle goes on in the background, with
-// storeWrite's retries; should it never land, the hold is released
-// there, uncharged. The drain waits for it like any call.
+// storeWrite's retries, until the store answers. Should the store refuse
+// it for good (no hold to settle), the hold, if any, is released; should
+// the gateway stop first, the hold is left to the lease sweep (or the
+// restart's recovery); either way the call is counted in
+// relay_calls_uncharged_total. The drain waits for it like any call.
 //
 // A JSON answer (c.answered set: the admin reads of the account wait for
 // its settle, see settling) is always detached, so that its connection
@@ -651,18 +671,17 @@ func (g *Gateway) settleAnswered(ctx context.Context, c *call, st store.Settleme
 		// is charged once the store is back (or counted uncharged if the
 		// gateway stops first, when its hold is left to the lease sweep
 		// or the restart's recovery).
-		try := func() error { return g.writeSettle(ctx, st) }
-		if first != nil { // the stream's try under way comes first
-			try = func() error {
-				if first == nil {
-					return g.writeSettle(ctx, st)
-				}
+		// A stream's try under way (counted as under way by its own
+		// holdWrite) is the first.
+		try := func() error {
+			if first != nil {
 				err := <-first
 				first = nil
 				return err
 			}
+			return g.holdWrite(func() error { return g.writeSettle(ctx, st) })
 		}
-		err := g.storeWrite(g.life, "settle", rid, try)
+		err := g.storeRetry(g.life, "settle", rid, try)
 		switch {
 		case err == nil:
 			g.met.openHolds.Add(-1)

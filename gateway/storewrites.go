@@ -8,19 +8,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/modelrelay/modelrelay/gateway/backlog"
+	"github.com/modelrelay/modelrelay/internal/logagg"
 	"github.com/modelrelay/modelrelay/store"
 )
 
 // The ledger's writes and the admission they decide (gateway/backlog).
 //
-// Every hold, carve, settle and release a call makes goes through
-// storeWrite, which counts it as under way until it has landed or failed
-// for good, and tries it again while the store is unavailable under the
-// replica's one retry budget. admitStore refuses a new call before it does
-// any work while the writes under way pass billing.max_store_backlog or
-// the oldest has waited billing.max_store_wait: so a replica never admits
-// more calls than its store can book, and a store that falls behind sees
-// its load fall instead of its queue grow.
+// Every try of a hold, carve, settle or release a call makes is counted as
+// under way while the store has it (holdWrite); the writes an answered call
+// still owes go through storeWrite, which tries them again while the store
+// is unavailable, under the replica's one retry budget. admitStore refuses
+// a new call before it does any work while the writes under way pass
+// billing.max_store_backlog or the oldest has waited
+// billing.max_store_wait, and storeHold gives up a hold still queued after
+// max_store_wait: so a replica never admits more calls than its store can
+// book, and a store that falls behind sees its load fall instead of its
+// queue grow.
 
 // newStoreWrites sets up g's write tracking from its config.
 func (g *Gateway) newStoreWrites() {
@@ -54,7 +57,12 @@ func (g *Gateway) admitStore() error {
 // answers ErrAlreadySettled found that an earlier try, reported
 // unavailable, had landed: that is success.
 func (g *Gateway) storeWrite(ctx context.Context, what, rid string, op func() error) error {
-	err, tries := g.retrier.Do(ctx, what, rid, func() error { return g.holdWrite(op) })
+	return g.storeRetry(ctx, what, rid, func() error { return g.holdWrite(op) })
+}
+
+// storeRetry is storeWrite for an op that counts its own tries as under way.
+func (g *Gateway) storeRetry(ctx context.Context, what, rid string, op func() error) error {
+	err, tries := g.retrier.Do(ctx, what, rid, op)
 	if tries > 1 && errors.Is(err, store.ErrAlreadySettled) {
 		err = nil
 	}
@@ -80,7 +88,9 @@ func (g *Gateway) holdWrite(op func() error) error {
 // unless something is wrong; the log line says which.
 func (g *Gateway) uncharged(rid, what string, err error) {
 	g.met.uncharged.Inc()
-	g.log.Error(what+": the call was answered and its charge could not be written", "request_id", rid, "error", err.Error())
+	// Each such line is written, never folded into a count: its request
+	// id is what reconciles the books.
+	g.log.Error(what+": the call was answered and its charge could not be written", "request_id", rid, "error", err.Error(), logagg.Each)
 }
 
 // registerStoreWrites registers the series of the ledger's writes on m.
@@ -96,7 +106,7 @@ func (m *metrics) registerStoreWrites(g *Gateway) {
 		Name: "relay_store_backlog_age_seconds", Help: "How long the oldest ledger write under way has waited (billing.max_store_wait).",
 	}, func() float64 { return g.writes.State(time.Now()).Oldest.Seconds() }))
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "relay_store_behind_refused_total", Help: "Relayed calls refused with 503 store_unavailable before any work because the ledger's writes were behind (billing.max_store_backlog, billing.max_store_wait).",
+		Name: "relay_store_behind_refused_total", Help: "Relayed calls refused with 503 store_unavailable because the ledger's writes were behind: at admission, before any work (billing.max_store_backlog, billing.max_store_wait), or when their hold waited in the store's queue past billing.max_store_wait.",
 	}, func() float64 { return float64(g.writes.Refused()) }))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "relay_store_retrying", Help: "Ledger writes waiting to be tried again after the store answered that it is unavailable.",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
 )
 
@@ -187,5 +188,59 @@ func TestQueuedHoldGivesUp(t *testing.T) {
 	}
 	if a := e.balance("acme"); a.Held != 0 || a.Balance != 5_000_000_000 {
 		t.Fatalf("after the refusal: %+v", a)
+	}
+}
+
+// downReleases is a store whose Release reports the database unavailable
+// while down is set.
+type downReleases struct {
+	Store
+	down  *atomic.Bool
+	tries *atomic.Int32
+}
+
+func (d downReleases) Release(ctx context.Context, rid, reason string) error {
+	d.tries.Add(1)
+	if d.down.Load() {
+		return fmt.Errorf("release %q: %w", rid, store.ErrUnavailable)
+	}
+	return d.Store.Release(ctx, rid, reason)
+}
+
+// TestFailedCallDoesNotWaitForItsRelease: a call that fails after its hold
+// (the provider answers 400) gets its answer at once when the release
+// meets the store unavailable; the release is tried again in the
+// background until it lands, and the drain waits for it. Nothing is
+// charged and nothing stays held.
+func TestFailedCallDoesNotWaitForItsRelease(t *testing.T) {
+	e := newEnv(t)
+	e.account("acme", "5")
+	key := e.key("acme", "economy")
+	var down atomic.Bool
+	var tries atomic.Int32
+	down.Store(true)
+	r := e.replica(func(s Store) Store { return downReleases{Store: s, down: &down, tries: &tries} })
+	defer down.Store(false)
+	for _, s := range e.sims {
+		s.SetOptions(sim.Options{Status: 400})
+	}
+	t0 := time.Now()
+	status, _, data := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "refused upstream"))
+	if status != 400 {
+		t.Fatalf("the provider's 400: got %d %s", status, data)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("the failed call was answered after %v: it waited for its release", d)
+	}
+	eventually(t, "the release tried again", func() bool { return tries.Load() >= 2 })
+	if a := e.balance("acme"); a.Held == 0 {
+		t.Fatal("the hold is gone while every release met the store unavailable")
+	}
+	down.Store(false)
+	if err := r.gw.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if a := e.balance("acme"); a.Held != 0 || a.Balance != 5_000_000_000 {
+		t.Fatalf("after the release landed: %+v", a)
 	}
 }

@@ -3,6 +3,7 @@ package backlog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -191,11 +192,47 @@ func TestRetriesShareTheBudget(t *testing.T) {
 }
 
 // eventuallyTrue polls cond for up to a second.
-func eventuallyTrue(cond func() bool) error {
-	for deadline := time.Now().Add(time.Second); !cond(); time.Sleep(time.Millisecond) {
+func eventuallyTrue(cond func() bool) error { return eventuallyWithin(time.Second, cond) }
+
+// eventuallyWithin polls cond for up to d.
+func eventuallyWithin(d time.Duration, cond func() bool) error {
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			return errors.New("not within a second")
+			return fmt.Errorf("not within %v", d)
 		}
 	}
 	return nil
+}
+
+// TestRetriesCatchUpAfterAnOutage: writes that waited through an outage,
+// their tokens booked at the budget's floor, go at the rate the budget
+// climbs back to once the store answers, not one every 200 ms.
+func TestRetriesCatchUpAfterAnOutage(t *testing.T) {
+	r := NewRetrier(isDown)
+	var up atomic.Bool
+	op := func() error {
+		if !up.Load() {
+			return errDown
+		}
+		return nil
+	}
+	const writes = 500
+	var wg sync.WaitGroup
+	for i := range writes {
+		wg.Go(func() { r.Do(context.Background(), "settle", fmt.Sprint(i), op) })
+	}
+	// The outage: every retry unanswered drives the budget to its floor,
+	// where 500 writes would book their tokens 100 s apart in all.
+	if eventuallyWithin(5*time.Second, func() bool { return r.Budget() == budgetMin }) != nil {
+		t.Fatalf("budget %v during the outage, want the floor %v", r.Budget(), float64(budgetMin))
+	}
+	time.Sleep(time.Second)
+	up.Store(true)
+	back := time.Now()
+	wg.Wait()
+	// At most one backoff (5 s) and the climb from 5/s: well under 100 s.
+	if d := time.Since(back); d > 15*time.Second {
+		t.Fatalf("%d writes took %v to land once the store answered", writes, d)
+	}
+	t.Logf("%d writes landed %v after the store answered", writes, time.Since(back).Round(time.Millisecond))
 }

@@ -38,14 +38,18 @@ type Retrier struct {
 	OnFirstFailure func(what, key string, err error)
 
 	budget  *rate.Limiter
-	mu      sync.Mutex   // orders SetLimit after a retry's outcome
 	waiting atomic.Int64 // writes between tries
-	group   singleflight.Group
+	mu      sync.Mutex   // orders SetLimit after a retry's outcome; guards raised
+	// raised is closed when the budget's rate goes up: a retry waiting
+	// for a token booked at the old rate books again (rate.Limiter keeps
+	// a reservation's time when its limit changes).
+	raised chan struct{}
+	group  singleflight.Group
 }
 
 // NewRetrier returns a Retrier that tries again while retry(err) holds.
 func NewRetrier(retry func(error) bool) *Retrier {
-	return &Retrier{Retry: retry, budget: rate.NewLimiter(budgetMax, budgetBurst)}
+	return &Retrier{Retry: retry, budget: rate.NewLimiter(budgetMax, budgetBurst), raised: make(chan struct{})}
 }
 
 // Waiting is how many writes wait for their next try now.
@@ -99,14 +103,33 @@ func (r *Retrier) do(ctx context.Context, what, key string, op func() error) (er
 }
 
 // pause waits d, then for a token of the budget, or until ctx ends (its
-// error).
+// error). A token booked while the rate was low is booked again when the
+// rate goes up: after an outage the writes that waited go at the rate the
+// store now takes, not the trickle they booked at.
 func (r *Retrier) pause(ctx context.Context, d time.Duration) error {
 	r.waiting.Add(1)
 	defer r.waiting.Add(-1)
 	if err := sleep(ctx, d); err != nil {
 		return err
 	}
-	return r.budget.Wait(ctx)
+	for {
+		r.mu.Lock()
+		raised := r.raised
+		res := r.budget.Reserve() // OK: the burst is not 0
+		r.mu.Unlock()
+		t := time.NewTimer(res.Delay())
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			t.Stop()
+			res.Cancel()
+			return ctx.Err()
+		case <-raised:
+			t.Stop()
+			res.Cancel()
+		}
+	}
 }
 
 // adjust doubles the budget's rate after a retry that the store answered,
@@ -114,13 +137,16 @@ func (r *Retrier) pause(ctx context.Context, d time.Duration) error {
 func (r *Retrier) adjust(answered bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	l := float64(r.budget.Limit())
+	old := float64(r.budget.Limit())
+	l := max(old/2, budgetMin)
 	if answered {
-		l = min(2*l, budgetMax)
-	} else {
-		l = max(l/2, budgetMin)
+		l = min(2*old, budgetMax)
 	}
 	r.budget.SetLimit(rate.Limit(l))
+	if l > old {
+		close(r.raised)
+		r.raised = make(chan struct{})
+	}
 }
 
 // sleep waits d, or until ctx ends (its error).

@@ -29,6 +29,8 @@
 //
 // Records below slog.LevelWarn (the access log at INFO, debug) pass straight
 // to the wrapped handler: a level check, no lock, no allocation, no delay.
+// So does a record carrying the attribute Each: a line each of which
+// matters on its own.
 //
 // Memory is bounded: at most MaxKeys kinds are tracked per interval. Records
 // of further kinds in that interval fold into one overflow kind: its first
@@ -57,6 +59,14 @@ import (
 // MaxKeys is the most kinds (level, message) tracked per interval; records
 // of further kinds fold into the overflow kind.
 const MaxKeys = 256
+
+// Each is the attribute of a record that is written every time, never
+// counted into a summary: a line each of which matters on its own (a call
+// answered and left uncharged, whose request id reconciles the books).
+var Each = slog.Bool(EachKey, true)
+
+// EachKey is Each's key.
+const EachKey = "logagg_each"
 
 // OverflowMessage is the message of the overflow kind's summary.
 const OverflowMessage = "logagg: records of kinds past the per-interval limit"
@@ -121,7 +131,7 @@ func (h *Handler) Enabled(ctx context.Context, l slog.Level) bool {
 // Handle writes r, or counts it when it repeats a warning or error already
 // written in this interval.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level < slog.LevelWarn {
+	if r.Level < slog.LevelWarn || each(r) {
 		return h.next.Handle(ctx, r)
 	}
 	if h.agg.count(h, r) {
@@ -273,4 +283,14 @@ func (a *aggregator) summarize(k key, e *entry) {
 		r.AddAttrs(extra...)
 	}
 	_ = h.Handle(context.Background(), r)
+}
+
+// each reports whether r carries Each.
+func each(r slog.Record) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		found = a.Key == EachKey && a.Value.Kind() == slog.KindBool && a.Value.Bool()
+		return !found
+	})
+	return found
 }

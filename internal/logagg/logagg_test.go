@@ -309,3 +309,28 @@ func TestClose(t *testing.T) {
 		t.Fatalf("lines %v", lines)
 	}
 }
+
+// A record carrying Each is written every time, and does not count towards
+// its kind's summary; the same message without it still aggregates.
+func TestEachIsWrittenEveryTime(t *testing.T) {
+	log, h, o := newLog(t, time.Hour)
+	for i := range 100 {
+		log.Error("uncharged", "request_id", fmt.Sprintf("r%03d", i), Each)
+	}
+	for range 10 {
+		log.Error("uncharged")
+	}
+	h.Flush()
+	lines := o.lines(t)
+	if len(lines) != 102 {
+		t.Fatalf("%d lines; want the 100 with Each, then the first without and its summary", len(lines))
+	}
+	for i, l := range lines[:100] {
+		if l["request_id"] != fmt.Sprintf("r%03d", i) || l[EachKey] != true {
+			t.Fatalf("line %d: %v", i, l)
+		}
+	}
+	if repeated(t, lines[101]) != 9 {
+		t.Fatalf("summary %v", lines[101])
+	}
+}

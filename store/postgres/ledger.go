@@ -96,7 +96,9 @@ const holdSQL = `SELECT relay_hold($1, $2, $3::bigint, $4, $5, $6, $7, $8::times
 // settle of the same key. The allotment's row lock orders concurrent
 // carves of it; READ COMMITTED re-checks its amount against the newest
 // committed row. It answers NULL when the hold was taken, else 'ended'
-// (the request id has an outcome) or 'short'.
+// (the request id has an outcome), 'held' (it has a hold: an earlier try
+// landed, its answer lost — answered, not a unique violation that would
+// roll the whole batch back) or 'short'.
 const carveSQL = `
 WITH acc AS (
 	SELECT id FROM accounts WHERE id = $2::text FOR NO KEY UPDATE),
@@ -105,6 +107,7 @@ src AS (
 	WHERE request_id = $11::text AND account = $2::text AND amount >= $3::bigint
 	  AND EXISTS (SELECT 1 FROM acc)
 	  AND NOT EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1::text)
+	  AND NOT EXISTS (SELECT 1 FROM holds WHERE request_id = $1::text)
 	RETURNING account),
 k AS (
 	UPDATE keys SET held = keys.held + $3::bigint,
@@ -120,6 +123,7 @@ h AS (
 	RETURNING 1)
 SELECT CASE WHEN EXISTS (SELECT 1 FROM h) THEN NULL
 	WHEN EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1::text) THEN 'ended'
+	WHEN EXISTS (SELECT 1 FROM holds WHERE request_id = $1::text) THEN 'held'
 	ELSE 'short' END`
 
 // admittedSQL is HoldAdmitted: the hold row is written and counted in the
@@ -127,12 +131,13 @@ SELECT CASE WHEN EXISTS (SELECT 1 FROM h) THEN NULL
 // the credit or the limit (the call was admitted against an allotment
 // that held it), the account's row first, then the key's, as every
 // statement locks them. It answers NULL when the hold was taken, 'ended'
-// when the request id has an outcome, 'missing' when the account does not
-// exist.
+// when the request id has an outcome, 'held' when it has a hold already
+// (as carveSQL), 'missing' when the account does not exist.
 const admittedSQL = `
 WITH a AS (
 	UPDATE accounts SET held = held + $3::bigint
 	WHERE id = $2::text AND NOT EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1::text)
+	  AND NOT EXISTS (SELECT 1 FROM holds WHERE request_id = $1::text)
 	RETURNING id),
 k AS (
 	UPDATE keys SET held = keys.held + $3::bigint,
@@ -148,6 +153,7 @@ h AS (
 	RETURNING 1)
 SELECT CASE WHEN EXISTS (SELECT 1 FROM h) THEN NULL
 	WHEN EXISTS (SELECT 1 FROM outcomes WHERE request_id = $1::text) THEN 'ended'
+	WHEN EXISTS (SELECT 1 FROM holds WHERE request_id = $1::text) THEN 'held'
 	ELSE 'missing' END`
 
 func (s *Store) holdArgs(h store.Hold) []any {
@@ -342,6 +348,8 @@ func refusal(op *ledgerOp, answer string) error {
 		return fmt.Errorf("postgres: hold %q: account %q: %w", h.RequestID, h.Account, store.ErrNotFound)
 	case "ended":
 		return fmt.Errorf("postgres: hold %q: the request id already has an outcome: %w", h.RequestID, store.ErrExists)
+	case "held":
+		return fmt.Errorf("postgres: hold %q: the request id already has a hold: %w", h.RequestID, store.ErrExists)
 	case store.LimitAccount, store.LimitKey:
 		if available, err := strconv.ParseInt(n, 10, 64); err == nil {
 			return &store.InsufficientError{Needed: h.Amount, Available: pricing.Nano(available), Limit: why}
@@ -368,8 +376,6 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.Entry, e
 }
 
 func (s *Store) settle(ctx context.Context, st store.Settlement) (store.Entry, error) {
-	ctx, cancel := s.detach(ctx)
-	defer cancel()
 	if err := store.CheckID("request", st.RequestID); err != nil {
 		return store.Entry{}, err
 	}
@@ -385,6 +391,8 @@ func (s *Store) settle(ctx context.Context, st store.Settlement) (store.Entry, e
 	if account == "" {
 		// Without the account there is no batch to join: the statement
 		// finds the hold's account itself.
+		ctx, cancel := s.detach(ctx)
+		defer cancel()
 		s.runOne(ctx, op)
 	} else {
 		// Waiting in the lane is not failing: the settle keeps its
@@ -399,6 +407,9 @@ func (s *Store) settle(ctx context.Context, st store.Settlement) (store.Entry, e
 	case op.err != nil:
 		return store.Entry{}, mapErr(fmt.Sprintf("settle %q", st.RequestID), op.err)
 	case !op.landed:
+		// Bounded from here, not from before the lane's wait.
+		ctx, cancel := s.detach(ctx)
+		defer cancel()
 		return s.lateSettle(ctx, st, usage)
 	}
 	return op.entry, nil
