@@ -52,7 +52,9 @@ func (s *watchedHolds) Hold(ctx context.Context, h store.Hold) error {
 // refused hold is the answer (nothing charged, the provider's answer
 // dropped), and after a refusal the account's calls hold first again.
 func TestHoldOverlapsUpstream(t *testing.T) {
-	e := newEnv(t)
+	// Its store keeps a hold that goes first for up to a second on purpose
+	// (watchedHolds): not a ledger behind (billing.max_store_wait).
+	e := newEnv(t, func(c *Config) { c.Billing.MaxStoreWait = 10 * time.Second })
 	e.account("acme", "100")
 	key := e.key("acme", "standard")
 	// A call that holds first waits wait out; an overlapped call's request
