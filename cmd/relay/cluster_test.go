@@ -115,10 +115,7 @@ func (c *cluster) env(t *testing.T, redisURL, dsn, nginx string) []string {
 	}
 	_, lbPort, _ := net.SplitHostPort(c.lb)
 	_, simPort, _ := net.SplitHostPort(freeAddr(t))
-	cache := os.Getenv("RELAY_WASM_CACHE")
-	if cache == "" {
-		cache = filepath.Join(c.dir, "wasm-cache")
-	}
+	cache := wasmCache(c.dir)
 	var env []string
 	for _, kv := range os.Environ() {
 		// Without redisURL the example's redis: block stays commented

@@ -81,12 +81,18 @@ type gatewayProc struct {
 	mu   *sync.Mutex
 }
 
+// wasmCache is the plugin compilation cache a test's relay uses:
+// RELAY_WASM_CACHE (make sets it), else one in dir.
+func wasmCache(dir string) string {
+	if c := os.Getenv("RELAY_WASM_CACHE"); c != "" {
+		return c
+	}
+	return filepath.Join(dir, "wasm-cache")
+}
+
 func writeConfig(t *testing.T, dir, addr, simURL string) string {
 	t.Helper()
-	cache := os.Getenv("RELAY_WASM_CACHE")
-	if cache == "" {
-		cache = filepath.Join(dir, "wasm-cache")
-	}
+	cache := wasmCache(dir)
 	cfg := fmt.Sprintf(`listen: %s
 data_dir: %s
 support_email: ops@relay.test

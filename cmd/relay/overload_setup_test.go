@@ -222,10 +222,7 @@ func startOverloadGateway(t *testing.T, o overloadGateway) *gatewayProc {
 	t.Helper()
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	cache := os.Getenv("RELAY_WASM_CACHE")
-	if cache == "" {
-		cache = filepath.Join(dir, "wasm-cache")
-	}
+	cache := wasmCache(dir)
 	st := "sync_writes: true # each commit on disk: the Badger store's queue is real\n"
 	if o.dsn != "" {
 		st = fmt.Sprintf("store: {driver: postgres, dsn: %q}\n", o.dsn)

@@ -230,10 +230,7 @@ func startPoolGateway(t *testing.T, simAddrs []string) *gatewayProc {
 	t.Helper()
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	cache := os.Getenv("RELAY_WASM_CACHE")
-	if cache == "" {
-		cache = filepath.Join(dir, "wasm-cache")
-	}
+	cache := wasmCache(dir)
 	cfg := fmt.Sprintf(`listen: %s
 data_dir: %s
 admin_token: %s

@@ -80,10 +80,7 @@ type replicaOpts struct {
 // opened the store and migrated it by then).
 func startReplicas(t *testing.T, n int, o replicaOpts) []*gatewayProc {
 	t.Helper()
-	cache := os.Getenv("RELAY_WASM_CACHE")
-	if cache == "" {
-		cache = filepath.Join(t.TempDir(), "wasm-cache")
-	}
+	cache := wasmCache(t.TempDir())
 	billing := ""
 	if o.outputs > 0 {
 		billing = fmt.Sprintf("billing: {default_output_tokens: %d}\n", o.outputs)
