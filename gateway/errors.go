@@ -30,6 +30,10 @@ type Error struct {
 	// refusal marks a call turned away by design (overload, shutdown): the
 	// access log records it, but it is not logged as a failure.
 	refusal bool
+	// early marks a refusal before any work for the call (shutting down,
+	// overloaded, the ledger behind): its access line is a warning that
+	// the log aggregates, so a storm of them writes kilobytes.
+	early bool
 	// provider marks a provider's error passed on: its message is the
 	// provider's text, which may echo the caller's, so it is not logged.
 	provider bool
@@ -132,6 +136,13 @@ func unserved(format string, args ...any) *Error {
 func refusal(code string, retryAfter int, format string, args ...any) *Error {
 	e := unavailable(code, format, args...)
 	e.RetryAfter, e.refusal = retryAfter, true
+	return e
+}
+
+// earlyRefusal is a refusal before any work for the call (see Error.early).
+func earlyRefusal(code string, retryAfter int, format string, args ...any) *Error {
+	e := refusal(code, retryAfter, format, args...)
+	e.early = true
 	return e
 }
 

@@ -304,6 +304,7 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 		}
 		err := fn(sw, r, ps, info)
 		status := sw.status
+		level, msg := slog.LevelInfo, "request"
 		if err != nil {
 			if sw.wrote {
 				// Headers are gone: the stream was cut. Nothing more can be said.
@@ -315,9 +316,15 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 				}
 				e := g.writeError(sw, info.rid, err)
 				status = e.Status
+				if e.early {
+					// Refused before any work: a warning, which the
+					// process log aggregates (one line per 10 s with a
+					// count; the metrics count each).
+					level, msg = slog.LevelWarn, "request refused: "+fmt.Sprint(e.Code)
+				}
 				// A refusal by design is not a failure: the access log and
-				// relay_overload_shed_total record it, and an error line per
-				// refused call would cost CPU just when there is none.
+				// the metrics record it, and an error line per refused call
+				// would cost CPU just when there is none.
 				if e.Status >= 500 && !e.refusal {
 					g.log.Error("request failed", "request_id", info.rid, "endpoint", name, "error", e.logText())
 				}
@@ -359,7 +366,7 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 			attrs = append(attrs, slog.Bool("cut", true))
 		}
 		g.met.observeRequest(name, info, status, g.now().Sub(info.start))
-		g.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+		g.log.LogAttrs(context.Background(), level, msg, attrs...)
 		if cut {
 			// Pass the cut on: abort the connection instead of ending the
 			// response cleanly, so the client cannot mistake it for a whole answer.

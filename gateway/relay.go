@@ -141,10 +141,10 @@ type call struct {
 func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params, info *reqInfo) error {
 		if g.closing.Load() {
-			return refusal("shutting_down", 0, "the gateway is shutting down; retry")
+			return earlyRefusal("shutting_down", 0, "the gateway is shutting down; retry")
 		}
 		if g.shed.refuse(time.Now()) { // the real clock: it measures the real scheduler
-			return refusal("overloaded", shedRetryAfter, "the gateway is overloaded; retry after %d second", shedRetryAfter)
+			return earlyRefusal("overloaded", shedRetryAfter, "the gateway is overloaded; retry after %d second", shedRetryAfter)
 		}
 		if !ep.uncharged {
 			if err := g.admitStore(); err != nil {

@@ -45,7 +45,7 @@ func (g *Gateway) admitStore() error {
 	if ok {
 		return nil
 	}
-	return refusal("store_unavailable", storeRetryAfter,
+	return earlyRefusal("store_unavailable", storeRetryAfter,
 		"the ledger is behind (%d writes under way, the oldest for %s); nothing was charged, retry after %d seconds",
 		s.Writes, s.Oldest.Round(time.Millisecond), storeRetryAfter)
 }

@@ -244,3 +244,38 @@ func TestFailedCallDoesNotWaitForItsRelease(t *testing.T) {
 		t.Fatalf("after the release landed: %+v", a)
 	}
 }
+
+// TestEarlyRefusalsAreWarnings: a call refused before any work (here, the
+// ledger behind) gets its access line as a warning, "request refused:
+// store_unavailable", which the process log aggregates; answered calls
+// keep the INFO "request" line.
+func TestEarlyRefusalsAreWarnings(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Billing.MaxStoreWait = 50 * time.Millisecond })
+	e.account("acme", "5")
+	key := e.key("acme", "economy")
+	gate := make(chan struct{})
+	r := e.replica(func(s Store) Store { return heldSettles{Store: s, gate: gate} })
+	defer close(gate)
+	status, hdr, _ := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "one"))
+	answered := hdr.Get("X-Request-Id")
+	eventually(t, "the settle under way past max_store_wait", func() bool {
+		return r.gw.writes.State(time.Now()).Oldest > 100*time.Millisecond
+	})
+	status2, hdr2, _ := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "two"))
+	if status != 200 || status2 != 503 {
+		t.Fatalf("statuses %d then %d, want 200 then 503", status, status2)
+	}
+	refused := hdr2.Get("X-Request-Id")
+	var sawAnswered, sawRefused bool
+	for l := range strings.Lines(r.logs.String()) {
+		switch {
+		case strings.Contains(l, answered):
+			sawAnswered = strings.Contains(l, `"level":"INFO","msg":"request"`)
+		case strings.Contains(l, refused):
+			sawRefused = strings.Contains(l, `"level":"WARN","msg":"request refused: store_unavailable"`) && strings.Contains(l, `"status":503`)
+		}
+	}
+	if !sawAnswered || !sawRefused {
+		t.Fatalf("access lines: answered as INFO request %v, refused as WARN %v:\n%s", sawAnswered, sawRefused, r.logs.String())
+	}
+}
