@@ -339,40 +339,46 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 			// below: net/http would only flush it once the handler returns.
 			_ = http.NewResponseController(w).Flush()
 		}
-		// One access-log line without growing or boxing. Durations are
-		// whole microseconds: slog's JSON handler formats a float through
-		// encoding/json (reflection and an allocation per value), an
-		// integer with strconv.
-		var buf [16]slog.Attr
-		attrs := append(buf[:0],
-			slog.String("request_id", info.rid), slog.String("endpoint", name), slog.String("method", r.Method),
-			slog.Int("status", status), slog.Int64("latency_us", g.now().Sub(info.start).Microseconds()))
-		if info.keyID != "" {
-			attrs = append(attrs, slog.String("key_id", info.keyID), slog.String("account", info.account))
-		}
-		if info.model != "" {
-			attrs = append(attrs, slog.String("model", info.model), slog.String("route", info.route))
-		}
-		if info.line != "" {
-			attrs = append(attrs, slog.String("line", info.line), slog.Int64("upstream_us", info.upstream.Microseconds()))
-		}
-		if info.charge != "" {
-			attrs = append(attrs, slog.String("charge_usd", info.charge))
-		}
-		if info.stream {
-			attrs = append(attrs, slog.Bool("stream", true))
-		}
-		if cut {
-			attrs = append(attrs, slog.Bool("cut", true))
-		}
 		g.met.observeRequest(name, info, status, g.now().Sub(info.start))
-		g.log.LogAttrs(context.Background(), level, msg, attrs...)
+		g.accessLog(level, msg, name, r.Method, status, cut, info)
 		if cut {
 			// Pass the cut on: abort the connection instead of ending the
 			// response cleanly, so the client cannot mistake it for a whole answer.
 			panic(http.ErrAbortHandler)
 		}
 	}
+}
+
+// accessLog writes the access-log line of a request: at INFO, "request",
+// unless it was refused before any work (see Error.early).
+func (g *Gateway) accessLog(level slog.Level, msg, name, method string, status int, cut bool, info *reqInfo) {
+	// One access-log line without growing or boxing. Durations are
+	// whole microseconds: slog's JSON handler formats a float through
+	// encoding/json (reflection and an allocation per value), an
+	// integer with strconv.
+	var buf [16]slog.Attr
+	attrs := append(buf[:0],
+		slog.String("request_id", info.rid), slog.String("endpoint", name), slog.String("method", method),
+		slog.Int("status", status), slog.Int64("latency_us", g.now().Sub(info.start).Microseconds()))
+	if info.keyID != "" {
+		attrs = append(attrs, slog.String("key_id", info.keyID), slog.String("account", info.account))
+	}
+	if info.model != "" {
+		attrs = append(attrs, slog.String("model", info.model), slog.String("route", info.route))
+	}
+	if info.line != "" {
+		attrs = append(attrs, slog.String("line", info.line), slog.Int64("upstream_us", info.upstream.Microseconds()))
+	}
+	if info.charge != "" {
+		attrs = append(attrs, slog.String("charge_usd", info.charge))
+	}
+	if info.stream {
+		attrs = append(attrs, slog.Bool("stream", true))
+	}
+	if cut {
+		attrs = append(attrs, slog.Bool("cut", true))
+	}
+	g.log.LogAttrs(context.Background(), level, msg, attrs...)
 }
 
 // statusWriter records the status and whether anything was written.
