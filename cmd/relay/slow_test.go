@@ -60,6 +60,7 @@ func TestSlowClientsCannotTakeTheGatewayDown(t *testing.T) {
 
 	checkOrdinaryCalls(t, seen, res, idleFDs)
 	checkSlowClientsCut(t, res.Outcomes)
+	checkResetsWereRefusals(t, client, base, res)
 	checkLongStream(t, longStream)
 	if strings.Contains(g.output(), "too many open files") {
 		t.Errorf("the gateway ran out of descriptors:\n%s", tail(g.output(), 2000))
@@ -183,11 +184,13 @@ type slowOutcome struct {
 	Kind   int           // 0 slow headers, 1 slow body without a key, 2 slow body with a key
 	Answer int           // the status read, 0 for a close without an answer
 	Took   time.Duration // from the connection to the answer or the close
+	Reset  bool          // the connection was reset before an answer was read
 }
 
 // floodResult is what the slow clients saw, as the child reports it.
 type floodResult struct {
 	Refused   int64         // answers 503 (the per-address or total bound)
+	Resets    int64         // resets within a second, before any answer: refusals in a flood
 	DialFails int64         // connections not made
 	Outcomes  []slowOutcome // every other ending
 }
@@ -203,6 +206,7 @@ type slowFlood struct {
 	mu        sync.Mutex
 	outcomes  []slowOutcome // all but the refusals
 	refused   atomic.Int64
+	resets    atomic.Int64
 	dialFails atomic.Int64
 	openConns sync.Map // net.Conn → struct{}: closed at the end
 }
@@ -281,6 +285,8 @@ func (f *slowFlood) trickle(c net.Conn, kind int) (o slowOutcome, cut bool) {
 	if err == nil {
 		o.Answer = resp.StatusCode
 		_, _ = io.Copy(io.Discard, resp.Body)
+	} else {
+		o.Reset = errors.Is(err, syscall.ECONNRESET)
 	}
 	c.Close()
 	f.openConns.Delete(c)
@@ -292,10 +298,17 @@ func (f *slowFlood) trickle(c net.Conn, kind int) (o slowOutcome, cut bool) {
 	}
 }
 
-// record counts a refusal (503) or keeps any other outcome.
+// record counts a refusal (503), a quick reset before any answer (past
+// the gateway's gentle refusals a refused connection is answered and
+// closed at once, and the client's unread bytes turn the close into a
+// reset that may overtake the answer), or keeps any other outcome.
 func (f *slowFlood) record(o slowOutcome) {
 	if o.Answer == http.StatusServiceUnavailable {
 		f.refused.Add(1)
+		return
+	}
+	if o.Answer == 0 && o.Reset && o.Took < time.Second {
+		f.resets.Add(1)
 		return
 	}
 	f.mu.Lock()
@@ -329,7 +342,7 @@ func runFloodChild(spec string) int {
 	f.end()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := json.NewEncoder(os.Stdout).Encode(floodResult{Refused: f.refused.Load(), DialFails: f.dialFails.Load(), Outcomes: f.outcomes}); err != nil {
+	if err := json.NewEncoder(os.Stdout).Encode(floodResult{Refused: f.refused.Load(), Resets: f.resets.Load(), DialFails: f.dialFails.Load(), Outcomes: f.outcomes}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -450,8 +463,8 @@ func checkOrdinaryCalls(t *testing.T, v floodView, f floodResult, idleFDs int) {
 	t.Helper()
 	slices.Sort(v.lat)
 	median, worst := v.lat[len(v.lat)/2], v.lat[len(v.lat)-1]
-	t.Logf("%d ordinary calls during the flood: median %s, max %s; %d refusals, %d dial failures; at most %.0f connections open, %d descriptors (%d before)",
-		len(v.lat), median, worst, f.Refused, f.DialFails, v.maxOpen, v.maxFDs, idleFDs)
+	t.Logf("%d ordinary calls during the flood: median %s, max %s; %d refusals, %d quick resets, %d dial failures; at most %.0f connections open, %d descriptors (%d before)",
+		len(v.lat), median, worst, f.Refused, f.Resets, f.DialFails, v.maxOpen, v.maxFDs, idleFDs)
 	if median > time.Second || worst > 10*time.Second {
 		t.Errorf("ordinary calls slowed by the flood: median %s, max %s", median, worst)
 	}
@@ -478,14 +491,41 @@ func checkSlowClientsCut(t *testing.T, outcomes []slowOutcome) {
 		switch {
 		case o.Kind == 0 && (o.Answer != 0 || o.Took > floodHeaderTimeout+3*time.Second):
 			t.Errorf("slow headers: answer %d after %s; want a close at %s", o.Answer, o.Took, floodHeaderTimeout)
-		case o.Kind == 1 && (o.Answer != 401 || o.Took > 3*time.Second):
-			t.Errorf("slow body without a key: answer %d after %s; want 401 at once", o.Answer, o.Took)
+		case o.Kind == 1 && (o.Answer != 401 || o.Took >= floodBodyTimeout):
+			t.Errorf("slow body without a key: answer %d after %s; want 401 at once, before the body timeout %s", o.Answer, o.Took, floodBodyTimeout)
 		case o.Kind == 2 && (o.Answer != 408 || o.Took > floodBodyTimeout+3*time.Second):
 			t.Errorf("slow body with a key: answer %d after %s; want 408 at %s", o.Answer, o.Took, floodBodyTimeout)
 		}
 	}
 	if seen[0] == 0 || seen[1] == 0 || seen[2] == 0 {
 		t.Errorf("every kind of slow client should have been admitted and cut off: %v", seen)
+	}
+}
+
+// checkResetsWereRefusals wants every refusal the slow clients saw, an
+// answer 503 or a quick reset, counted by the gateway as a refused
+// connection: a reset of a connection the gateway had admitted would push
+// the clients' count past the gateway's.
+func checkResetsWereRefusals(t *testing.T, client *http.Client, base string, f floodResult) {
+	t.Helper()
+	resp, err := client.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var refused float64
+	for _, m := range metricLine.FindAllStringSubmatch(string(data), -1) {
+		if strings.HasPrefix(m[1], "relay_connections_refused_total{") {
+			v, err := strconv.ParseFloat(m[2], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refused += v
+		}
+	}
+	if seen := float64(f.Refused + f.Resets); seen > refused {
+		t.Errorf("the slow clients saw %d answers 503 and %d quick resets, but the gateway refused only %.0f connections", f.Refused, f.Resets, refused)
 	}
 }
 
