@@ -13,19 +13,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
 )
 
 // twoAccounts: route standard served by two equal lines of each protocol,
 // each its own sim — two upstream accounts with separate prompt caches.
-func twoAccounts(c *Config) {
-	c.Routes = []RouteConfig{{Name: "standard"}}
-	c.Lines = []LineConfig{
-		{Name: "a", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "standard"},
-		{Name: "b", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "standard"},
-		{Name: "ma", Protocol: ProtocolAnthropic, Models: []string{"*"}, Route: "standard"},
-		{Name: "mb", Protocol: ProtocolAnthropic, Models: []string{"*"}, Route: "standard"},
+func twoAccounts(c *config.Config) {
+	c.Routes = []config.RouteConfig{{Name: "standard"}}
+	c.Lines = []config.LineConfig{
+		{Name: "a", Protocol: config.ProtocolOpenAI, Models: []string{"*"}, Route: "standard"},
+		{Name: "b", Protocol: config.ProtocolOpenAI, Models: []string{"*"}, Route: "standard"},
+		{Name: "ma", Protocol: config.ProtocolAnthropic, Models: []string{"*"}, Route: "standard"},
+		{Name: "mb", Protocol: config.ProtocolAnthropic, Models: []string{"*"}, Route: "standard"},
 	}
 }
 
@@ -162,7 +163,7 @@ func TestConversationStaysOnOneLine(t *testing.T) {
 	}
 
 	t.Run("no affinity", func(t *testing.T) {
-		e := newEnv(t, twoAccounts, func(c *Config) { c.Retry.AffinityTTL = -1 })
+		e := newEnv(t, twoAccounts, func(c *config.Config) { c.Retry.AffinityTTL = -1 })
 		e.account("acme", "10")
 		const n = 20 // both lines are used but with probability 2^-19
 		lines, reads := converse(t, e, "acme", chatConversation("conv-7f3a"), n)
@@ -247,7 +248,7 @@ func TestAffinityLetsGoOfALineAnswering4xx(t *testing.T) {
 }
 
 func TestAffinityMapBounds(t *testing.T) {
-	e := newTryEnv(t, RetryConfig{}, "a", "b")
+	e := newTryEnv(t, config.RetryConfig{}, "a", "b")
 	a := newAffinity(time.Minute)
 	t0 := time.Unix(1_800_000_000, 0)
 	k := affinityKey(conversationHash(ptr("c1")), "standard", "modelf-flash")
@@ -370,9 +371,9 @@ func TestShort429IsWaitedOut(t *testing.T) {
 // of account acme (10 USD) on it.
 func oneLineEnv(t *testing.T, url string) (*env, string) {
 	t.Helper()
-	e := newEnv(t, func(c *Config) {
-		c.Routes = []RouteConfig{{Name: "standard"}}
-		c.Lines = []LineConfig{{Name: "only", Protocol: ProtocolOpenAI, BaseURL: url, Models: []string{"*"}, Route: "standard"}}
+	e := newEnv(t, func(c *config.Config) {
+		c.Routes = []config.RouteConfig{{Name: "standard"}}
+		c.Lines = []config.LineConfig{{Name: "only", Protocol: config.ProtocolOpenAI, BaseURL: url, Models: []string{"*"}, Route: "standard"}}
 	})
 	e.account("acme", "10")
 	return e, e.key("acme", "standard")
@@ -423,11 +424,11 @@ func testLong429NotWaited(t *testing.T) {
 // waiting out a 5 s Retry-After.
 func test429OtherLineServes(t *testing.T) {
 	url, seen := throttled(t, "5", 1<<30)
-	e := newEnv(t, func(c *Config) {
-		c.Routes = []RouteConfig{{Name: "standard"}}
-		c.Lines = []LineConfig{
-			{Name: "busy", Protocol: ProtocolOpenAI, BaseURL: url, Models: []string{"*"}, Route: "standard"},
-			{Name: "spare", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "standard", Priority: 1},
+	e := newEnv(t, func(c *config.Config) {
+		c.Routes = []config.RouteConfig{{Name: "standard"}}
+		c.Lines = []config.LineConfig{
+			{Name: "busy", Protocol: config.ProtocolOpenAI, BaseURL: url, Models: []string{"*"}, Route: "standard"},
+			{Name: "spare", Protocol: config.ProtocolOpenAI, Models: []string{"*"}, Route: "standard", Priority: 1},
 		}
 	})
 	e.account("acme", "10")
@@ -445,7 +446,7 @@ func test429OtherLineServes(t *testing.T) {
 
 // test429WaitEndsWithCaller: the wait ends when the caller goes.
 func test429WaitEndsWithCaller(t *testing.T) {
-	e := newTryEnv(t, RetryConfig{}, "only")
+	e := newTryEnv(t, config.RetryConfig{}, "only")
 	e.sims["only"].SetOptions(sim.Options{Status: 429, RetryAfter: 5})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()

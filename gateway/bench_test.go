@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/modelrelay/modelrelay/gateway/config"
 )
 
 // BenchmarkOverhead measures one small non-streaming chat call, one at a
@@ -95,6 +97,6 @@ func BenchmarkSharedOverhead(b *testing.B) {
 		}
 		prefix := "relaybench:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
 		b.Cleanup(func() { dropPrefixURL(u, prefix) })
-		run(b, func(c *Config) { c.Redis.URL, c.Redis.Prefix = u, prefix })
+		run(b, func(c *config.Config) { c.Redis.URL, c.Redis.Prefix = u, prefix })
 	})
 }

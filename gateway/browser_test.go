@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/internal/browsertest"
 	"github.com/modelrelay/modelrelay/pricing"
 )
@@ -338,7 +339,7 @@ func (p *pricingPage) checkFilters() {
 // TestPricingPageShowsRateLimit: when /api/pricing answers 429 the page says
 // so instead of an empty table.
 func TestPricingPageShowsRateLimit(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.Limits.PricingRate = RateConfig{Rate: 0.001, Burst: 1} })
+	e := newEnv(t, func(c *config.Config) { c.Limits.PricingRate = config.RateConfig{Rate: 0.001, Burst: 1} })
 	if status, _, _ := e.do("GET", "/api/pricing", "", nil); status != http.StatusOK {
 		t.Fatalf("first call = %d", status)
 	}

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/modelrelay/modelrelay/gateway/config"
 )
 
 // rolling counts two kinds of event (a and b) over a sliding window of n
@@ -74,7 +76,7 @@ type retryBudget struct {
 	refused atomic.Uint64
 }
 
-func newRetryBudget(rc RetryConfig) *retryBudget {
+func newRetryBudget(rc config.RetryConfig) *retryBudget {
 	return &retryBudget{
 		ratio: rc.BudgetRatio,
 		floor: max(rc.BudgetMinPerSecond, 0) * budgetWindow.Seconds(),

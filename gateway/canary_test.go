@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/sim"
 )
 
@@ -118,8 +119,8 @@ func multipartForm(fields [][2]string, file []byte) (string, []byte) {
 // requests that fail at each stage of a call and in calls that succeed, is
 // never written to the data directory, the logs or /metrics.
 func TestCallerTextNeverAtRestOrLogged(t *testing.T) {
-	tight := func(c *Config) {
-		c.Routes = append(c.Routes, RouteConfig{Name: "tight", Rate: &RateConfig{Rate: 0.001, Burst: 1}})
+	tight := func(c *config.Config) {
+		c.Routes = append(c.Routes, config.RouteConfig{Name: "tight", Rate: &config.RateConfig{Rate: 0.001, Burst: 1}})
 	}
 	e := newEnv(t, tight)
 	needModels(t, e, "modelb-6-astra", "modela-opus-5-5", "modelb-image-2.5-flare", "modelb-image-2.5-sunburst", "modelc-imagine-video-1.5", "sysmodel-latest")
@@ -385,7 +386,7 @@ func provokeProviderFailures(ck *canaryCheck, e *env, c canary, key string) {
 // in the 503 and the log. It returns that gateway and its key.
 func probeDeadLine(t *testing.T, c canary) (*env, string) {
 	t.Helper()
-	dead := newEnv(t, func(c *Config) { c.Lines[0].BaseURL = "http://127.0.0.1:1" })
+	dead := newEnv(t, func(c *config.Config) { c.Lines[0].BaseURL = "http://127.0.0.1:1" })
 	dead.account("acme", "5")
 	deadKey := dead.key("acme", "standard")
 	st, _, data := sendProbe(t, dead.url, c.tok, probe{name: "503 dead line", method: "POST", path: "/v1/chat/completions", hdr: bearer(deadKey), body: c.chat("modelb-6-astra", c.rich)})

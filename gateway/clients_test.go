@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
@@ -167,7 +168,7 @@ func (u *recordingUpstream) last(t testing.TB) upstreamExchange {
 // std-msg) on recording upstreams.
 func recordedEnv(t *testing.T, opts ...envOption) (e *env, openai, anthropic *recordingUpstream) {
 	openai, anthropic = newRecordingUpstream(t), newRecordingUpstream(t)
-	opts = append([]envOption{func(c *Config) {
+	opts = append([]envOption{func(c *config.Config) {
 		c.Lines[0].BaseURL, c.Lines[1].BaseURL = openai.url, anthropic.url
 	}}, opts...)
 	return newEnv(t, opts...), openai, anthropic
@@ -246,7 +247,7 @@ func TestClientShapesRelayed(t *testing.T) {
 				t.Fatalf("%s is not a relayed endpoint", path)
 			}
 			up := openai
-			if ep.protocol == ProtocolAnthropic {
+			if ep.protocol == config.ProtocolAnthropic {
 				up = anthropic
 			}
 			req, err := http.NewRequest(f.method, e.url+f.target, bytes.NewReader(f.body))
@@ -449,8 +450,8 @@ func TestCountTokens(t *testing.T) {
 // TestCountTokensRateLimit: count_tokens takes a token from the key's
 // bucket, the same bucket its messages calls take from.
 func TestCountTokensRateLimit(t *testing.T) {
-	e := newEnv(t, func(c *Config) {
-		c.Routes[0].Rate = &RateConfig{Rate: 0.001, Burst: 2} // standard: a burst of 2, then a wait of ~17 min
+	e := newEnv(t, func(c *config.Config) {
+		c.Routes[0].Rate = &config.RateConfig{Rate: 0.001, Burst: 2} // standard: a burst of 2, then a wait of ~17 min
 	})
 	e.account("acme", "5")
 	key := e.key("acme", "standard")

@@ -12,6 +12,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	"golang.org/x/time/rate"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/console"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
@@ -26,8 +27,8 @@ import (
 // Failed console sign-ins are limited per login and per client address
 // (the gateway's limiters: shared by the replicas when redis.url is set).
 var (
-	consoleLoginRate = RateConfig{Rate: 1.0 / 60, Burst: 5}  // 5 tries, then one a minute
-	consoleAddrRate  = RateConfig{Rate: 1.0 / 10, Burst: 20} // 20 tries, then one per 10 s
+	consoleLoginRate = config.RateConfig{Rate: 1.0 / 60, Burst: 5}  // 5 tries, then one a minute
+	consoleAddrRate  = config.RateConfig{Rate: 1.0 / 10, Burst: 20} // 20 tries, then one per 10 s
 )
 
 // newConsole builds the console when it is enabled and the store keeps

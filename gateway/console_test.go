@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/console"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -416,7 +417,7 @@ func TestConsoleKeysAndCookiesApart(t *testing.T) {
 // sign-in page) carries the CSP and its companions; private pages are not
 // cached; no CORS header on the console.
 func TestConsoleHeaders(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.CORS.Origins = []string{"https://app.example"} })
+	e := newEnv(t, func(c *config.Config) { c.CORS.Origins = []string{"https://app.example"} })
 	e.account("acme", "1")
 	h := holder(t, e, "acme", "alice@example.com", "correct horse battery")
 	op := newBrowser(t, e)
@@ -557,7 +558,7 @@ func TestConsoleSecretsNotLogged(t *testing.T) {
 // TestConsoleOff: console.enabled false answers 404 under /console/.
 func TestConsoleOff(t *testing.T) {
 	f := false
-	e := newEnv(t, func(c *Config) { c.Console.Enabled = &f })
+	e := newEnv(t, func(c *config.Config) { c.Console.Enabled = &f })
 	if st, _, _ := e.do("GET", "/console/signin", "", nil); st != 404 {
 		t.Fatalf("/console/signin with the console off: %d", st)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
@@ -128,7 +129,7 @@ func TestMessages(t *testing.T) {
 	cp := &capture{sim: sim.New(sim.Options{})}
 	up := httptest.NewServer(cp)
 	defer up.Close()
-	e := newEnv(t, func(c *Config) {
+	e := newEnv(t, func(c *config.Config) {
 		c.Lines[1].BaseURL = up.URL // std-msg
 		c.Lines[1].SetUpstreamKey("upstream-secret")
 	})

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/pricing"
@@ -145,11 +146,11 @@ type env struct {
 	logs    *lockedBuffer
 	dataDir string
 	pgDSN   string // the env's database, on PostgreSQL
-	cfg     Config
+	cfg     config.Config
 	sh      *shared.Client // with redis.url
 }
 
-type envOption func(*Config)
+type envOption func(*config.Config)
 
 // newEnv starts one sim per line. By default: route standard with lines
 // std-a (priority 0) and std-msg (anthropic), route economy with eco-a.
@@ -157,25 +158,25 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	e := &env{t: t, sims: map[string]*sim.Server{}, simURLs: map[string]string{}, logs: &lockedBuffer{}}
 	e.dataDir = t.TempDir()
-	cfg := Config{
+	cfg := config.Config{
 		Listen:       "127.0.0.1:0",
 		LocalConfig:  store.LocalConfig{DataDir: e.dataDir},
 		SupportEmail: "help@relay.test",
 		AdminToken:   testAdminToken,
 		Plugins:      plugins.Settings{Dir: pluginDir, CacheDir: wasmCache(), Poll: -1},
-		Routes:       []RouteConfig{{Name: "standard"}, {Name: "economy"}},
-		Lines: []LineConfig{
-			{Name: "std-a", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "standard"},
-			{Name: "std-msg", Protocol: ProtocolAnthropic, Models: []string{"*"}, Route: "standard"},
-			{Name: "eco-a", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "economy"},
+		Routes:       []config.RouteConfig{{Name: "standard"}, {Name: "economy"}},
+		Lines: []config.LineConfig{
+			{Name: "std-a", Protocol: config.ProtocolOpenAI, Models: []string{"*"}, Route: "standard"},
+			{Name: "std-msg", Protocol: config.ProtocolAnthropic, Models: []string{"*"}, Route: "standard"},
+			{Name: "eco-a", Protocol: config.ProtocolOpenAI, Models: []string{"*"}, Route: "economy"},
 		},
 		// No shedding: a loaded machine running the tests under -race
 		// must not turn other tests' calls into 503s (TestOverloadSheds
 		// turns it on).
-		Limits: LimitsConfig{KeyRate: RateConfig{Rate: 10000, Burst: 10000}, OverloadDelay: -1},
+		Limits: config.LimitsConfig{KeyRate: config.RateConfig{Rate: 10000, Burst: 10000}, OverloadDelay: -1},
 		// Every test client is 127.0.0.1: no bound per address.
-		Server: ServerConfig{MaxConnectionsPerAddress: -1},
-		Retry:  RetryConfig{BackoffMin: time.Millisecond, BackoffMax: 5 * time.Millisecond},
+		Server: config.ServerConfig{MaxConnectionsPerAddress: -1},
+		Retry:  config.RetryConfig{BackoffMin: time.Millisecond, BackoffMax: 5 * time.Millisecond},
 	}
 	f := false
 	cfg.SyncWrites = &f
@@ -273,7 +274,7 @@ func (e *env) serve(gw *Gateway) {
 }
 
 // openShared opens the Redis client cfg names (nil without redis.url).
-func openShared(t testing.TB, cfg Config, log *slog.Logger) *shared.Client {
+func openShared(t testing.TB, cfg config.Config, log *slog.Logger) *shared.Client {
 	t.Helper()
 	if !cfg.Redis.Enabled() {
 		return nil

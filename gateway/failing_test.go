@@ -13,6 +13,7 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
 )
@@ -26,17 +27,17 @@ type tryEnv struct {
 	logs *lockedBuffer
 }
 
-func newTryEnv(t *testing.T, rc RetryConfig, names ...string) *tryEnv {
+func newTryEnv(t *testing.T, rc config.RetryConfig, names ...string) *tryEnv {
 	t.Helper()
 	e := &tryEnv{t: t, sims: map[string]*sim.Server{}, logs: &lockedBuffer{}}
-	cfg := Config{AdminToken: testAdminToken, Routes: []RouteConfig{{Name: "standard"}}, Retry: rc}
+	cfg := config.Config{AdminToken: testAdminToken, Routes: []config.RouteConfig{{Name: "standard"}}, Retry: rc}
 	for _, n := range names {
 		s := sim.New(sim.Options{})
 		hs := httptest.NewServer(s)
 		t.Cleanup(hs.Close)
 		t.Cleanup(s.Close) // first: releases hanging requests
 		e.sims[n] = s
-		cfg.Lines = append(cfg.Lines, LineConfig{Name: n, BaseURL: hs.URL, Models: []string{"*"}, Route: "standard"})
+		cfg.Lines = append(cfg.Lines, config.LineConfig{Name: n, BaseURL: hs.URL, Models: []string{"*"}, Route: "standard"})
 	}
 	if cfg.Retry.BackoffMin == 0 {
 		cfg.Retry.BackoffMin, cfg.Retry.BackoffMax = time.Millisecond, 5*time.Millisecond
@@ -141,11 +142,11 @@ func (e *tryEnv) requests() map[string]int64 {
 // A line whose breaker is open costs no try and is no failed attempt: the
 // tries go to the lines that allow them, cycling through the plan.
 func TestOpenLineCostsNoTry(t *testing.T) {
-	e := newTryEnv(t, RetryConfig{}, "a", "b", "c")
+	e := newTryEnv(t, config.RetryConfig{}, "a", "b", "c")
 	e.open("a")
 	e.sims["b"].SetOptions(sim.Options{Status: 500})
 	all := []*line{e.line("a"), e.line("b"), e.line("c")}
-	up, r := e.g.tryLines(context.Background(), e.call(), all, e.g.cfg.Retry.tries(3), false)
+	up, r := e.g.tryLines(context.Background(), e.call(), all, e.g.cfg.Retry.Tries(3), false)
 	if up == nil {
 		t.Fatalf("no answer: %+v", r)
 	}
@@ -156,7 +157,7 @@ func TestOpenLineCostsNoTry(t *testing.T) {
 	// Every allowed line fails: the three tries are b, c, b; a is never
 	// tried, nor named.
 	e.sims["c"].SetOptions(sim.Options{Status: 500})
-	up, r = e.g.tryLines(context.Background(), e.call(), all, e.g.cfg.Retry.tries(3), false)
+	up, r = e.g.tryLines(context.Background(), e.call(), all, e.g.cfg.Retry.Tries(3), false)
 	if up != nil {
 		t.Fatal("an answer from failing lines")
 	}
@@ -177,7 +178,7 @@ func TestDefaultTriesCoverThePlan(t *testing.T) {
 		status   int
 		lastSeen int64 // requests reaching line e
 	}{{0, 200, 1}, {3, 503, 0}} {
-		e := newTryEnv(t, RetryConfig{MaxTries: tc.maxTries}, "a", "b", "c", "d", "e")
+		e := newTryEnv(t, config.RetryConfig{MaxTries: tc.maxTries}, "a", "b", "c", "d", "e")
 		for _, n := range []string{"a", "b", "c", "d"} {
 			e.sims[n].SetOptions(sim.Options{Status: 500})
 		}
@@ -192,7 +193,7 @@ func TestDefaultTriesCoverThePlan(t *testing.T) {
 // forgets what left the window.
 func TestRetryBudget(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	b := newRetryBudget(RetryConfig{BudgetRatio: 0.5, BudgetMinPerSecond: -1})
+	b := newRetryBudget(config.RetryConfig{BudgetRatio: 0.5, BudgetMinPerSecond: -1})
 	if b.retry(t0) {
 		t.Fatal("a retry with no first try and no floor")
 	}
@@ -217,7 +218,7 @@ func TestRetryBudget(t *testing.T) {
 		t.Fatal("2 first tries at 0.5 must allow exactly 1 retry")
 	}
 	// The floor: 2 per second is 20 per window with no traffic at all.
-	f := newRetryBudget(RetryConfig{BudgetRatio: 1, BudgetMinPerSecond: 2})
+	f := newRetryBudget(config.RetryConfig{BudgetRatio: 1, BudgetMinPerSecond: 2})
 	for i := 0; i < 20; i++ {
 		if !f.retry(t0) {
 			t.Fatalf("floor retry %d of 20 refused", i+1)
@@ -231,7 +232,7 @@ func TestRetryBudget(t *testing.T) {
 // Past the budget a call does not retry: it answers with its last failure,
 // and the refusal is counted.
 func TestRetryBudgetStopsRetries(t *testing.T) {
-	e := newTryEnv(t, RetryConfig{BudgetRatio: 0.01, BudgetMinPerSecond: -1}, "a", "b")
+	e := newTryEnv(t, config.RetryConfig{BudgetRatio: 0.01, BudgetMinPerSecond: -1}, "a", "b")
 	e.sims["a"].SetOptions(sim.Options{Status: 500})
 	st, err := e.send(context.Background())
 	if st != 503 || !strings.Contains(err.Message, "tried: a (HTTP 500))") {
@@ -254,7 +255,7 @@ func TestRetryBudgetStopsRetries(t *testing.T) {
 // within the window, best success ratio first, each at most once; a line
 // with no success gets nothing; the rest get 503 at once with Retry-After.
 func TestPanicMode(t *testing.T) {
-	e := newTryEnv(t, RetryConfig{BreakerOpen: time.Minute}, "a", "b", "c")
+	e := newTryEnv(t, config.RetryConfig{BreakerOpen: time.Minute}, "a", "b", "c")
 	now := time.Now()
 	for name, okFail := range map[string][2]int{"a": {1, 9}, "b": {5, 5}, "c": {0, 10}} {
 		e.open(name)
@@ -310,9 +311,9 @@ func TestDeadPoolRefusesAtOnce(t *testing.T) {
 	off := 0.0
 	for _, tc := range []struct {
 		name  string
-		rc    RetryConfig
+		rc    config.RetryConfig
 		alive bool
-	}{{"dead", RetryConfig{BreakerOpen: time.Minute}, false}, {"panic off", RetryConfig{BreakerOpen: time.Minute, PanicShare: &off}, true}} {
+	}{{"dead", config.RetryConfig{BreakerOpen: time.Minute}, false}, {"panic off", config.RetryConfig{BreakerOpen: time.Minute, PanicShare: &off}, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTryEnv(t, tc.rc, "a", "b")
 			for _, n := range []string{"a", "b"} {
@@ -336,7 +337,7 @@ func TestDeadPoolRefusesAtOnce(t *testing.T) {
 // A dead line is probed once per open interval: while its half-open probe
 // is out, the other calls are refused without a request.
 func TestDeadLineProbedOncePerInterval(t *testing.T) {
-	e := newTryEnv(t, RetryConfig{BreakerOpen: 500 * time.Millisecond}, "a")
+	e := newTryEnv(t, config.RetryConfig{BreakerOpen: 500 * time.Millisecond}, "a")
 	e.sims["a"].SetOptions(sim.Options{Status: 500, Latency: 200 * time.Millisecond})
 	e.open("a")
 	time.Sleep(600 * time.Millisecond) // past the open interval: half-open
@@ -367,7 +368,7 @@ func TestDeadLineProbedOncePerInterval(t *testing.T) {
 // the line: a half-open probe abandoned leaves the breaker half-open (it
 // used to close it), and the next probe decides.
 func TestClientGoneIsExcluded(t *testing.T) {
-	e := newTryEnv(t, RetryConfig{BreakerOpen: 50 * time.Millisecond}, "a")
+	e := newTryEnv(t, config.RetryConfig{BreakerOpen: 50 * time.Millisecond}, "a")
 	e.open("a")
 	time.Sleep(80 * time.Millisecond)
 	e.sims["a"].SetOptions(sim.Options{Hang: true})
@@ -415,7 +416,7 @@ func TestBreakerTripsOnRatio(t *testing.T) {
 	// Through the breaker: ten consecutive failures after 15 successes do
 	// not open it (the old rule, five in a row, did); a line failing every
 	// request opens at its 20th failure.
-	e := newTryEnv(t, RetryConfig{}, "a", "b")
+	e := newTryEnv(t, config.RetryConfig{}, "a", "b")
 	report := func(l *line, err error) {
 		done, aerr := l.breaker.Allow()
 		if aerr != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/pricing"
 )
 
@@ -54,7 +55,7 @@ func publishedCost(u pricing.Usage) pricing.Nano {
 // content, and /metrics counts it.
 func TestSettleFallbackChargesPublishedPrice(t *testing.T) {
 	dir := settleFailDir(t)
-	e := newEnv(t, func(c *Config) { c.Plugins.Dir = dir })
+	e := newEnv(t, func(c *config.Config) { c.Plugins.Dir = dir })
 	e.account("acme", "5")
 	key := e.key("acme", "standard")
 	canary := fmt.Sprintf("CANARY-%d-okapi", time.Now().UnixNano())
@@ -118,7 +119,7 @@ func TestSettleFallbackChargesPublishedPrice(t *testing.T) {
 // the fresh instance of the retry charges its own price: no fallback.
 func TestSettleRetrySucceedsWithoutFallback(t *testing.T) {
 	dir := settleFailDir(t)
-	e := newEnv(t, func(c *Config) { c.Plugins.Dir = dir })
+	e := newEnv(t, func(c *config.Config) { c.Plugins.Dir = dir })
 	e.account("acme", "5")
 	key := e.key("acme", "standard")
 	st, _, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-v4-pro", "hello"))

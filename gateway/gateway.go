@@ -17,6 +17,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/modelrelay/modelrelay/gateway/backlog"
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/console"
 	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
@@ -34,9 +35,9 @@ type Store interface {
 	store.Console // console logins (admin.go)
 }
 
-// Options wires a Gateway. Config must already be resolved (LoadConfig does).
+// Options wires a Gateway. Config must already be resolved (config.Load does).
 type Options struct {
-	Config  Config
+	Config  config.Config
 	Store   Store
 	Plugins *plugins.Host
 	// Logger receives access and event logs. Default slog.Default().
@@ -53,7 +54,7 @@ type Options struct {
 
 // Gateway is the HTTP front of ModelRelay.
 type Gateway struct {
-	cfg    Config
+	cfg    config.Config
 	store  Store
 	host   *plugins.Host
 	log    *slog.Logger

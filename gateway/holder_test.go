@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
@@ -123,7 +124,7 @@ func holderEnv(t *testing.T) (e *env, keyStd, keyEco, keyBeta string) {
 	t.Helper()
 	cut := httptest.NewServer(sim.New(sim.Options{CutAfter: 3, Chunks: 8, VideoSteps: 20 * time.Millisecond}))
 	t.Cleanup(cut.Close)
-	e = newEnv(t, func(c *Config) { c.Lines[2].BaseURL = cut.URL }) // eco-a
+	e = newEnv(t, func(c *config.Config) { c.Lines[2].BaseURL = cut.URL }) // eco-a
 	needModels(t, e, "modelb-image-2.5-flare", "modelc-imagine-video-1.5", "sysmodel-latest")
 	e.account("acme", "50")
 	e.account("beta", "5")
@@ -427,7 +428,7 @@ func TestCostHeaderNotFromUpstream(t *testing.T) {
 		s.ServeHTTP(w, r)
 	}))
 	defer up.Close()
-	e := newEnv(t, func(c *Config) { c.Lines[2].BaseURL = up.URL }) // eco-a
+	e := newEnv(t, func(c *config.Config) { c.Lines[2].BaseURL = up.URL }) // eco-a
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
 	st, h, data := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hi"))

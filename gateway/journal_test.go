@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
@@ -25,7 +26,7 @@ func TestCutStreamEstimateCountsCallerBody(t *testing.T) {
 	cp := &capture{sim: sim.New(sim.Options{CutAfter: 3, Chunks: 8})}
 	up := httptest.NewServer(cp)
 	defer up.Close()
-	e := newEnv(t, func(c *Config) { c.Lines[2].BaseURL = up.URL }) // eco-a
+	e := newEnv(t, func(c *config.Config) { c.Lines[2].BaseURL = up.URL }) // eco-a
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
 	body := chatBody("modelf-flash", "estimate me from my own bytes", `"stream":true`)
@@ -88,7 +89,7 @@ func TestJSONEstimateCountsCallerBody(t *testing.T) {
 		_, _ = w.Write([]byte(answer))
 	}))
 	defer up.Close()
-	e := newEnv(t, func(c *Config) { c.Lines[2].BaseURL = up.URL }) // eco-a
+	e := newEnv(t, func(c *config.Config) { c.Lines[2].BaseURL = up.URL }) // eco-a
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
 	body := chatBody("modelf-flash", "what if the provider forgets the usage?")

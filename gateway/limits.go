@@ -10,6 +10,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"golang.org/x/time/rate"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -20,9 +21,9 @@ import (
 // down, each replica keeps local buckets at 1/redis.replicas of each rate
 // (or refuses with 503 under redis.fail_closed).
 type limiters struct {
-	keyDefault RateConfig
-	routes     map[string]RateConfig
-	pricing    RateConfig
+	keyDefault config.RateConfig
+	routes     map[string]config.RateConfig
+	pricing    config.RateConfig
 
 	sh *shared.Client      // nil: no Redis, local buckets at the full rate
 	rl *redis_rate.Limiter // on sh
@@ -32,10 +33,10 @@ type limiters struct {
 	addrs map[string]*rate.Limiter
 }
 
-func newLimiters(cfg Config, sh *shared.Client) *limiters {
+func newLimiters(cfg config.Config, sh *shared.Client) *limiters {
 	l := &limiters{
 		keyDefault: cfg.Limits.KeyRate,
-		routes:     map[string]RateConfig{},
+		routes:     map[string]config.RateConfig{},
 		pricing:    cfg.Limits.PricingRate,
 		keys:       map[string]*rate.Limiter{},
 		addrs:      map[string]*rate.Limiter{},
@@ -52,7 +53,7 @@ func newLimiters(cfg Config, sh *shared.Client) *limiters {
 	return l
 }
 
-func (l *limiters) bucket(m map[string]*rate.Limiter, id string, rc RateConfig) *rate.Limiter {
+func (l *limiters) bucket(m map[string]*rate.Limiter, id string, rc config.RateConfig) *rate.Limiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, ok := m[id]
@@ -82,7 +83,7 @@ func (l *limiters) allowAddr(ctx context.Context, addr string, now time.Time) er
 
 // allow takes one token for id: from Redis while it is up, else from the
 // local bucket.
-func (l *limiters) allow(ctx context.Context, m map[string]*rate.Limiter, kind, id string, rc RateConfig, now time.Time, msg string) error {
+func (l *limiters) allow(ctx context.Context, m map[string]*rate.Limiter, kind, id string, rc config.RateConfig, now time.Time, msg string) error {
 	if l.sh == nil {
 		return take(l.bucket(m, id, rc), now, msg)
 	}

@@ -16,12 +16,13 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
 
 // line is one upstream connection with its transport and circuit breaker.
 type line struct {
-	cfg     LineConfig
+	cfg     config.LineConfig
 	rt      http.RoundTripper
 	breaker *gobreaker.TwoStepCircuitBreaker[struct{}]
 
@@ -52,7 +53,7 @@ type lineSet struct {
 	all    []*line // config order
 }
 
-func newLineSet(cfg Config, rt http.RoundTripper, log *slog.Logger) *lineSet {
+func newLineSet(cfg config.Config, rt http.RoundTripper, log *slog.Logger) *lineSet {
 	s := &lineSet{byName: map[string]*line{}}
 	for _, lc := range cfg.Lines {
 		l := &line{cfg: lc}

@@ -14,15 +14,16 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
 )
 
 // threeLines: route standard served by a, b and c at one priority.
-func threeLines(c *Config) {
-	c.Routes = []RouteConfig{{Name: "standard"}, {Name: "economy"}}
-	c.Lines = []LineConfig{
+func threeLines(c *config.Config) {
+	c.Routes = []config.RouteConfig{{Name: "standard"}, {Name: "economy"}}
+	c.Lines = []config.LineConfig{
 		{Name: "a", Models: []string{"*"}, Route: "standard"},
 		{Name: "b", Models: []string{"*"}, Route: "standard"},
 		{Name: "c", Models: []string{"*"}, Route: "standard"},
@@ -56,9 +57,9 @@ func TestFailoverChargesOnce(t *testing.T) {
 }
 
 func TestBreakersOpenAndRecover(t *testing.T) {
-	e := newEnv(t, func(c *Config) {
-		c.Routes = []RouteConfig{{Name: "standard"}}
-		c.Lines = []LineConfig{{Name: "a", Models: []string{"*"}, Route: "standard"}, {Name: "b", Models: []string{"*"}, Route: "standard", Priority: 1}}
+	e := newEnv(t, func(c *config.Config) {
+		c.Routes = []config.RouteConfig{{Name: "standard"}}
+		c.Lines = []config.LineConfig{{Name: "a", Models: []string{"*"}, Route: "standard"}, {Name: "b", Models: []string{"*"}, Route: "standard", Priority: 1}}
 		c.Retry.BreakerMinRequests = 3
 		c.Retry.BreakerOpen = 300 * time.Millisecond
 	})
@@ -123,11 +124,11 @@ func TestBreakersOpenAndRecover(t *testing.T) {
 }
 
 func TestTimeoutsMoveToTheNextLine(t *testing.T) {
-	e := newEnv(t, func(c *Config) {
-		c.Routes = []RouteConfig{{Name: "standard"}}
-		c.Lines = []LineConfig{
-			{Name: "slow", Models: []string{"*"}, Route: "standard", Timeouts: Timeouts{FirstByte: 100 * time.Millisecond, Idle: 150 * time.Millisecond}},
-			{Name: "ok", Models: []string{"*"}, Route: "standard", Priority: 1, Timeouts: Timeouts{Idle: 150 * time.Millisecond}},
+	e := newEnv(t, func(c *config.Config) {
+		c.Routes = []config.RouteConfig{{Name: "standard"}}
+		c.Lines = []config.LineConfig{
+			{Name: "slow", Models: []string{"*"}, Route: "standard", Timeouts: config.Timeouts{FirstByte: 100 * time.Millisecond, Idle: 150 * time.Millisecond}},
+			{Name: "ok", Models: []string{"*"}, Route: "standard", Priority: 1, Timeouts: config.Timeouts{Idle: 150 * time.Millisecond}},
 		}
 	})
 	e.sims["slow"].SetOptions(sim.Options{Latency: 2 * time.Second})
@@ -183,8 +184,8 @@ func TestUpstreamStatuses(t *testing.T) {
 }
 
 func TestKeyRateLimit(t *testing.T) {
-	e := newEnv(t, func(c *Config) {
-		c.Routes[1].Rate = &RateConfig{Rate: 0.5, Burst: 2} // economy: 1 call per 2 s, burst 2
+	e := newEnv(t, func(c *config.Config) {
+		c.Routes[1].Rate = &config.RateConfig{Rate: 0.5, Burst: 2} // economy: 1 call per 2 s, burst 2
 	})
 	e.account("acme", "10")
 	key := e.key("acme", "economy")

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/modelrelay/modelrelay/gateway/config"
 )
 
 // What a slow or hostile client can hold of the gateway is bounded here:
@@ -63,7 +65,7 @@ const (
 	reasonPerAddr = "per_address"
 )
 
-func newConnBounds(cfg Config, log *slog.Logger) *connBounds {
+func newConnBounds(cfg config.Config, log *slog.Logger) *connBounds {
 	return &connBounds{
 		max: cfg.Server.MaxConnections, perAddr: cfg.Server.MaxConnectionsPerAddress,
 		support: cfg.SupportEmail, headerTimeout: cfg.Server.HeaderTimeout, log: log, byAddr: map[netip.Addr]int{},
@@ -449,14 +451,4 @@ func plainErrorOf(status int, detail string) *Error {
 		msg += ": " + detail
 	}
 	return errf(status, "invalid_request_error", "malformed_request", "%s", msg)
-}
-
-// maxConnectionsFor is server.max_connections' default for an open-file
-// limit of nofile (see defaultMaxConnections).
-func maxConnectionsFor(nofile uint64) int {
-	const headroom, least, most = 64, 64, 1 << 24
-	if nofile < headroom+2*least {
-		return least
-	}
-	return int(min((nofile-headroom)/2, most))
 }

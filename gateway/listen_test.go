@@ -16,10 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/sim"
 )
 
-func withServer(s ServerConfig) envOption { return func(c *Config) { c.Server = s } }
+func withServer(s config.ServerConfig) envOption { return func(c *config.Config) { c.Server = s } }
 
 // dialFrom connects to addr from the loopback address local (127.0.0.x:
 // Linux routes all of 127/8 to the loopback interface).
@@ -102,49 +103,11 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-func TestMaxConnectionsFor(t *testing.T) {
-	for _, tc := range []struct {
-		nofile uint64
-		want   int
-	}{{0, 64}, {100, 64}, {191, 64}, {192, 64}, {256, 96}, {1024, 480}, {20000, 9968}, {^uint64(0), 1 << 24}} {
-		if got := maxConnectionsFor(tc.nofile); got != tc.want {
-			t.Errorf("maxConnectionsFor(%d) = %d, want %d", tc.nofile, got, tc.want)
-		}
-	}
-}
-
-func TestServerConfig(t *testing.T) {
-	c, err := ParseConfig([]byte(minimalConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := c.Server
-	if s.HeaderTimeout != 10*time.Second || s.BodyTimeout != 120*time.Second || s.IdleTimeout != 120*time.Second ||
-		s.MaxConnections != defaultMaxConnections() || s.MaxConnections < 64 || s.MaxConnectionsPerAddress != 512 {
-		t.Fatalf("defaults: %+v", s)
-	}
-	c, err = ParseConfig([]byte(minimalConfig + "\nserver: {body_timeout: 30s, max_connections: -1, max_connections_per_address: 8}\n"))
-	if err != nil || c.Server.BodyTimeout != 30*time.Second || c.Server.MaxConnections != -1 || c.Server.MaxConnectionsPerAddress != 8 {
-		t.Fatalf("set: %+v %v", c.Server, err)
-	}
-	for _, tc := range []struct{ yaml, want string }{
-		{"server: {header_timeout: -1s}", "server.header_timeout"},
-		{"server: {body_timeout: -1s}", "server.body_timeout"},
-		{"server: {idle_timeout: -5s}", "server.idle_timeout"},
-		{"server: {header_timeout: 20s, body_timeout: 15s}", "server.body_timeout"},
-		{"server: {max_connections: lots}", "server.max_connections"},
-	} {
-		if _, err := ParseConfig([]byte(minimalConfig + "\n" + tc.yaml + "\n")); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v does not name %s", tc.yaml, err, tc.want)
-		}
-	}
-}
-
 // Past a bound a new connection gets a 503 in the error shape (docs/api.md#errors) at once, and
 // is closed; connections already open are served; the counts go back down
 // when connections close, and /metrics shows them.
 func TestConnectionBounds(t *testing.T) {
-	e := newEnv(t, withServer(ServerConfig{MaxConnections: 3, MaxConnectionsPerAddress: 2}))
+	e := newEnv(t, withServer(config.ServerConfig{MaxConnections: 3, MaxConnectionsPerAddress: 2}))
 	addr := e.srv.Listener.Addr().String()
 	type client struct {
 		c  net.Conn
@@ -220,7 +183,7 @@ func TestConnectionCountsConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	const max, perAddr, clients, dials = 8, 5, 16, 20
-	b := newConnBounds(Config{Server: ServerConfig{MaxConnections: max, MaxConnectionsPerAddress: perAddr}, SupportEmail: "help@relay.test"}, discardLogger())
+	b := newConnBounds(config.Config{Server: config.ServerConfig{MaxConnections: max, MaxConnectionsPerAddress: perAddr}, SupportEmail: "help@relay.test"}, discardLogger())
 	l := &boundedListener{Listener: ln, b: b}
 	var admitted, live, peak atomic.Int64
 	var wg sync.WaitGroup
@@ -286,7 +249,7 @@ func TestConnectionCountsConcurrent(t *testing.T) {
 // size of the body it is sending, rather than a reset or an unsolicited
 // answer (when refusals are not a flood: see refuse).
 func TestRefusalReachesClients(t *testing.T) {
-	e := newEnv(t, withServer(ServerConfig{MaxConnections: 1}))
+	e := newEnv(t, withServer(config.ServerConfig{MaxConnections: 1}))
 	addr := e.srv.Listener.Addr().String()
 	holder := dialFrom(t, "127.0.0.2", addr)
 	roundTrip(t, holder, bufio.NewReader(holder))
@@ -399,7 +362,7 @@ func TestUnreadBodyAnswerReachesClients(t *testing.T) {
 // answered 408 body_timeout and the connection closed; nothing is held or
 // charged.
 func TestBodyTimeout(t *testing.T) {
-	e := newEnv(t, withServer(ServerConfig{HeaderTimeout: time.Second, BodyTimeout: 2 * time.Second, MaxConnectionsPerAddress: -1}))
+	e := newEnv(t, withServer(config.ServerConfig{HeaderTimeout: time.Second, BodyTimeout: 2 * time.Second, MaxConnectionsPerAddress: -1}))
 	e.account("slow", "1")
 	key := e.key("slow", "economy")
 	before := e.balance("slow")
@@ -439,7 +402,7 @@ func TestBodyTimeout(t *testing.T) {
 // still incomplete, closed without an answer if only headers are missing
 // (net/http answers nothing then).
 func TestHeaderTimeout(t *testing.T) {
-	e := newEnv(t, withServer(ServerConfig{HeaderTimeout: time.Second, BodyTimeout: 30 * time.Second, MaxConnectionsPerAddress: -1}))
+	e := newEnv(t, withServer(config.ServerConfig{HeaderTimeout: time.Second, BodyTimeout: 30 * time.Second, MaxConnectionsPerAddress: -1}))
 	for _, tc := range []struct {
 		name, first, rest string
 		answer            bool
@@ -479,7 +442,7 @@ func TestHeaderTimeout(t *testing.T) {
 // A stream that lasts longer than server.body_timeout is not cut by it, nor
 // is the kept-alive connection that carried it.
 func TestStreamOutlivesBodyTimeout(t *testing.T) {
-	e := newEnv(t, withServer(ServerConfig{HeaderTimeout: 500 * time.Millisecond, BodyTimeout: 500 * time.Millisecond, MaxConnectionsPerAddress: -1}))
+	e := newEnv(t, withServer(config.ServerConfig{HeaderTimeout: 500 * time.Millisecond, BodyTimeout: 500 * time.Millisecond, MaxConnectionsPerAddress: -1}))
 	e.sims["eco-a"].SetOptions(sim.Options{Chunks: 8, ChunkGap: 250 * time.Millisecond})
 	e.account("long", "1")
 	key := e.key("long", "economy")
@@ -616,7 +579,7 @@ func FuzzPlainError(f *testing.F) {
 	f.Add([]byte("HTTP/1.1 501 Not Implemented" + plainHeaders + "Unsupported transfer encoding"))
 	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"))
 	f.Add([]byte("HTTP/1.1 4"))
-	b := newConnBounds(Config{SupportEmail: "help@relay.test"}, discardLogger())
+	b := newConnBounds(config.Config{SupportEmail: "help@relay.test"}, discardLogger())
 	f.Fuzz(func(t *testing.T, p []byte) {
 		status, detail, ok := plainError(p)
 		if !ok {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
@@ -35,7 +36,7 @@ func TestImages(t *testing.T) {
 	cp := &capture{sim: sim.New(sim.Options{})}
 	up := httptest.NewServer(cp)
 	defer up.Close()
-	e := newEnv(t, func(c *Config) { c.Lines[0].BaseURL = up.URL }) // std-a
+	e := newEnv(t, func(c *config.Config) { c.Lines[0].BaseURL = up.URL }) // std-a
 	needModels(t, e, "modelb-image-2.5-flare", "modelb-image-2.5-sunburst")
 	e.account("acme", "20")
 	key := e.key("acme", "standard")
@@ -448,7 +449,7 @@ func checkSystemOne422PassedThrough(t *testing.T) {
 		fmt.Fprintf(w, `{"detail":%s}`, detail)
 	}))
 	defer strict.Close()
-	e2 := newEnv(t, func(c *Config) { c.Lines[0].BaseURL = strict.URL })
+	e2 := newEnv(t, func(c *config.Config) { c.Lines[0].BaseURL = strict.URL })
 	e2.account("acme", "1")
 	st, _, data := e2.do("POST", "/v1/systemone", e2.key("acme", "standard"), `{"model":"sysmodel-latest","state":"s","questions":{"q":{"type":"noul"}}}`)
 	msg, _, _ := errBody(t, data)

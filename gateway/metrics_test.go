@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/modelrelay/modelrelay/gateway/config"
 )
 
 // metricValue sums the samples of a series whose labels contain every part.
@@ -95,8 +97,8 @@ func TestMetricsMoveWithTraffic(t *testing.T) {
 
 // /readyz fails when a model has no line.
 func TestReadyzNeedsALinePerModel(t *testing.T) {
-	e := newEnv(t, func(c *Config) {
-		c.Lines = []LineConfig{{Name: "only", Models: []string{"modelf-flash"}, Route: "economy"}}
+	e := newEnv(t, func(c *config.Config) {
+		c.Lines = []config.LineConfig{{Name: "only", Models: []string{"modelf-flash"}, Route: "economy"}}
 	})
 	st, _, data := e.do("GET", "/readyz", "", nil)
 	if st != 503 || !strings.Contains(string(data), "no line serves modela-opus-5-5") {

@@ -21,6 +21,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/openapi"
 	"github.com/modelrelay/modelrelay/pricing"
 )
@@ -179,7 +180,7 @@ func (c *conformance) errorSchema(t *testing.T, body []byte) {
 
 func TestOpenAPIConformance(t *testing.T) {
 	c := loadConformance(t)
-	e := newEnv(t, func(cfg *Config) { cfg.Limits.PricingRate = RateConfig{Rate: 0.01, Burst: 2} })
+	e := newEnv(t, func(cfg *config.Config) { cfg.Limits.PricingRate = config.RateConfig{Rate: 0.01, Burst: 2} })
 	e.account("acme", "50")
 	e.account("broke", "0")
 	key := e.key("acme", "standard")
@@ -345,7 +346,7 @@ func TestOpenAPIConformanceModelNotFound(t *testing.T) {
 	dir := copyPluginDir(t)
 	dropInPlugin(t, dir, "unknown", `{"models": [{"id": "modelz-unknown-upstream", "endpoints": ["chat_completions"], "auto_route": "standard",
 	  "routes": {"standard": {"unit": "per_million_tokens", "input": "1", "output": "2"}}}]}`)
-	e := newEnv(t, func(cfg *Config) { cfg.Plugins.Dir = dir })
+	e := newEnv(t, func(cfg *config.Config) { cfg.Plugins.Dir = dir })
 	e.account("acme", "5")
 	key := e.key("acme", "standard")
 	_, body := c.run(t, e, exchange{method: "POST", path: "/v1/chat/completions",
@@ -363,7 +364,7 @@ func TestOpenAPIConformanceModelNotFound(t *testing.T) {
 // the document.
 func TestOpenAPIConformanceOverloaded(t *testing.T) {
 	c := loadConformance(t)
-	e := newEnv(t, func(cfg *Config) { cfg.Limits.OverloadDelay = time.Hour })
+	e := newEnv(t, func(cfg *config.Config) { cfg.Limits.OverloadDelay = time.Hour })
 	e.account("acme", "5")
 	key := e.key("acme", "standard")
 	e.gw.shed.next.Store(math.MaxInt64) // no window ends: the share set here stays

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -100,12 +101,12 @@ func (g *Gateway) overlapHold(c *call) bool {
 // allotsCredit reports whether calls that may overlap their hold are
 // admitted against allotments (allot.go) under c: unless billing.allot is
 // false.
-func allotsCredit(c Config) bool {
+func allotsCredit(c config.Config) bool {
 	return c.Billing.Allot == nil || *c.Billing.Allot
 }
 
 // overlapsHolds reports whether holds overlap the upstream request under
 // c: on PostgreSQL, unless billing.overlap_hold is false.
-func overlapsHolds(c Config) bool {
+func overlapsHolds(c config.Config) bool {
 	return c.Store.Driver == store.DriverPostgres && (c.Billing.OverlapHold == nil || *c.Billing.OverlapHold)
 }

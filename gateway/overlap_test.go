@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
@@ -54,7 +55,7 @@ func (s *watchedHolds) Hold(ctx context.Context, h store.Hold) error {
 func TestHoldOverlapsUpstream(t *testing.T) {
 	// Its store keeps a hold that goes first for up to a second on purpose
 	// (watchedHolds): not a ledger behind (billing.max_store_wait).
-	e := newEnv(t, func(c *Config) { c.Billing.MaxStoreWait = 10 * time.Second })
+	e := newEnv(t, func(c *config.Config) { c.Billing.MaxStoreWait = 10 * time.Second })
 	e.account("acme", "100")
 	key := e.key("acme", "standard")
 	// A call that holds first waits wait out; an overlapped call's request
@@ -165,6 +166,8 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 // billing.overlap_hold is false), for a call of a key with no spend limit whose account
 // last showed overlapMargin times the hold, lately.
 func TestOverlapOnlyWithAmpleCredit(t *testing.T) {
+	const minimalConfig = "admin_token: 0123456789abcdef0123\nroutes: [{name: standard}]\n" +
+		"lines: [{name: a, base_url: 'http://127.0.0.1:9090', models: ['*'], route: standard}]\n"
 	for _, tc := range []struct {
 		yaml string
 		want bool
@@ -174,7 +177,7 @@ func TestOverlapOnlyWithAmpleCredit(t *testing.T) {
 		{"store: {driver: postgres, dsn: 'postgres://x@h/db'}\nbilling: {overlap_hold: false}\n", false},
 		{"billing: {overlap_hold: true}\n", false},
 	} {
-		c, err := ParseConfig([]byte(minimalConfig + tc.yaml))
+		c, err := config.Parse([]byte(minimalConfig + tc.yaml))
 		if err != nil {
 			t.Fatalf("%q: %v", tc.yaml, err)
 		}

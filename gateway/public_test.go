@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/openapi"
 	"github.com/modelrelay/modelrelay/gateway/pricingpage"
 	"github.com/modelrelay/modelrelay/pricing"
@@ -317,7 +318,7 @@ func dropInPlugin(t *testing.T, dir, name, cfg string) {
 // restart.
 func TestPriceTableShowsDroppedInPlugin(t *testing.T) {
 	dir := copyPluginDir(t)
-	e := newEnv(t, func(c *Config) { c.Plugins.Dir = dir })
+	e := newEnv(t, func(c *config.Config) { c.Plugins.Dir = dir })
 	const id = "modelz-dropin-1"
 	before, hdr := getPriceTable(t, e)
 	for _, pm := range before {
@@ -376,7 +377,7 @@ func TestPriceTableShowsDroppedInPlugin(t *testing.T) {
 // Retry-After in whole seconds and the error body (docs/api.md#errors); another address
 // keeps its own bucket.
 func TestPriceTableRateLimit(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.Limits.PricingRate = RateConfig{Rate: 0.01, Burst: 3} })
+	e := newEnv(t, func(c *config.Config) { c.Limits.PricingRate = config.RateConfig{Rate: 0.01, Burst: 3} })
 	for i := 0; i < 3; i++ {
 		if status, _, body := e.do("GET", "/api/pricing", "", nil); status != http.StatusOK {
 			t.Fatalf("request %d = %d: %s", i+1, status, body)

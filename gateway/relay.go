@@ -21,6 +21,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
@@ -59,44 +60,44 @@ func (ep *endpoint) Label() string { return cmp.Or(ep.label, ep.name) }
 
 var endpoints = []*endpoint{
 	{
-		name: pricing.EndpointChat, path: "/v1/chat/completions", protocol: ProtocolOpenAI,
+		name: pricing.EndpointChat, path: "/v1/chat/completions", protocol: config.ProtocolOpenAI,
 		decode: jsonOnly(decodeChat), usage: pricing.ChatUsage, meter: pricing.NewChatMeter, text: chatText,
 	},
 	{
-		name: pricing.EndpointResponses, path: "/v1/responses", protocol: ProtocolOpenAI,
+		name: pricing.EndpointResponses, path: "/v1/responses", protocol: config.ProtocolOpenAI,
 		decode: jsonOnly(decodeResponses), usage: pricing.ResponsesUsage, meter: pricing.NewResponsesMeter, text: responsesText,
 	},
 	{
-		name: pricing.EndpointMessages, path: "/v1/messages", protocol: ProtocolAnthropic, xAPIKey: true,
+		name: pricing.EndpointMessages, path: "/v1/messages", protocol: config.ProtocolAnthropic, xAPIKey: true,
 		decode: jsonOnly(decodeMessages), usage: pricing.MessagesUsage, meter: pricing.NewMessagesMeter, text: messagesText,
 	},
 	{
 		// Token counting: the messages models and lines, never charged.
 		name: pricing.EndpointMessages, label: "messages_count_tokens", path: "/v1/messages/count_tokens",
-		protocol: ProtocolAnthropic, xAPIKey: true, decode: jsonOnly(decodeCountTokens), uncharged: true,
+		protocol: config.ProtocolAnthropic, xAPIKey: true, decode: jsonOnly(decodeCountTokens), uncharged: true,
 	},
 	{
 		// Compaction is a responses call on another path: the responses
 		// models, their prices and plugin, billed from the usage it returns.
-		name: pricing.EndpointResponses, label: "responses_compact", path: "/v1/responses/compact", protocol: ProtocolOpenAI,
+		name: pricing.EndpointResponses, label: "responses_compact", path: "/v1/responses/compact", protocol: config.ProtocolOpenAI,
 		decode: jsonOnly(decodeCompact), usage: pricing.ResponsesUsage, meter: pricing.NewResponsesMeter, text: responsesText,
 	},
 	{
-		name: pricing.EndpointImages, path: "/v1/images/generations", protocol: ProtocolOpenAI,
+		name: pricing.EndpointImages, path: "/v1/images/generations", protocol: config.ProtocolOpenAI,
 		decode: jsonOnly(decodeImages), usage: imagesUsage, meter: newImagesMeter,
 		rewrite: rewriteJSONFields, estimate: noUsage,
 	},
 	{
-		name: pricing.EndpointImageEdit, path: "/v1/images/edits", protocol: ProtocolOpenAI, maxBody: maxEditBody,
+		name: pricing.EndpointImageEdit, path: "/v1/images/edits", protocol: config.ProtocolOpenAI, maxBody: maxEditBody,
 		decode: decodeImageEdit, usage: imagesUsage, meter: newImagesMeter, estimate: noUsage,
 	},
 	{
-		name: pricing.EndpointVideo, path: "/v1/videos/generations", protocol: ProtocolOpenAI,
+		name: pricing.EndpointVideo, path: "/v1/videos/generations", protocol: config.ProtocolOpenAI,
 		decode: jsonOnly(decodeVideo), accept: acceptVideo,
 	},
 	{
 		name: pricing.EndpointSystemOne, path: "/v1/systemone", aliases: []string{"/v1/system_one"},
-		protocol: ProtocolOpenAI, maxBody: maxSystemOneBody,
+		protocol: config.ProtocolOpenAI, maxBody: maxSystemOneBody,
 		decode: jsonOnly(decodeSystemOne), usage: pricing.SystemOneUsage,
 	},
 }
@@ -876,7 +877,7 @@ func (g *Gateway) sendOrdered(ctx context.Context, c *call, plan []*line) (*upst
 	var r tryResult
 	if len(plan) > 0 {
 		var up *upstream
-		up, r = g.tryLines(ctx, c, plan, g.cfg.Retry.tries(len(plan)), false)
+		up, r = g.tryLines(ctx, c, plan, g.cfg.Retry.Tries(len(plan)), false)
 		if up != nil || r.err != nil {
 			return up, r.err
 		}
@@ -1265,7 +1266,7 @@ func (g *Gateway) sendPanic(ctx context.Context, c *call) (*upstream, error) {
 		g.log.Warn("every line of a pool is open: panic mode sends a share of calls to the least-bad lines",
 			"route", c.route, "model", c.model.ID, "lines", strings.Join(names, ","), "share", g.panic.share)
 	}
-	up, r := g.tryLines(ctx, c, lines, min(g.cfg.Retry.tries(len(lines)), len(lines)), true)
+	up, r := g.tryLines(ctx, c, lines, min(g.cfg.Retry.Tries(len(lines)), len(lines)), true)
 	if up != nil || r.err != nil {
 		return up, r.err
 	}
@@ -1334,7 +1335,7 @@ func (g *Gateway) try(ctx context.Context, c *call, l *line) (*upstream, error) 
 		req.Header.Set("Anthropic-Version", versionHeader(c.r))
 	}
 	if key := l.cfg.UpstreamKey(); key != "" {
-		if l.cfg.Protocol == ProtocolAnthropic {
+		if l.cfg.Protocol == config.ProtocolAnthropic {
 			req.Header.Set("X-Api-Key", key)
 		} else {
 			req.Header.Set("Authorization", "Bearer "+key)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/modelrelay/modelrelay/gateway/config"
 )
 
 // What replicas share through Redis (package shared), when redis.url is
@@ -159,16 +161,16 @@ func parseCooldown(p string) (name string, until int64, ok bool) {
 
 // sharedLimit is rc as a GCRA limit: one request per 1/rate seconds, up to
 // burst at once.
-func sharedLimit(rc RateConfig) redis_rate.Limit {
+func sharedLimit(rc config.RateConfig) redis_rate.Limit {
 	return redis_rate.Limit{Rate: 1, Period: time.Duration(float64(time.Second) / rc.Rate), Burst: rc.Burst}
 }
 
 // localShare is rc cut to this replica's share while Redis is down.
-func localShare(rc RateConfig, replicas int) RateConfig {
+func localShare(rc config.RateConfig, replicas int) config.RateConfig {
 	if replicas <= 1 {
 		return rc
 	}
-	return RateConfig{Rate: rc.Rate / float64(replicas), Burst: max(rc.Burst/replicas, 1)}
+	return config.RateConfig{Rate: rc.Rate / float64(replicas), Burst: max(rc.Burst/replicas, 1)}
 }
 
 // --- read after answer across replicas ---

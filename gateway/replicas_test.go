@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/internal/cutproxy"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -34,7 +35,7 @@ func withRedis(t *testing.T, url string) envOption {
 	_, _ = rand.Read(b[:])
 	prefix := "relaytest:" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + ":" + hex.EncodeToString(b[:]) + ":"
 	t.Cleanup(func() { dropPrefix(t, prefix) })
-	return func(c *Config) {
+	return func(c *config.Config) {
 		c.Redis.URL = url
 		c.Redis.Prefix = prefix
 	}
@@ -79,8 +80,8 @@ func TestReplicasShareKeyRate(t *testing.T) {
 	// A generous redis.timeout: this test measures the shared limit, and a
 	// command slower than the default 100 ms on a loaded machine would send
 	// a replica to its local fallback bucket (a documented, looser limit).
-	a := newEnv(t, withRedis(t, url), func(c *Config) {
-		c.Limits.KeyRate = RateConfig{Rate: rate, Burst: burst}
+	a := newEnv(t, withRedis(t, url), func(c *config.Config) {
+		c.Limits.KeyRate = config.RateConfig{Rate: rate, Burst: burst}
 		c.Redis.Timeout = 2 * time.Second
 	})
 	reps := []*env{a, a.replica(nil), a.replica(nil)}
@@ -180,12 +181,12 @@ func TestReplicasShareCooldown(t *testing.T) {
 		_, _ = io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_error","code":"rate_limit_exceeded"}}`)
 	}))
 	t.Cleanup(limited.Close)
-	a := newEnv(t, withRedis(t, redisURL(t)), func(c *Config) {
+	a := newEnv(t, withRedis(t, redisURL(t)), func(c *config.Config) {
 		c.Retry.Max429Wait = -1
-		c.Lines = []LineConfig{
-			{Name: "eco-429", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "economy", BaseURL: limited.URL, Priority: 0},
-			{Name: "eco-a", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "economy", Priority: 1},
-			{Name: "std-429", Protocol: ProtocolOpenAI, Models: []string{"*"}, Route: "standard", BaseURL: limited.URL},
+		c.Lines = []config.LineConfig{
+			{Name: "eco-429", Protocol: config.ProtocolOpenAI, Models: []string{"*"}, Route: "economy", BaseURL: limited.URL, Priority: 0},
+			{Name: "eco-a", Protocol: config.ProtocolOpenAI, Models: []string{"*"}, Route: "economy", Priority: 1},
+			{Name: "std-429", Protocol: config.ProtocolOpenAI, Models: []string{"*"}, Route: "standard", BaseURL: limited.URL},
 		}
 	})
 	b, c := a.replica(nil), a.replica(nil)
@@ -327,8 +328,8 @@ func TestReplicasRedisDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := cutproxy.Start(t, opt.Addr)
-			a := newEnv(t, withRedis(t, redisVia(t, base, p, opt.Addr)), func(c *Config) {
-				c.Limits.KeyRate = RateConfig{Rate: 1, Burst: 4}
+			a := newEnv(t, withRedis(t, redisVia(t, base, p, opt.Addr)), func(c *config.Config) {
+				c.Limits.KeyRate = config.RateConfig{Rate: 1, Burst: 4}
 				c.Redis.Replicas = 2
 				c.Redis.FailClosed = closed
 			})

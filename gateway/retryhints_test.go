@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/sim"
 )
 
@@ -72,8 +73,8 @@ func checkHints(t *testing.T, h http.Header, wait bool, should string) {
 // Retry-After, retry-after-ms and x-should-retry, and 402 and 403 say a
 // retry cannot help.
 func TestRetryHintsOnEveryPath(t *testing.T) {
-	e := newEnv(t, func(c *Config) {
-		c.Limits.KeyRate = RateConfig{Rate: 0.5, Burst: 1}
+	e := newEnv(t, func(c *config.Config) {
+		c.Limits.KeyRate = config.RateConfig{Rate: 0.5, Burst: 1}
 		c.Limits.OverloadDelay = time.Hour
 		c.Lines = c.Lines[:1] // std-a: no line serves the messages endpoint
 	})
@@ -141,7 +142,7 @@ func TestRetryHintsOnEveryPath(t *testing.T) {
 // TestRetryHintsOnConnectionRefusal: the listener's canned 503 carries the
 // hints too.
 func TestRetryHintsOnConnectionRefusal(t *testing.T) {
-	b := newConnBounds(Config{SupportEmail: "help@relay.test", Server: ServerConfig{MaxConnections: 1}}, discardLogger())
+	b := newConnBounds(config.Config{SupportEmail: "help@relay.test", Server: config.ServerConfig{MaxConnections: 1}}, discardLogger())
 	out := b.answer(refusal("too_many_connections", 1, "full"), "req_x")
 	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(out)), nil)
 	if err != nil {

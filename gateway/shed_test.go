@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/store"
 )
 
@@ -149,7 +150,7 @@ func TestOverloadSheds(t *testing.T) {
 	// goroutine wait, far below the queue made here.
 	// The plugins' deadline is raised: this test starves every goroutine on
 	// purpose, and what it checks is the refusals, not the plugins.
-	e := newEnv(t, func(c *Config) {
+	e := newEnv(t, func(c *config.Config) {
 		c.Limits.OverloadDelay = 20 * time.Millisecond
 		c.Plugins.CallTimeout = 10 * time.Second
 	})

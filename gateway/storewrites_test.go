@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -37,7 +38,7 @@ func (h heldSettles) Settle(ctx context.Context, s store.Settlement) (store.Entr
 // anything is sent upstream, and counted; once the write lands calls are
 // admitted again, and every call answered is charged once.
 func TestStoreBehindRefusesNewCalls(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.Billing.MaxStoreWait = 100 * time.Millisecond })
+	e := newEnv(t, func(c *config.Config) { c.Billing.MaxStoreWait = 100 * time.Millisecond })
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
 	gate := make(chan struct{})
@@ -88,26 +89,6 @@ func TestStoreBehindRefusesNewCalls(t *testing.T) {
 	checkEachChargedOnce(t, e, rids)
 	if n := testutil.ToFloat64(r.gw.met.uncharged); n != 0 {
 		t.Fatalf("relay_calls_uncharged_total %v", n)
-	}
-}
-
-// TestStoreBehindConfig: billing.max_store_backlog and max_store_wait
-// default to the measured bounds, take -1 for none, and refuse the rest
-// naming the key.
-func TestStoreBehindConfig(t *testing.T) {
-	var b BillingConfig
-	if err := b.resolve(); err != nil || b.MaxStoreBacklog != DefaultMaxStoreBacklog || b.MaxStoreWait != DefaultMaxStoreWait {
-		t.Fatalf("defaults: %+v %v", b, err)
-	}
-	b = BillingConfig{MaxStoreBacklog: -1, MaxStoreWait: -time.Second}
-	if err := b.resolve(); err != nil || b.MaxStoreBacklog != -1 || b.MaxStoreWait != -time.Second {
-		t.Fatalf("no bounds: %+v %v", b, err)
-	}
-	for _, bad := range []BillingConfig{{MaxStoreBacklog: -2}, {MaxStoreWait: -time.Millisecond}} {
-		err := bad.resolve()
-		if err == nil || !strings.Contains(err.Error(), "billing.max_store_") {
-			t.Fatalf("%+v: %v, want an error naming the key", bad, err)
-		}
 	}
 }
 
@@ -163,7 +144,7 @@ func (q queuedHolds) Hold(ctx context.Context, h store.Hold) error {
 // (the ledger is behind, not down), counted, nothing sent upstream or
 // held.
 func TestQueuedHoldGivesUp(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.Billing.MaxStoreWait = 100 * time.Millisecond })
+	e := newEnv(t, func(c *config.Config) { c.Billing.MaxStoreWait = 100 * time.Millisecond })
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
 	r := e.replica(func(s Store) Store { return queuedHolds{s} })
@@ -250,7 +231,7 @@ func TestFailedCallDoesNotWaitForItsRelease(t *testing.T) {
 // store_unavailable", which the process log aggregates; answered calls
 // keep the INFO "request" line.
 func TestEarlyRefusalsAreWarnings(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.Billing.MaxStoreWait = 50 * time.Millisecond })
+	e := newEnv(t, func(c *config.Config) { c.Billing.MaxStoreWait = 50 * time.Millisecond })
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
 	gate := make(chan struct{})

@@ -7,13 +7,13 @@ import (
 	"net/http/pprof"
 	"time"
 
-	"github.com/modelrelay/modelrelay/gateway"
+	"github.com/modelrelay/modelrelay/gateway/config"
 )
 
 // checkDebugListen refuses a debug_listen that names the address of the
 // gateway or of its metrics: the profiler must never share a listener with
 // what callers or scrapers reach.
-func checkDebugListen(cfg gateway.Config) error {
+func checkDebugListen(cfg config.Config) error {
 	switch cfg.DebugListen {
 	case "":
 		return nil

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelrelay/modelrelay/gateway"
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/sim"
 )
 
@@ -110,7 +110,7 @@ func TestCheckDebugListen(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := checkDebugListen(gateway.Config{Listen: c.listen, MetricsListen: c.metrics, DebugListen: c.debug})
+			err := checkDebugListen(config.Config{Listen: c.listen, MetricsListen: c.metrics, DebugListen: c.debug})
 			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 				t.Fatalf("checkDebugListen = %v, want %q", err, c.want)
 			}

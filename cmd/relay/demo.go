@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelrelay/modelrelay/gateway"
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
@@ -81,22 +81,22 @@ func runDemo(args []string) error {
 // demoConfig is the demo's catalogue of lines: two named routes besides
 // Auto. "standard" serves every model over two lines (a primary and a
 // fallback); "economy" serves the cheaper subset the plugins price on it.
-func demoConfig(simURL, addr, data, pluginDir string) gateway.Config {
+func demoConfig(simURL, addr, data, pluginDir string) config.Config {
 	tok := make([]byte, 24)
 	_, _ = rand.Read(tok)
-	cfg := gateway.Config{
+	cfg := config.Config{
 		Listen:       addr,
 		LocalConfig:  store.LocalConfig{DataDir: data},
 		SupportEmail: "support@modelrelay.local",
 		AdminToken:   "adm_" + hex.EncodeToString(tok),
 		Plugins:      plugins.Settings{Dir: pluginDir},
-		Routes:       []gateway.RouteConfig{{Name: "standard"}, {Name: "economy"}},
-		Lines: []gateway.LineConfig{
-			{Name: "standard-primary", Protocol: gateway.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "standard", Priority: 0},
-			{Name: "standard-fallback", Protocol: gateway.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "standard", Priority: 1},
-			{Name: "standard-messages", Protocol: gateway.ProtocolAnthropic, BaseURL: simURL, Models: []string{"*"}, Route: "standard"},
-			{Name: "economy-a", Protocol: gateway.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "economy", Weight: 3},
-			{Name: "economy-b", Protocol: gateway.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "economy", Weight: 1},
+		Routes:       []config.RouteConfig{{Name: "standard"}, {Name: "economy"}},
+		Lines: []config.LineConfig{
+			{Name: "standard-primary", Protocol: config.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "standard", Priority: 0},
+			{Name: "standard-fallback", Protocol: config.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "standard", Priority: 1},
+			{Name: "standard-messages", Protocol: config.ProtocolAnthropic, BaseURL: simURL, Models: []string{"*"}, Route: "standard"},
+			{Name: "economy-a", Protocol: config.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "economy", Weight: 3},
+			{Name: "economy-b", Protocol: config.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "economy", Weight: 1},
 		},
 	}
 	f := false

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelrelay/modelrelay/gateway"
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/internal/logagg"
 	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
@@ -34,7 +35,7 @@ func runServe(args []string) error {
 		return err
 	}
 	defer closeLog()
-	cfg, err := gateway.LoadConfig(*path)
+	cfg, err := config.Load(*path)
 	if err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ type server struct {
 // memory limit (Memory), the store (Store, with data_dir and sync_writes),
 // the plugin host (Plugins) and Redis (Redis), then starts serving. It
 // resolves holds left by a crash first. ln may be nil (listen on cfg.Listen).
-func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln net.Listener) (*server, error) {
+func startServer(ctx context.Context, cfg config.Config, log *slog.Logger, ln net.Listener) (*server, error) {
 	if err := checkDebugListen(cfg); err != nil {
 		return nil, err
 	}
@@ -174,7 +175,7 @@ func startServer(ctx context.Context, cfg gateway.Config, log *slog.Logger, ln n
 
 // startConsole serves the web console on console.listen when it has a
 // listener of its own.
-func (s *server) startConsole(cfg gateway.Config) error {
+func (s *server) startConsole(cfg config.Config) error {
 	h := s.gw.ConsoleHandler()
 	if h == nil {
 		return nil

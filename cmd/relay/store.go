@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/modelrelay/modelrelay/gateway"
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/store"
 	"github.com/modelrelay/modelrelay/store/badger"
 	"github.com/modelrelay/modelrelay/store/postgres"
@@ -101,7 +101,7 @@ func runMigrate(args []string) error {
 		*dsn = os.Getenv(store.DatabaseURLEnv)
 	}
 	if *dsn == "" {
-		cfg, err := gateway.LoadConfig(*path)
+		cfg, err := config.Load(*path)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package gateway
+package config
 
 import "golang.org/x/sys/unix"
 

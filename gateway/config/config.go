@@ -1,4 +1,9 @@
-package gateway
+// Package config is the gateway's configuration, read from relay.yaml:
+// its types, their defaults and their validation, each error naming its
+// key. It imports the sections other packages own (store, plugins, shared,
+// memlimit, console) and nothing of the gateway's, so every package of the
+// gateway can read the settings it needs.
+package config
 
 import (
 	"bytes"
@@ -23,7 +28,7 @@ import (
 // Config is the gateway's configuration, read from relay.yaml. The zero value
 // of every optional field works: its default is written in its comment.
 // Each section's defaults and validation sit with its type: the gateway's
-// own in config_*.go, headers.go and cors.go; store:, data_dir and
+// own in this package, one file per section; store:, data_dir and
 // sync_writes in package store, plugins: in package plugins, redis: in
 // package shared, memory_limit in package memlimit. cmd/relay hands each
 // section to what it configures.
@@ -111,18 +116,18 @@ var replacedKeys = map[string]string{
 	"breaker_failures": "retry.breaker_failures is replaced by retry.breaker_failure_ratio, retry.breaker_min_requests and retry.breaker_window (a breaker opens on a failure ratio over a window, not on consecutive failures)",
 }
 
-// LoadConfig reads and validates a YAML config file. Unknown keys and invalid
+// Load reads and validates a YAML config file. Unknown keys and invalid
 // values fail with a message naming the key.
-func LoadConfig(path string) (Config, error) {
+func Load(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
-	return ParseConfig(data)
+	return Parse(data)
 }
 
 // ParseConfig parses and validates YAML config text.
-func ParseConfig(data []byte) (Config, error) {
+func Parse(data []byte) (Config, error) {
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -170,7 +175,7 @@ func (c *Config) Resolve() error {
 	if err := c.Redis.Resolve(nil); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	for _, resolve := range []func() error{c.Server.resolve, c.Retry.resolve, c.Headers.resolve, c.CORS.resolve, c.Console.Resolve, c.resolveRoutes} {
+	for _, resolve := range []func() error{c.Server.resolve, c.Retry.resolve, c.Headers.Resolve, c.CORS.Resolve, c.Console.Resolve, c.resolveRoutes} {
 		if err := resolve(); err != nil {
 			return err
 		}

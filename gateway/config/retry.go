@@ -1,4 +1,4 @@
-package gateway
+package config
 
 import (
 	"errors"
@@ -133,7 +133,7 @@ func (r *RetryConfig) resolve() error {
 }
 
 // tries is the most tries of a call whose plan has n lines.
-func (r *RetryConfig) tries(n int) int {
+func (r *RetryConfig) Tries(n int) int {
 	if r.MaxTries > 0 {
 		return r.MaxTries
 	}

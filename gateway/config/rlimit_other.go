@@ -1,6 +1,6 @@
 //go:build !unix
 
-package gateway
+package config
 
 // defaultMaxConnections is server.max_connections' default where the
 // process has no open-file limit to derive it from (see rlimit_unix.go).

@@ -1,4 +1,4 @@
-package gateway
+package config
 
 import (
 	"fmt"
@@ -59,4 +59,14 @@ func (s *ServerConfig) resolve() error {
 		s.MaxConnectionsPerAddress = 512
 	}
 	return nil
+}
+
+// maxConnectionsFor is server.max_connections' default for an open-file
+// limit of nofile (see defaultMaxConnections).
+func maxConnectionsFor(nofile uint64) int {
+	const headroom, least, most = 64, 64, 1 << 24
+	if nofile < headroom+2*least {
+		return least
+	}
+	return int(min((nofile-headroom)/2, most))
 }

@@ -1,4 +1,4 @@
-package gateway
+package config
 
 import (
 	"fmt"
@@ -17,12 +17,12 @@ lines:
 `
 
 func TestConfigDefaults(t *testing.T) {
-	c, err := ParseConfig([]byte(minimalConfig))
+	c, err := Parse([]byte(minimalConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Listen != "127.0.0.1:8080" || c.DataDir != "./data" || c.Plugins.CallTimeout != 250*time.Millisecond ||
-		c.Billing.DefaultOutputTokens != 4096 || c.Retry.MaxTries != 0 || c.Retry.tries(1) != 3 || c.Retry.tries(5) != 5 || c.Lines[0].Protocol != ProtocolOpenAI ||
+		c.Billing.DefaultOutputTokens != 4096 || c.Retry.MaxTries != 0 || c.Retry.Tries(1) != 3 || c.Retry.Tries(5) != 5 || c.Lines[0].Protocol != ProtocolOpenAI ||
 		c.Lines[0].Weight != 1 || c.Lines[0].Timeouts.FirstByte != 120*time.Second || *c.SyncWrites ||
 		c.Memory.Limit != "192MiB" || c.Memory.Bytes != 192<<20 {
 		t.Fatalf("defaults: %+v", c)
@@ -34,7 +34,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatalf("retry defaults: %+v (panic share %v)", r, *r.PanicShare)
 	}
 	// panic_share 0 is kept: it turns panic mode off.
-	c, err = ParseConfig([]byte(minimalConfig + "\nretry: {panic_share: 0}\n"))
+	c, err = Parse([]byte(minimalConfig + "\nretry: {panic_share: 0}\n"))
 	if err != nil || *c.Retry.PanicShare != 0 {
 		t.Fatalf("panic_share 0: %v", err)
 	}
@@ -43,7 +43,7 @@ func TestConfigDefaults(t *testing.T) {
 func TestExampleConfigIsValid(t *testing.T) {
 	t.Setenv("RELAY_ADMIN_TOKEN", "an-admin-token-of-some-length")
 	t.Setenv("VENDOR_KEY", "upstream")
-	c, err := LoadConfig(filepath.Join(moduleRoot(), "relay.example.yaml"))
+	c, err := Load(filepath.Join("..", "..", "relay.example.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,10 +53,10 @@ func TestExampleConfigIsValid(t *testing.T) {
 	}
 	// The example's headers: and cors: sections are the defaults.
 	var d Config
-	if err := d.Headers.resolve(); err != nil {
+	if err := d.Headers.Resolve(); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.CORS.resolve(); err != nil {
+	if err := d.CORS.Resolve(); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(c.Headers) != fmt.Sprint(d.Headers) || fmt.Sprint(c.CORS) != fmt.Sprint(d.CORS) {
@@ -96,13 +96,13 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseConfig([]byte(tc.yaml))
+			_, err := Parse([]byte(tc.yaml))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v does not name %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := LoadConfig(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !os.IsNotExist(errorsUnwrapAll(err)) {
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !os.IsNotExist(errorsUnwrapAll(err)) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
@@ -114,5 +114,87 @@ func errorsUnwrapAll(err error) error {
 			return err
 		}
 		err = u.Unwrap()
+	}
+}
+
+func TestMaxConnectionsFor(t *testing.T) {
+	for _, tc := range []struct {
+		nofile uint64
+		want   int
+	}{{0, 64}, {100, 64}, {191, 64}, {192, 64}, {256, 96}, {1024, 480}, {20000, 9968}, {^uint64(0), 1 << 24}} {
+		if got := maxConnectionsFor(tc.nofile); got != tc.want {
+			t.Errorf("maxConnectionsFor(%d) = %d, want %d", tc.nofile, got, tc.want)
+		}
+	}
+}
+
+func TestServerConfig(t *testing.T) {
+	c, err := Parse([]byte(minimalConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Server
+	if s.HeaderTimeout != 10*time.Second || s.BodyTimeout != 120*time.Second || s.IdleTimeout != 120*time.Second ||
+		s.MaxConnections != defaultMaxConnections() || s.MaxConnections < 64 || s.MaxConnectionsPerAddress != 512 {
+		t.Fatalf("defaults: %+v", s)
+	}
+	c, err = Parse([]byte(minimalConfig + "\nserver: {body_timeout: 30s, max_connections: -1, max_connections_per_address: 8}\n"))
+	if err != nil || c.Server.BodyTimeout != 30*time.Second || c.Server.MaxConnections != -1 || c.Server.MaxConnectionsPerAddress != 8 {
+		t.Fatalf("set: %+v %v", c.Server, err)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"server: {header_timeout: -1s}", "server.header_timeout"},
+		{"server: {body_timeout: -1s}", "server.body_timeout"},
+		{"server: {idle_timeout: -5s}", "server.idle_timeout"},
+		{"server: {header_timeout: 20s, body_timeout: 15s}", "server.body_timeout"},
+		{"server: {max_connections: lots}", "server.max_connections"},
+	} {
+		if _, err := Parse([]byte(minimalConfig + "\n" + tc.yaml + "\n")); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v does not name %s", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+func TestCORSConfigErrors(t *testing.T) {
+	for _, c := range []CORSConfig{{Origins: []string{""}}, {Origins: []string{"app.example"}}, {Origins: []string{"https://*.*.example"}}} {
+		if err := c.Resolve(); err == nil || !strings.Contains(err.Error(), "cors.origins[0]") {
+			t.Errorf("%v: %v", c.Origins, err)
+		}
+	}
+}
+
+func TestHeadersConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  HeadersConfig
+		want string
+	}{
+		{HeadersConfig{Drop: []string{"ok", "bad name"}}, "headers.drop[1]"},
+		{HeadersConfig{Drop: []string{"*"}}, "headers.drop[0]"},
+		{HeadersConfig{RequestIDs: []string{""}}, "headers.request_ids[0]"},
+		{HeadersConfig{UpstreamPrefix: "up stream-"}, "headers.upstream_prefix"},
+	} {
+		if err := tc.cfg.Resolve(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error naming %s", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// TestStoreBehindConfig: billing.max_store_backlog and max_store_wait
+// default to the measured bounds, take -1 for none, and refuse the rest
+// naming the key.
+func TestStoreBehindConfig(t *testing.T) {
+	var b BillingConfig
+	if err := b.resolve(); err != nil || b.MaxStoreBacklog != DefaultMaxStoreBacklog || b.MaxStoreWait != DefaultMaxStoreWait {
+		t.Fatalf("defaults: %+v %v", b, err)
+	}
+	b = BillingConfig{MaxStoreBacklog: -1, MaxStoreWait: -time.Second}
+	if err := b.resolve(); err != nil || b.MaxStoreBacklog != -1 || b.MaxStoreWait != -time.Second {
+		t.Fatalf("no bounds: %+v %v", b, err)
+	}
+	for _, bad := range []BillingConfig{{MaxStoreBacklog: -2}, {MaxStoreWait: -time.Millisecond}} {
+		err := bad.resolve()
+		if err == nil || !strings.Contains(err.Error(), "billing.max_store_") {
+			t.Fatalf("%+v: %v, want an error naming the key", bad, err)
+		}
 	}
 }
