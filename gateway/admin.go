@@ -13,6 +13,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -39,13 +40,13 @@ func (g *Gateway) admin(fn handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, info *reqInfo) error {
 		scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") {
-			return unauthorized("the admin API needs \"Authorization: Bearer <admin token>\"")
+			return apierr.Unauthorized("the admin API needs \"Authorization: Bearer <admin token>\"")
 		}
 		if strings.HasPrefix(tok, "sk-") {
-			return unauthorized("API keys cannot use the admin API; use the admin token")
+			return apierr.Unauthorized("API keys cannot use the admin API; use the admin token")
 		}
 		if !g.isAdminToken(tok) {
-			return unauthorized("invalid admin token")
+			return apierr.Unauthorized("invalid admin token")
 		}
 		return fn(w, r, ps, info)
 	}
@@ -79,9 +80,9 @@ func readJSON(r *http.Request, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return badRequest(te.Field, "%s: wrong type", te.Field)
+			return apierr.BadRequest(te.Field, "%s: wrong type", te.Field)
 		}
-		return badRequest("body", "invalid JSON body: %s", bounded(err.Error(), maxMessageText))
+		return apierr.BadRequest("body", "invalid JSON body: %s", apierr.Bound(err.Error(), apierr.MaxMessage))
 	}
 	return nil
 }
@@ -129,13 +130,13 @@ func (g *Gateway) adminListAccounts(w http.ResponseWriter, r *http.Request, _ ht
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxAdminAccounts {
-			return badRequest("limit", "limit must be an integer from 1 to %d", maxAdminAccounts)
+			return apierr.BadRequest("limit", "limit must be an integer from 1 to %d", maxAdminAccounts)
 		}
 		limit = n
 	}
 	after := q.Get("after")
 	if after != "" && !validAccountID(after) {
-		return badRequest("after", "after must be an account id (1–64 characters of letters, digits, '-', '_' or '.')")
+		return apierr.BadRequest("after", "after must be an account id (1–64 characters of letters, digits, '-', '_' or '.')")
 	}
 	as, err := g.store.ListAccounts(r.Context(), after, limit+1)
 	if err != nil {
@@ -155,9 +156,9 @@ func (g *Gateway) adminListAccounts(w http.ResponseWriter, r *http.Request, _ ht
 func storeErr(err error, what string) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return notFound("%s not found", what)
+		return apierr.NotFound("%s not found", what)
 	case errors.Is(err, store.ErrExists):
-		return errf(http.StatusConflict, "invalid_request_error", "exists", "%s already exists", what)
+		return apierr.Errf(http.StatusConflict, "invalid_request_error", "exists", "%s already exists", what)
 	}
 	return err
 }
@@ -170,11 +171,11 @@ func (g *Gateway) adminCreateAccount(w http.ResponseWriter, r *http.Request, _ h
 		return err
 	}
 	if !validAccountID(req.ID) {
-		return badRequest("id", "id must be 1–64 characters of letters, digits, '-', '_' or '.'")
+		return apierr.BadRequest("id", "id must be 1–64 characters of letters, digits, '-', '_' or '.'")
 	}
 	a, err := g.store.CreateAccount(r.Context(), req.ID)
 	if err != nil {
-		return storeErr(err, "account "+quoted(req.ID))
+		return storeErr(err, "account "+apierr.Quote(req.ID))
 	}
 	return writeJSON(w, http.StatusCreated, accountView(a))
 }
@@ -201,7 +202,7 @@ func (g *Gateway) writeBalance(w http.ResponseWriter, r *http.Request, id string
 	g.waitSettled(r.Context(), id)
 	a, err := g.store.Balance(r.Context(), id)
 	if err != nil {
-		return storeErr(err, "account "+quoted(id))
+		return storeErr(err, "account "+apierr.Quote(id))
 	}
 	return writeJSON(w, http.StatusOK, accountView(a))
 }
@@ -216,10 +217,10 @@ func (g *Gateway) adminCredit(w http.ResponseWriter, r *http.Request, ps httprou
 	}
 	amt, err := pricing.ParseUSD(req.USD)
 	if err != nil {
-		return badRequest("usd", "usd: %s", bounded(err.Error(), maxMessageText))
+		return apierr.BadRequest("usd", "usd: %s", apierr.Bound(err.Error(), apierr.MaxMessage))
 	}
 	if amt <= 0 {
-		return badRequest("usd", "usd must be more than zero")
+		return apierr.BadRequest("usd", "usd must be more than zero")
 	}
 	id := ps.ByName("account")
 	if err := g.credit(r.Context(), id, amt, req.Note); err != nil {
@@ -232,10 +233,10 @@ func (g *Gateway) adminCredit(w http.ResponseWriter, r *http.Request, ps httprou
 // console share it.
 func (g *Gateway) credit(ctx context.Context, id string, amt pricing.Nano, note string) error {
 	if !validAccountID(id) {
-		return badRequest("account", "invalid account id")
+		return apierr.BadRequest("account", "invalid account id")
 	}
 	if _, err := g.store.Credit(ctx, id, amt, note); err != nil {
-		return storeErr(err, "account "+quoted(id))
+		return storeErr(err, "account "+apierr.Quote(id))
 	}
 	return nil
 }
@@ -252,14 +253,14 @@ func (g *Gateway) adminCharges(w http.ResponseWriter, r *http.Request, ps httpro
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 10000 {
-			return badRequest("limit", "limit must be an integer from 1 to 10000")
+			return apierr.BadRequest("limit", "limit must be an integer from 1 to 10000")
 		}
 		limit = n
 	}
 	id := ps.ByName("account")
 	g.waitSettled(r.Context(), id)
 	if _, err := g.store.Balance(r.Context(), id); err != nil {
-		return storeErr(err, "account "+quoted(id))
+		return storeErr(err, "account "+apierr.Quote(id))
 	}
 	es, err := g.store.Charges(r.Context(), id, limit)
 	if err != nil {
@@ -320,7 +321,7 @@ func keyView(k store.Key, now time.Time) KeyView {
 	if !k.Expires.IsZero() {
 		v.Expires = k.Expires.UTC().Format(time.RFC3339)
 	}
-	if next, ok := nextReset(k.Reset, now); ok {
+	if next, ok := apierr.NextReset(k.Reset, now); ok {
 		v.PeriodStart = store.PeriodStart(k.Reset, now).Format(time.RFC3339)
 		v.ResetsAt = next.Format(time.RFC3339)
 	}
@@ -338,7 +339,7 @@ func (g *Gateway) adminCreateKey(w http.ResponseWriter, r *http.Request, _ httpr
 		return err
 	}
 	if req.Account == "" {
-		return badRequest("account", "account is required")
+		return apierr.BadRequest("account", "account is required")
 	}
 	k, plain, err := g.createKey(r.Context(), req.Account, req.Route, req.Exclude, req.keySettings)
 	if err != nil {
@@ -355,15 +356,15 @@ func (g *Gateway) adminCreateKey(w http.ResponseWriter, r *http.Request, _ httpr
 // the console share it.
 func (g *Gateway) createKey(ctx context.Context, account, route string, exclude []string, s keySettings) (store.Key, string, error) {
 	if route == "" {
-		return store.Key{}, "", badRequest("route", "route is required (a route name, or \"auto\")")
+		return store.Key{}, "", apierr.BadRequest("route", "route is required (a route name, or \"auto\")")
 	}
 	if route != store.AutoRoute && !g.routeExists(route) {
-		return store.Key{}, "", badRequest("route", "route %s is not configured; routes: %s, auto", quoted(route), strings.Join(g.routeNames(), ", "))
+		return store.Key{}, "", apierr.BadRequest("route", "route %s is not configured; routes: %s, auto", apierr.Quote(route), strings.Join(g.routeNames(), ", "))
 	}
 	cat := g.host.Catalog()
 	for _, m := range exclude {
 		if _, ok := cat.Model(m); !ok {
-			return store.Key{}, "", badRequest("exclude", "exclude: %s is not a model sold here", quoted(m))
+			return store.Key{}, "", apierr.BadRequest("exclude", "exclude: %s is not a model sold here", apierr.Quote(m))
 		}
 	}
 	now := g.now()
@@ -372,7 +373,7 @@ func (g *Gateway) createKey(ctx context.Context, account, route string, exclude 
 		return store.Key{}, "", err
 	}
 	if _, err := g.store.Balance(ctx, account); err != nil {
-		return store.Key{}, "", storeErr(err, "account "+quoted(account))
+		return store.Key{}, "", storeErr(err, "account "+apierr.Quote(account))
 	}
 	plain, id, hash, err := store.NewKey()
 	if err != nil {
@@ -442,7 +443,7 @@ func (g *Gateway) adminKey(w http.ResponseWriter, r *http.Request, ps httprouter
 // a call's path.
 func (g *Gateway) keyByID(r *http.Request, account, id string) (store.Key, error) {
 	if store.CheckID("key", id) != nil {
-		return store.Key{}, badRequest("id", "id must be a key id, key_…")
+		return store.Key{}, apierr.BadRequest("id", "id must be a key id, key_…")
 	}
 	ks, err := g.store.ListKeys(r.Context(), account)
 	if err != nil {
@@ -453,7 +454,7 @@ func (g *Gateway) keyByID(r *http.Request, account, id string) (store.Key, error
 			return k, nil
 		}
 	}
-	return store.Key{}, notFound("key %s not found", quoted(id))
+	return store.Key{}, apierr.NotFound("key %s not found", apierr.Quote(id))
 }
 
 func (g *Gateway) adminRevokeKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ *reqInfo) error {
@@ -477,7 +478,7 @@ func (g *Gateway) adminRevokeKey(w http.ResponseWriter, r *http.Request, _ httpr
 func (g *Gateway) revokeKey(ctx context.Context, id string) (store.Key, error) {
 	k, err := g.store.RevokeKey(ctx, id)
 	if err != nil {
-		return store.Key{}, storeErr(err, "key "+quoted(id))
+		return store.Key{}, storeErr(err, "key "+apierr.Quote(id))
 	}
 	g.keys.evictID(k.ID)
 	g.publishKey(ctx, k.ID)
@@ -499,7 +500,7 @@ func (g *Gateway) keyRefID(r *http.Request, ref keyRef) (string, error) {
 		return k.ID, nil
 	}
 	if ref.ID == "" {
-		return "", badRequest("id", "give the key's id or the key itself")
+		return "", apierr.BadRequest("id", "give the key's id or the key itself")
 	}
 	return ref.ID, nil
 }
@@ -535,11 +536,11 @@ func (g *Gateway) updateKey(ctx context.Context, id string, s keySettings) (stor
 		return store.Key{}, err
 	}
 	if u == (store.KeyUpdate{}) {
-		return store.Key{}, badRequest("body", "nothing to change: give label, limit_usd, limit_reset, expires or allow")
+		return store.Key{}, apierr.BadRequest("body", "nothing to change: give label, limit_usd, limit_reset, expires or allow")
 	}
 	k, err := g.store.UpdateKey(ctx, id, u)
 	if err != nil {
-		return store.Key{}, storeErr(err, "key "+quoted(id))
+		return store.Key{}, storeErr(err, "key "+apierr.Quote(id))
 	}
 	g.keys.evictID(k.ID)
 	g.publishKey(ctx, k.ID)
@@ -557,17 +558,17 @@ func (g *Gateway) adminUpdateAccount(w http.ResponseWriter, r *http.Request, ps 
 	}
 	id := ps.ByName("account")
 	if !validAccountID(id) {
-		return badRequest("account", "invalid account id")
+		return apierr.BadRequest("account", "invalid account id")
 	}
 	if req.AlertBelowUSD == nil {
-		return badRequest("body", "nothing to change: give alert_below_usd")
+		return apierr.BadRequest("body", "nothing to change: give alert_below_usd")
 	}
 	below, err := parseUSDField("alert_below_usd", req.AlertBelowUSD)
 	if err != nil {
 		return err
 	}
 	if _, err := g.store.SetAlert(r.Context(), id, below); err != nil {
-		return storeErr(err, "account "+quoted(id))
+		return storeErr(err, "account "+apierr.Quote(id))
 	}
 	return g.writeBalance(w, r, id)
 }
@@ -621,11 +622,11 @@ func (g *Gateway) adminIssueLogin(w http.ResponseWriter, r *http.Request, ps htt
 	}
 	email, err := store.NormalizeEmail(req.Email)
 	if err != nil {
-		return badRequest("email", "email must be one address such as alice@example.com, without a name or angle brackets, at most %d bytes", store.MaxEmailLen)
+		return apierr.BadRequest("email", "email must be one address such as alice@example.com, without a name or angle brackets, at most %d bytes", store.MaxEmailLen)
 	}
 	id := ps.ByName("account")
 	if !validAccountID(id) {
-		return notFound("account %s not found", quoted(id))
+		return apierr.NotFound("account %s not found", apierr.Quote(id))
 	}
 	token, hash, err := store.NewSetupToken()
 	if err != nil {
@@ -634,10 +635,10 @@ func (g *Gateway) adminIssueLogin(w http.ResponseWriter, r *http.Request, ps htt
 	now := time.Now().UTC()
 	l, err := g.store.IssueLogin(r.Context(), email, id, hash, now.Add(consoleSetupValidity), now)
 	if errors.Is(err, store.ErrExists) {
-		return errf(http.StatusConflict, "invalid_request_error", "exists", "%s is already the console login of another account", quoted(email))
+		return apierr.Errf(http.StatusConflict, "invalid_request_error", "exists", "%s is already the console login of another account", apierr.Quote(email))
 	}
 	if err != nil {
-		return storeErr(err, "account "+quoted(id))
+		return storeErr(err, "account "+apierr.Quote(id))
 	}
 	return writeJSON(w, http.StatusCreated, LoginView{Email: l.Email, Account: l.Account,
 		SetupLink: setupLink(g.consolePublicURL(), r, token), Expires: l.SetupExpires.UTC().Format(time.RFC3339)})

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
@@ -511,7 +512,7 @@ func TestConversationIdentity(t *testing.T) {
 		{decodeMessages, msgs(`,"metadata":"x"`), "metadata"},
 	} {
 		_, err := tc.dec([]byte(tc.body))
-		var e *Error
+		var e *apierr.Error
 		if !errors.As(err, &e) || e.Status != 400 || !strings.Contains(e.Message, tc.field) {
 			t.Errorf("%s: %v, want a 400 naming %s", tc.body, err, tc.field)
 		}
@@ -534,8 +535,8 @@ func TestRetryAfterSecondsClamped(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("retryAfterSeconds(%q) = %d, want %d", tc.in, got, tc.want)
 		}
-		e := &Error{Status: http.StatusTooManyRequests, RetryAfter: got}
-		if secs, ms, _ := e.retryHints(); ms != int64(secs)*1000 || ms <= 0 {
+		e := &apierr.Error{Status: http.StatusTooManyRequests, RetryAfter: got}
+		if secs, ms, _ := e.RetryHints(); ms != int64(secs)*1000 || ms <= 0 {
 			t.Errorf("Retry-After %q: hints %d s, %d ms", tc.in, secs, ms)
 		}
 	}

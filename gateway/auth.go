@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/store"
 )
 
@@ -67,11 +68,11 @@ func (c *keyCache) evictID(id string) {
 
 // presentedKey extracts the API key: Bearer everywhere, x-api-key where
 // allowXAPIKey (docs/api.md#authentication).
-func presentedKey(r *http.Request, allowXAPIKey bool) (string, *Error) {
+func presentedKey(r *http.Request, allowXAPIKey bool) (string, *apierr.Error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-			return "", unauthorized("the Authorization header must be \"Bearer sk-…\"")
+			return "", apierr.Unauthorized("the Authorization header must be \"Bearer sk-…\"")
 		}
 		return strings.TrimSpace(tok), nil
 	}
@@ -79,12 +80,12 @@ func presentedKey(r *http.Request, allowXAPIKey bool) (string, *Error) {
 		if k := r.Header.Get("X-Api-Key"); k != "" {
 			return strings.TrimSpace(k), nil
 		}
-		return "", unauthorized("missing API key: send \"Authorization: Bearer sk-…\" or \"x-api-key: sk-…\"")
+		return "", apierr.Unauthorized("missing API key: send \"Authorization: Bearer sk-…\" or \"x-api-key: sk-…\"")
 	}
 	if r.Header.Get("X-Api-Key") != "" {
-		return "", unauthorized("x-api-key is accepted on /v1/messages only; send \"Authorization: Bearer sk-…\"")
+		return "", apierr.Unauthorized("x-api-key is accepted on /v1/messages only; send \"Authorization: Bearer sk-…\"")
 	}
-	return "", unauthorized("missing API key: send \"Authorization: Bearer sk-…\"")
+	return "", apierr.Unauthorized("missing API key: send \"Authorization: Bearer sk-…\"")
 }
 
 // authenticate finds the caller's key record → 401 when missing, unknown or
@@ -95,7 +96,7 @@ func (g *Gateway) authenticate(ctx context.Context, r *http.Request, allowXAPIKe
 		return store.Key{}, e
 	}
 	if !strings.HasPrefix(raw, "sk-") || len(raw) < 20 || len(raw) > 200 {
-		return store.Key{}, unauthorized("invalid API key")
+		return store.Key{}, apierr.Unauthorized("invalid API key")
 	}
 	hash := store.HashKey(raw)
 	now := g.now()
@@ -104,7 +105,7 @@ func (g *Gateway) authenticate(ctx context.Context, r *http.Request, allowXAPIKe
 		var err error
 		k, err = g.store.KeyByHash(ctx, hash)
 		if errors.Is(err, store.ErrNotFound) {
-			return store.Key{}, unauthorized("invalid API key")
+			return store.Key{}, apierr.Unauthorized("invalid API key")
 		}
 		if err != nil {
 			return store.Key{}, err
@@ -112,7 +113,7 @@ func (g *Gateway) authenticate(ctx context.Context, r *http.Request, allowXAPIKe
 		g.keys.put(k, now)
 	}
 	if k.Revoked {
-		return store.Key{}, unauthorized("this API key has been revoked")
+		return store.Key{}, apierr.Unauthorized("this API key has been revoked")
 	}
 	info.keyID = k.ID
 	info.account = k.Account
@@ -124,9 +125,9 @@ func (g *Gateway) authenticate(ctx context.Context, r *http.Request, allowXAPIKe
 
 // keyUsable applies the key's own settings before anything is held: an
 // expired key → 401, a client address outside its allow-list → 403.
-func keyUsable(k store.Key, r *http.Request, now time.Time) *Error {
+func keyUsable(k store.Key, r *http.Request, now time.Time) *apierr.Error {
 	if k.ExpiredAt(now) {
-		e := unauthorized("this API key expired at %s", k.Expires.UTC().Format(time.RFC3339))
+		e := apierr.Unauthorized("this API key expired at %s", k.Expires.UTC().Format(time.RFC3339))
 		e.Code = "key_expired"
 		return e
 	}
@@ -139,7 +140,7 @@ func keyUsable(k store.Key, r *http.Request, now time.Time) *Error {
 		if addr.IsValid() {
 			shown = addr.String()
 		}
-		e := forbidden("this API key may not be used from %s: the address is outside the key's allow-list", shown)
+		e := apierr.Forbidden("this API key may not be used from %s: the address is outside the key's allow-list", shown)
 		e.Code = "address_not_allowed"
 		return e
 	}

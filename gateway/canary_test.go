@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/sim"
 )
@@ -469,12 +470,12 @@ func TestInvalidUTF8(t *testing.T) {
 	} {
 		st, _, data := e.do("POST", tc.path, key, tc.body, "Anthropic-Version", "2023-06-01")
 		msg, _, code := errBody(t, data)
-		at := invalidUTF8At([]byte(tc.body))
+		at := apierr.InvalidUTF8At([]byte(tc.body))
 		if st != 400 || code != "invalid_body" || !strings.Contains(msg, fmt.Sprintf("the request body is not valid UTF-8 (first invalid byte at offset %d)", at)) {
 			t.Errorf("%s: %d %v %q", tc.name, st, code, msg)
 		}
 	}
-	if at := invalidUTF8At([]byte(prefix + "\xe9")); at != len(prefix) {
+	if at := apierr.InvalidUTF8At([]byte(prefix + "\xe9")); at != len(prefix) {
 		t.Fatalf("offset %d, want %d", at, len(prefix))
 	}
 	// A text field of an edit form.

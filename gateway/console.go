@@ -12,6 +12,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	"golang.org/x/time/rate"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/console"
 	"github.com/modelrelay/modelrelay/pricing"
@@ -121,10 +122,10 @@ func settings(s console.KeySettings) keySettings {
 	return ks
 }
 
-// consoleErr turns the admin API's *Error into the console's, whose
+// consoleErr turns the admin API's *apierr.Error into the console's, whose
 // message the page shows.
 func consoleErr(err error) error {
-	var e *Error
+	var e *apierr.Error
 	if errors.As(err, &e) && e.Status < 500 {
 		field, _ := e.Code.(string)
 		return &console.Error{Status: e.Status, Field: strings.TrimPrefix(field, "invalid_"), Message: e.Message}
@@ -226,9 +227,9 @@ func (b *consoleBackend) Allow(ctx context.Context, bucket string) (bool, time.D
 	if err == nil {
 		return true, 0
 	}
-	var e *Error
-	if errors.As(err, &e) && e.retryWait > 0 {
-		return false, e.retryWait
+	var e *apierr.Error
+	if errors.As(err, &e) && e.RetryWait > 0 {
+		return false, e.RetryWait
 	}
 	if errors.As(err, &e) && e.RetryAfter > 0 {
 		return false, time.Duration(e.RetryAfter) * time.Second

@@ -12,7 +12,7 @@ import (
 
 // corsExposed are the answer's headers a page may read besides the
 // provider's request ids (headerFilter.renamed): the gateway's request id,
-// a call's charge (relayJSON) and the retry hints the SDKs use (errors.go
+// a call's charge (relayJSON) and the retry hints the SDKs use (apierr.Error
 // retryHints).
 var corsExposed = []string{"X-Request-Id", costHeader, "Retry-After", "Retry-After-Ms", "X-Should-Retry"}
 

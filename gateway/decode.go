@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/internal/jsonscan"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
@@ -26,7 +27,7 @@ type summary struct {
 }
 
 // jsonError turns a json decoding error into a 400 that names the field.
-func jsonError(err error) *Error {
+func jsonError(err error) *apierr.Error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		field := te.Field
@@ -34,16 +35,16 @@ func jsonError(err error) *Error {
 			field = "body"
 		}
 		// Value is "number " and the number's text, as long as the caller made it.
-		return badRequest(field, "%s: expected %s, got JSON %s", field, jsonKind(te.Type.Kind().String()), bounded(te.Value, quoteLimit))
+		return apierr.BadRequest(field, "%s: expected %s, got JSON %s", field, jsonKind(te.Type.Kind().String()), apierr.Bound(te.Value, apierr.QuoteLimit))
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return badRequest("body", "the body is not valid JSON: %v (at byte %d)", se, se.Offset)
+		return apierr.BadRequest("body", "the body is not valid JSON: %v (at byte %d)", se, se.Offset)
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return badRequest("body", "the body is not valid JSON: unexpected end of input")
+		return apierr.BadRequest("body", "the body is not valid JSON: unexpected end of input")
 	}
-	return badRequest("body", "the body is not valid JSON: %s", bounded(err.Error(), maxMessageText))
+	return apierr.BadRequest("body", "the body is not valid JSON: %s", apierr.Bound(err.Error(), apierr.MaxMessage))
 }
 
 func jsonKind(k string) string {
@@ -63,13 +64,13 @@ func jsonKind(k string) string {
 }
 
 // decodeObject unmarshals body, which must be one JSON object.
-func decodeObject(body []byte, v any) *Error {
+func decodeObject(body []byte, v any) *apierr.Error {
 	t := bytes.TrimLeft(body, " \t\r\n")
 	if len(t) == 0 {
-		return badRequest("body", "the body is empty; a JSON object is required")
+		return apierr.BadRequest("body", "the body is empty; a JSON object is required")
 	}
 	if t[0] != '{' {
-		return badRequest("body", "the body must be a JSON object")
+		return apierr.BadRequest("body", "the body must be a JSON object")
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return jsonError(err)
@@ -77,25 +78,25 @@ func decodeObject(body []byte, v any) *Error {
 	return nil
 }
 
-func requireModel(m *string) (string, *Error) {
+func requireModel(m *string) (string, *apierr.Error) {
 	if m == nil {
-		return "", badRequest("model", "model is required")
+		return "", apierr.BadRequest("model", "model is required")
 	}
 	if *m == "" {
-		return "", badRequest("model", "model must not be empty")
+		return "", apierr.BadRequest("model", "model must not be empty")
 	}
 	if len(*m) > maxModelID {
-		return "", badRequest("model", "the model id is %d bytes; the limit is %d", len(*m), maxModelID)
+		return "", apierr.BadRequest("model", "the model id is %d bytes; the limit is %d", len(*m), maxModelID)
 	}
 	return *m, nil
 }
 
-func nonNegative(field string, v *int64) (int64, *Error) {
+func nonNegative(field string, v *int64) (int64, *apierr.Error) {
 	if v == nil {
 		return 0, nil
 	}
 	if *v < 1 {
-		return 0, badRequest(field, "%s must be a positive integer, got %d", field, *v)
+		return 0, apierr.BadRequest(field, "%s must be a positive integer, got %d", field, *v)
 	}
 	return *v, nil
 }
@@ -128,22 +129,22 @@ func decodeChat(body []byte) (*summary, error) {
 		return nil, e
 	}
 	if req.Messages == nil {
-		return nil, badRequest("messages", "messages is required")
+		return nil, apierr.BadRequest("messages", "messages is required")
 	}
 	if len(*req.Messages) == 0 {
-		return nil, badRequest("messages", "messages must contain at least one message")
+		return nil, apierr.BadRequest("messages", "messages must contain at least one message")
 	}
 	for i, m := range *req.Messages {
 		f := func() string { return "messages[" + strconv.Itoa(i) + "]" } // built only for an error
 		if m.Role == nil {
-			return nil, badRequest(f()+".role", "%s.role is required", f())
+			return nil, apierr.BadRequest(f()+".role", "%s.role is required", f())
 		}
 		if !chatRoles[*m.Role] {
-			return nil, badRequest(f()+".role", "%s.role must be one of system, developer, user, assistant, tool; got %s", f(), quoted(*m.Role))
+			return nil, apierr.BadRequest(f()+".role", "%s.role must be one of system, developer, user, assistant, tool; got %s", f(), apierr.Quote(*m.Role))
 		}
 		// content may be null for assistant messages carrying tool calls.
 		if len(m.Content) == 0 && *m.Role != "assistant" {
-			return nil, badRequest(f()+".content", "%s.content is required", f())
+			return nil, apierr.BadRequest(f()+".content", "%s.content is required", f())
 		}
 	}
 	s := &summary{model: model, conv: conversationHash(req.PromptCacheKey)}
@@ -164,7 +165,7 @@ func decodeChat(body []byte) (*summary, error) {
 			IncludeUsage *bool `json:"include_usage"`
 		}
 		if err := json.Unmarshal(*req.StreamOptions, &so); err != nil {
-			return nil, badRequest("stream_options", "stream_options must be an object with a boolean include_usage")
+			return nil, apierr.BadRequest("stream_options", "stream_options must be an object with a boolean include_usage")
 		}
 		s.includeUsage = so.IncludeUsage != nil && *so.IncludeUsage
 	}
@@ -194,7 +195,7 @@ func decodeResponses(body []byte) (*summary, error) {
 		return nil, e
 	}
 	if !given {
-		return nil, badRequest("input", "input is required (a string or an array of input items)")
+		return nil, apierr.BadRequest("input", "input is required (a string or an array of input items)")
 	}
 	s := &summary{model: model, conv: conversationHash(req.PromptCacheKey)}
 	if req.Stream != nil {
@@ -209,13 +210,13 @@ func decodeResponses(body []byte) (*summary, error) {
 // checkInput checks a responses input (of /v1/responses or
 // /v1/responses/compact): absent or null is not given, anything else must
 // be a string or an array of input items.
-func checkInput(raw json.RawMessage) (given bool, e *Error) {
+func checkInput(raw json.RawMessage) (given bool, e *apierr.Error) {
 	in := bytes.TrimSpace(raw)
 	if len(in) == 0 || bytes.Equal(in, []byte("null")) {
 		return false, nil
 	}
 	if in[0] != '"' && in[0] != '[' {
-		return true, badRequest("input", "input must be a string or an array of input items")
+		return true, apierr.BadRequest("input", "input must be a string or an array of input items")
 	}
 	return true, nil
 }
@@ -246,10 +247,10 @@ func decodeMessages(body []byte) (*summary, error) {
 		return nil, e
 	}
 	if req.MaxTokens == nil {
-		return nil, badRequest("max_tokens", "max_tokens is required on /v1/messages")
+		return nil, apierr.BadRequest("max_tokens", "max_tokens is required on /v1/messages")
 	}
 	if *req.MaxTokens < 1 {
-		return nil, badRequest("max_tokens", "max_tokens must be a positive integer, got %d", *req.MaxTokens)
+		return nil, apierr.BadRequest("max_tokens", "max_tokens must be a positive integer, got %d", *req.MaxTokens)
 	}
 	if e := checkMessages(req.Messages); e != nil {
 		return nil, e
@@ -284,17 +285,17 @@ func decodeCountTokens(body []byte) (*summary, error) {
 
 // checkMessages requires messages, each with a role and a content; which
 // roles and blocks are valid is the provider's to say.
-func checkMessages(msgs *[]messagesMessage) *Error {
+func checkMessages(msgs *[]messagesMessage) *apierr.Error {
 	if msgs == nil {
-		return badRequest("messages", "messages is required")
+		return apierr.BadRequest("messages", "messages is required")
 	}
 	for i, m := range *msgs {
 		f := func() string { return "messages[" + strconv.Itoa(i) + "]" } // built only for an error
 		if m.Role == nil || *m.Role == "" {
-			return badRequest(f()+".role", "%s.role is required", f())
+			return apierr.BadRequest(f()+".role", "%s.role is required", f())
 		}
 		if len(m.Content) == 0 {
-			return badRequest(f()+".content", "%s.content is required", f())
+			return apierr.BadRequest(f()+".content", "%s.content is required", f())
 		}
 	}
 	return nil
@@ -433,7 +434,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // bad bytes in what it decodes and forward them as they are).
 func jsonOnly(dec func([]byte) (*summary, error)) func([]byte, string) (*summary, error) {
 	return func(body []byte, _ string) (*summary, error) {
-		if e := checkUTF8(body, "body", "the request body"); e != nil {
+		if e := apierr.CheckUTF8(body, "body", "the request body"); e != nil {
 			return nil, e
 		}
 		return dec(body)

@@ -22,7 +22,7 @@
 //
 // Where to start reading: relayHandler (relay.go) is a relayed call from
 // end to end, and README.md's "A relayed call, step by step" names the
-// function of each step; package config is the configuration; errors.go the
+// function of each step; package config is the configuration; package apierr the
 // error shape.
 //
 // The gateway never writes a prompt, completion or uploaded file anywhere:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
@@ -105,13 +106,13 @@ func (e *tryEnv) plan() []*line {
 
 // send runs one call as the gateway does after the plugin's plan; the
 // answer's status (200 or the error's) and the error.
-func (e *tryEnv) send(ctx context.Context) (int, *Error) {
+func (e *tryEnv) send(ctx context.Context) (int, *apierr.Error) {
 	c := e.call()
 	up, err := e.g.sendPlan(ctx, c, e.plan())
 	if err != nil {
-		var ge *Error
+		var ge *apierr.Error
 		if !errors.As(err, &ge) {
-			return 0, &Error{Message: err.Error()}
+			return 0, &apierr.Error{Message: err.Error()}
 		}
 		return ge.Status, ge
 	}

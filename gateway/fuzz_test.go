@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/pricing"
 )
 
@@ -34,7 +35,7 @@ func FuzzDecode(f *testing.F) {
 		for _, dec := range []func([]byte) (*summary, error){decodeChat, decodeResponses, decodeMessages, decodeCountTokens, decodeCompact} {
 			s, err := dec(body)
 			if err != nil {
-				var e *Error
+				var e *apierr.Error
 				if !errors.As(err, &e) || e.Status != 400 || e.Message == "" {
 					t.Fatalf("decode error %v is not a 400", err)
 				}

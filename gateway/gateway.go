@@ -16,6 +16,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/backlog"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/console"
@@ -223,19 +224,19 @@ func (g *Gateway) routes() *httprouter.Router {
 		if bodyUnread(req, nil) {
 			closeUnread(w, req)
 		}
-		msg := "no such endpoint: " + quoted(req.Method) + " " + quoted(req.URL.Path)
+		msg := "no such endpoint: " + apierr.Quote(req.Method) + " " + apierr.Quote(req.URL.Path)
 		if svc := notRelayed(req.URL.Path); svc != "" {
 			msg = svc + " is not relayed by this service"
 		}
-		g.writeError(w, rid, notFound("%s", msg))
+		apierr.Write(w, g.cfg.SupportEmail, rid, apierr.NotFound("%s", msg))
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rid := newRequestID()
 		if bodyUnread(req, nil) {
 			closeUnread(w, req)
 		}
-		g.writeError(w, rid, errf(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
-			"method %s is not allowed on %s (allowed: %s)", quoted(req.Method), quoted(req.URL.Path), w.Header().Get("Allow")))
+		apierr.Write(w, g.cfg.SupportEmail, rid, apierr.Errf(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+			"method %s is not allowed on %s (allowed: %s)", apierr.Quote(req.Method), apierr.Quote(req.URL.Path), w.Header().Get("Allow")))
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
 		if v == http.ErrAbortHandler {
@@ -245,8 +246,8 @@ func (g *Gateway) routes() *httprouter.Router {
 		if rid == "" {
 			rid = newRequestID()
 		}
-		g.log.Error("panic in handler", "request_id", rid, "method", quoted(req.Method), "path", quoted(req.URL.Path), "panic", bounded(fmt.Sprint(v), maxMessageText))
-		g.writeError(w, rid, internal("internal_error", "internal error"))
+		g.log.Error("panic in handler", "request_id", rid, "method", apierr.Quote(req.Method), "path", apierr.Quote(req.URL.Path), "panic", apierr.Bound(fmt.Sprint(v), apierr.MaxMessage))
+		apierr.Write(w, g.cfg.SupportEmail, rid, apierr.Internal("internal_error", "internal error"))
 	}
 	return r
 }
@@ -309,15 +310,15 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 		if err != nil {
 			if sw.wrote {
 				// Headers are gone: the stream was cut. Nothing more can be said.
-				g.log.Warn("request failed after response started", "request_id", info.rid, "error", bounded(err.Error(), maxMessageText))
+				g.log.Warn("request failed after response started", "request_id", info.rid, "error", apierr.Bound(err.Error(), apierr.MaxMessage))
 			} else {
 				if bodyUnread(r, sw) {
 					// Answered without reading the body: close, do not drain.
 					closeUnread(w, r)
 				}
-				e := g.writeError(sw, info.rid, err)
+				e := apierr.Write(sw, g.cfg.SupportEmail, info.rid, err)
 				status = e.Status
-				if e.early {
+				if e.Early {
 					// Refused before any work: a warning, which the
 					// process log aggregates (one line per 10 s with a
 					// count; the metrics count each).
@@ -326,8 +327,8 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 				// A refusal by design is not a failure: the access log and
 				// the metrics record it, and an error line per refused call
 				// would cost CPU just when there is none.
-				if e.Status >= 500 && !e.refusal {
-					g.log.Error("request failed", "request_id", info.rid, "endpoint", name, "error", e.logText())
+				if e.Status >= 500 && !e.Refused {
+					g.log.Error("request failed", "request_id", info.rid, "endpoint", name, "error", e.LogText())
 				}
 			}
 		}

@@ -15,7 +15,7 @@ var alwaysDropped = map[string]bool{
 	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Authorization": true,
 	"Proxy-Connection": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 	"Content-Length": true, "Date": true, "Server": true, "X-Request-Id": true, "X-Relay-Cost-Usd": true,
-	"Retry-After-Ms": true, "X-Should-Retry": true, // the gateway's retry hints (errors.go)
+	"Retry-After-Ms": true, "X-Should-Retry": true, // the gateway's retry hints (package apierr)
 }
 
 // headerFilter copies a provider's response headers to the client's answer

@@ -10,6 +10,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -45,12 +46,12 @@ func (g *Gateway) holder(r *http.Request, info *reqInfo) (store.Key, error) {
 	fresh, err := g.store.KeyByHash(ctx, k.Hash)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return store.Key{}, unauthorized("invalid API key")
+		return store.Key{}, apierr.Unauthorized("invalid API key")
 	case err != nil:
 		return store.Key{}, err
 	case fresh.Revoked:
 		g.keys.evictID(fresh.ID)
-		return store.Key{}, unauthorized("this API key has been revoked")
+		return store.Key{}, apierr.Unauthorized("this API key has been revoked")
 	}
 	g.keys.put(fresh, g.now())
 	return fresh, nil
@@ -211,7 +212,7 @@ func (g *Gateway) handleGeneration(w http.ResponseWriter, r *http.Request, ps ht
 		return err
 	}
 	id := ps.ByName("id")
-	missing := notFound("no generation %s for this account (a call has one once it has ended; GET it with the X-Request-Id of its answer)", quoted(id))
+	missing := apierr.NotFound("no generation %s for this account (a call has one once it has ended; GET it with the X-Request-Id of its answer)", apierr.Quote(id))
 	if len(id) > maxGenerationID {
 		return missing
 	}
@@ -344,10 +345,10 @@ func usageRange(start, end string) (from, to time.Time, err error) {
 		return
 	}
 	if !to.After(from) {
-		return from, to, badRequest("end_date", "end_date must be after start_date: the range is [start_date, end_date), end_date not included")
+		return from, to, apierr.BadRequest("end_date", "end_date must be after start_date: the range is [start_date, end_date), end_date not included")
 	}
 	if days := to.Sub(from) / (24 * time.Hour); days > maxUsageDays {
-		return from, to, badRequest("end_date", "the range from start_date to end_date is %d days; at most %d", days, maxUsageDays)
+		return from, to, apierr.BadRequest("end_date", "the range from start_date to end_date is %d days; at most %d", days, maxUsageDays)
 	}
 	return from, to, nil
 }
@@ -356,11 +357,11 @@ func usageRange(start, end string) (from, to time.Time, err error) {
 // of that day.
 func queryDate(field, v string) (time.Time, error) {
 	if v == "" {
-		return time.Time{}, badRequest(field, "%s is required: a date YYYY-MM-DD (UTC)", field)
+		return time.Time{}, apierr.BadRequest(field, "%s is required: a date YYYY-MM-DD (UTC)", field)
 	}
 	t, ok := parseDate(v)
 	if !ok {
-		return time.Time{}, badRequest(field, "%s must be a date YYYY-MM-DD (UTC), not %s", field, quoted(v))
+		return time.Time{}, apierr.BadRequest(field, "%s must be a date YYYY-MM-DD (UTC), not %s", field, apierr.Quote(v))
 	}
 	return t, nil
 }

@@ -2,12 +2,11 @@ package gateway
 
 import (
 	"encoding/json"
-	"fmt"
-	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -17,47 +16,6 @@ import (
 // enforces the limit in Hold (the key's open holds count against it as the
 // account's count against its credit); the gateway turns a refusal into its
 // 402 and checks expiry and the allow-list in authenticate.
-
-// keyLimitError is the 402 of a hold the key's spend limit refused: it says
-// so (code key_limit_exceeded, never the account's insufficient_credit),
-// what the call needs and what remains of the limit, and, when k is known,
-// the limit, its period and when it next resets.
-func keyLimitError(ie *store.InsufficientError, k *store.Key, now time.Time) *Error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "this API key's spend limit cannot cover this call: it needs up to %s USD and the key has %s USD left",
-		ie.Needed.String(), max(ie.Available, 0).String())
-	if k != nil && k.Limit > 0 {
-		fmt.Fprintf(&b, " of its %s USD %s", k.Limit.String(), limitPeriod(k.Reset))
-		if t, ok := nextReset(k.Reset, now); ok {
-			fmt.Fprintf(&b, "; the limit resets at %s", t.Format(time.RFC3339))
-		}
-	}
-	return errf(http.StatusPaymentRequired, "insufficient_quota", "key_limit_exceeded", "%s", b.String())
-}
-
-// limitPeriod names a limit by its reset period: "monthly limit", or
-// "limit" for one that never resets.
-func limitPeriod(reset string) string {
-	if reset == store.ResetNever {
-		return "limit"
-	}
-	return reset + " limit"
-}
-
-// nextReset is when the period of reset that contains now ends (UTC);
-// false for a limit that never resets.
-func nextReset(reset string, now time.Time) (time.Time, bool) {
-	start := store.PeriodStart(reset, now)
-	switch reset {
-	case store.ResetDaily:
-		return start.AddDate(0, 0, 1), true
-	case store.ResetWeekly:
-		return start.AddDate(0, 0, 7), true
-	case store.ResetMonthly:
-		return start.AddDate(0, 1, 0), true
-	}
-	return time.Time{}, false
-}
 
 // resetName is a reset period as the admin API shows it: "none" for a
 // limit that never resets.
@@ -91,7 +49,7 @@ func (s keySettings) update(now time.Time) (store.KeyUpdate, error) {
 		var l string
 		if string(s.Label) != "null" {
 			if json.Unmarshal(s.Label, &l) != nil || len(l) > maxLabel || !utf8.ValidString(l) || strings.ContainsFunc(l, isControl) {
-				return u, badRequest("label", "label must be a string of at most %d bytes of UTF-8 text without control characters", maxLabel)
+				return u, apierr.BadRequest("label", "label must be a string of at most %d bytes of UTF-8 text without control characters", maxLabel)
 			}
 		}
 		u.Label = &l
@@ -107,10 +65,10 @@ func (s keySettings) update(now time.Time) (store.KeyUpdate, error) {
 		var r string
 		if string(s.LimitReset) != "null" {
 			if json.Unmarshal(s.LimitReset, &r) != nil {
-				return u, badRequest("limit_reset", "limit_reset must be a string: daily, weekly, monthly or none")
+				return u, apierr.BadRequest("limit_reset", "limit_reset must be a string: daily, weekly, monthly or none")
 			}
 			if store.CheckReset(r) != nil && r != "none" {
-				return u, badRequest("limit_reset", "limit_reset %s: want daily, weekly, monthly or none", quoted(r))
+				return u, apierr.BadRequest("limit_reset", "limit_reset %s: want daily, weekly, monthly or none", apierr.Quote(r))
 			}
 		}
 		if r == "none" {
@@ -146,12 +104,12 @@ func parseUSDField(field string, raw json.RawMessage) (pricing.Nano, error) {
 		return 0, nil
 	case strings.HasPrefix(text, `"`):
 		if err := json.Unmarshal(raw, &text); err != nil {
-			return 0, badRequest(field, "%s must be decimal USD such as \"5\" or \"0.10\"", field)
+			return 0, apierr.BadRequest(field, "%s must be decimal USD such as \"5\" or \"0.10\"", field)
 		}
 	}
 	n, err := pricing.ParseUSD(text)
 	if err != nil {
-		return 0, badRequest(field, "%s: %s (want decimal USD such as \"5\" or \"0.10\"; 0 for none)", field, bounded(err.Error(), maxMessageText))
+		return 0, apierr.BadRequest(field, "%s: %s (want decimal USD such as \"5\" or \"0.10\"; 0 for none)", field, apierr.Bound(err.Error(), apierr.MaxMessage))
 	}
 	return n, nil
 }
@@ -164,17 +122,17 @@ func parseExpires(raw json.RawMessage, now time.Time) (time.Time, error) {
 	}
 	var text string
 	if err := json.Unmarshal(raw, &text); err != nil {
-		return time.Time{}, badRequest("expires", "expires must be an RFC 3339 time such as \"2026-12-31T00:00:00Z\", or \"none\"")
+		return time.Time{}, apierr.BadRequest("expires", "expires must be an RFC 3339 time such as \"2026-12-31T00:00:00Z\", or \"none\"")
 	}
 	if text == "none" || text == "" {
 		return time.Time{}, nil
 	}
 	t, err := time.Parse(time.RFC3339, text)
 	if err != nil {
-		return time.Time{}, badRequest("expires", "expires %s is not an RFC 3339 time such as \"2026-12-31T00:00:00Z\"", quoted(text))
+		return time.Time{}, apierr.BadRequest("expires", "expires %s is not an RFC 3339 time such as \"2026-12-31T00:00:00Z\"", apierr.Quote(text))
 	}
 	if !t.After(now) {
-		return time.Time{}, badRequest("expires", "expires %s is not in the future (to stop a key now, revoke it)", quoted(text))
+		return time.Time{}, apierr.BadRequest("expires", "expires %s is not in the future (to stop a key now, revoke it)", apierr.Quote(text))
 	}
 	return t.UTC(), nil
 }
@@ -185,12 +143,12 @@ func parseAllow(raw json.RawMessage) ([]string, error) {
 	var list []string
 	if string(raw) != "null" {
 		if err := json.Unmarshal(raw, &list); err != nil {
-			return nil, badRequest("allow", "allow must be a list of networks, e.g. [\"10.0.0.0/8\", \"203.0.113.7\"]")
+			return nil, apierr.BadRequest("allow", "allow must be a list of networks, e.g. [\"10.0.0.0/8\", \"203.0.113.7\"]")
 		}
 	}
 	out, err := store.CheckAllow(list)
 	if err != nil {
-		return nil, badRequest("allow", "%s", bounded(err.Error(), maxMessageText))
+		return nil, apierr.BadRequest("allow", "%s", apierr.Bound(err.Error(), apierr.MaxMessage))
 	}
 	return out, nil
 }

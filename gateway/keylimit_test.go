@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/sim"
@@ -337,11 +338,11 @@ func TestNextReset(t *testing.T) {
 	for reset, want := range map[string]string{
 		store.ResetDaily: "2027-03-11T00:00:00Z", store.ResetWeekly: "2027-03-15T00:00:00Z", store.ResetMonthly: "2027-04-01T00:00:00Z",
 	} {
-		if got, ok := nextReset(reset, now); !ok || got.Format(time.RFC3339) != want {
+		if got, ok := apierr.NextReset(reset, now); !ok || got.Format(time.RFC3339) != want {
 			t.Errorf("%s: %v %v, want %s", reset, got, ok, want)
 		}
 	}
-	if _, ok := nextReset(store.ResetNever, now); ok {
+	if _, ok := apierr.NextReset(store.ResetNever, now); ok {
 		t.Error("a limit without a period resets")
 	}
 }
@@ -401,7 +402,7 @@ func FuzzKeySettings(f *testing.F) {
 		}
 		u, err := s.update(now)
 		if err != nil {
-			e, ok := err.(*Error)
+			e, ok := err.(*apierr.Error)
 			if !ok || e.Status != 400 || !strings.HasPrefix(fmt.Sprint(e.Code), "invalid_") {
 				t.Fatalf("%s: %v is not a 400 naming a field", body, err)
 			}

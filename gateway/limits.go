@@ -10,6 +10,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"golang.org/x/time/rate"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/store"
@@ -96,7 +97,7 @@ func (l *limiters) allow(ctx context.Context, m map[string]*rate.Limiter, kind, 
 				return nil
 			}
 			e := rateLimited(msg, int(math.Ceil(res.RetryAfter.Seconds())))
-			e.retryWait = res.RetryAfter
+			e.RetryWait = res.RetryAfter
 			return e
 		}
 		if ctx.Err() != nil {
@@ -105,7 +106,7 @@ func (l *limiters) allow(ctx context.Context, m map[string]*rate.Limiter, kind, 
 		l.sh.Fail("rate_limit", err)
 	}
 	if l.sh.Config().FailClosed {
-		return refusal("shared_limits_unavailable", 1, "rate limits cannot be checked right now (the shared limit store is unavailable); retry")
+		return apierr.Refusal("shared_limits_unavailable", 1, "rate limits cannot be checked right now (the shared limit store is unavailable); retry")
 	}
 	// The local buckets keep their state across Redis outages: a replica
 	// that falls back twice in a row does not get a fresh burst.
@@ -123,12 +124,12 @@ func take(b *rate.Limiter, now time.Time, msg string) error {
 	}
 	r.CancelAt(now)
 	e := rateLimited(msg, int(math.Ceil(d.Seconds())))
-	e.retryWait = d
+	e.RetryWait = d
 	return e
 }
 
-func rateLimited(msg string, after int) *Error {
-	e := errf(http.StatusTooManyRequests, "rate_limit_error", "rate_limited", "%s; retry in %d s", msg, max(after, 1))
+func rateLimited(msg string, after int) *apierr.Error {
+	e := apierr.Errf(http.StatusTooManyRequests, "rate_limit_error", "rate_limited", "%s; retry in %d s", msg, max(after, 1))
 	e.RetryAfter = max(after, 1)
 	return e
 }

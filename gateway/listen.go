@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
 )
 
@@ -135,12 +136,12 @@ func (b *connBounds) release(ip netip.Addr) {
 // maxGentleRefusals (a flood) it answers and closes at once: descriptors
 // first.
 func (b *connBounds) refuse(c net.Conn, reason string) {
-	var e *Error
+	var e *apierr.Error
 	if reason == reasonPerAddr {
-		e = refusal("too_many_connections_from_address", 1,
+		e = apierr.Refusal("too_many_connections_from_address", 1,
 			"too many open connections from your address (the bound is %d); close some, or retry after 1 second", b.perAddr)
 	} else {
-		e = refusal("too_many_connections", 1,
+		e = apierr.Refusal("too_many_connections", 1,
 			"the gateway has reached its bound of %d open connections; retry after 1 second", b.max)
 	}
 	answer := b.answer(e, newRequestID())
@@ -174,12 +175,12 @@ func (b *connBounds) refuse(c net.Conn, reason string) {
 
 // answer is a whole HTTP/1.1 response carrying e in the error shape (docs/api.md#errors),
 // closing the connection.
-func (b *connBounds) answer(e *Error, rid string) []byte {
-	j := errorJSON(e, b.support, rid)
+func (b *connBounds) answer(e *apierr.Error, rid string) []byte {
+	j := apierr.JSON(e, b.support, rid)
 	out := make([]byte, 0, 256+len(j))
 	out = fmt.Appendf(out, "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Length: %d\r\nContent-Type: application/json\r\n",
 		e.Status, http.StatusText(e.Status), len(j))
-	secs, ms, should := e.retryHints()
+	secs, ms, should := e.RetryHints()
 	if secs > 0 {
 		out = fmt.Appendf(out, "Retry-After: %d\r\nRetry-After-Ms: %d\r\n", secs, ms)
 	}
@@ -262,16 +263,16 @@ func (c *conn) Read(p []byte) (int, error) {
 // shape (docs/api.md#errors).
 func (c *conn) Write(p []byte) (int, error) {
 	if len(p) > 12 && (p[9] == '4' || p[9] == '5') {
-		var e *Error
+		var e *apierr.Error
 		if status, detail, ok := plainError(p); ok {
 			e = plainErrorOf(status, detail)
 			if status == http.StatusBadRequest && c.timedOut.Load() {
 				// A request line cut short by server.header_timeout.
-				e = errf(http.StatusRequestTimeout, "invalid_request_error", "header_timeout",
+				e = apierr.Errf(http.StatusRequestTimeout, "invalid_request_error", "header_timeout",
 					"the request line and headers did not arrive within %s", c.b.headerTimeout)
 			}
 		} else if expectationFailed(p) {
-			e = errf(http.StatusExpectationFailed, "invalid_request_error", "expectation_failed",
+			e = apierr.Errf(http.StatusExpectationFailed, "invalid_request_error", "expectation_failed",
 				"the gateway meets no Expect header but \"Expect: 100-continue\"")
 		}
 		if e != nil {
@@ -429,26 +430,26 @@ func plainError(p []byte) (status int, detail string, ok bool) {
 }
 
 // plainErrorOf is the error, in the shape of docs/api.md#errors, for one of net/http's own answers.
-func plainErrorOf(status int, detail string) *Error {
+func plainErrorOf(status int, detail string) *apierr.Error {
 	switch status {
 	case http.StatusRequestHeaderFieldsTooLarge:
-		return errf(status, "invalid_request_error", "request_headers_too_large",
+		return apierr.Errf(status, "invalid_request_error", "request_headers_too_large",
 			"the request line and headers are larger than the %d bytes the gateway reads", http.DefaultMaxHeaderBytes)
 	case http.StatusNotImplemented:
-		return errf(status, "invalid_request_error", "unsupported_transfer_encoding",
+		return apierr.Errf(status, "invalid_request_error", "unsupported_transfer_encoding",
 			"the request's Transfer-Encoding is not supported; send the body with a Content-Length or chunked")
 	case http.StatusHTTPVersionNotSupported:
-		return errf(status, "invalid_request_error", "http_version_not_supported", "the gateway speaks HTTP/1.x")
+		return apierr.Errf(status, "invalid_request_error", "http_version_not_supported", "the gateway speaks HTTP/1.x")
 	case http.StatusBadRequest:
 		if detail != "" {
-			return errf(status, "invalid_request_error", "malformed_request", "the request is not valid HTTP/1.1: %s", detail)
+			return apierr.Errf(status, "invalid_request_error", "malformed_request", "the request is not valid HTTP/1.1: %s", detail)
 		}
-		return errf(status, "invalid_request_error", "malformed_request",
+		return apierr.Errf(status, "invalid_request_error", "malformed_request",
 			"the request is not valid HTTP/1.1: its request line, a header, its Content-Length or its chunked body is malformed")
 	}
 	msg := http.StatusText(status)
 	if detail != "" {
 		msg += ": " + detail
 	}
-	return errf(status, "invalid_request_error", "malformed_request", "%s", msg)
+	return apierr.Errf(status, "invalid_request_error", "malformed_request", "%s", msg)
 }

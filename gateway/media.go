@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
@@ -30,21 +31,21 @@ const (
 func noUsage(*call, []byte) pricing.Usage { return pricing.Usage{} }
 
 // numberText returns the JSON number text of raw → 400 naming field.
-func numberText(field string, raw json.RawMessage) (string, *Error) {
+func numberText(field string, raw json.RawMessage) (string, *apierr.Error) {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || t[0] == '"' || t[0] == '{' || t[0] == '[' || bytes.Equal(t, []byte("true")) || bytes.Equal(t, []byte("false")) || bytes.Equal(t, []byte("null")) {
-		return "", badRequest(field, "%s must be a number", fieldPath(field))
+		return "", apierr.BadRequest(field, "%s must be a number", apierr.FieldPath(field))
 	}
 	var n json.Number
 	if err := json.Unmarshal(t, &n); err != nil {
-		return "", badRequest(field, "%s must be a number", fieldPath(field))
+		return "", apierr.BadRequest(field, "%s must be a number", apierr.FieldPath(field))
 	}
 	return string(n), nil
 }
 
 // addNumberParam adds the number raw (its JSON text, checked by
 // numberText) to ps as param name, unless raw is absent or null.
-func addNumberParam(ps []abi.Param, name string, raw json.RawMessage) ([]abi.Param, *Error) {
+func addNumberParam(ps []abi.Param, name string, raw json.RawMessage) ([]abi.Param, *apierr.Error) {
 	if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return ps, nil
 	}
@@ -84,7 +85,7 @@ func imageSummary(req imagesRequest) (*summary, error) {
 		return nil, e
 	}
 	if req.Prompt == nil || strings.TrimSpace(*req.Prompt) == "" {
-		return nil, badRequest("prompt", "prompt is required")
+		return nil, apierr.BadRequest("prompt", "prompt is required")
 	}
 	s := &summary{model: model}
 	if req.Size != nil {
@@ -113,7 +114,7 @@ func imageSummary(req imagesRequest) (*summary, error) {
 func decodeImageEdit(body []byte, contentType string) (*summary, error) {
 	mt, ps, err := mime.ParseMediaType(contentType)
 	if err != nil || mt != "multipart/form-data" || ps["boundary"] == "" {
-		return nil, badRequest("body", "image edits take multipart/form-data with a boundary (Content-Type: %s)", quoted(contentType))
+		return nil, apierr.BadRequest("body", "image edits take multipart/form-data with a boundary (Content-Type: %s)", apierr.Quote(contentType))
 	}
 	mr := multipart.NewReader(bytes.NewReader(body), ps["boundary"])
 	var req imagesRequest
@@ -126,35 +127,35 @@ func decodeImageEdit(body []byte, contentType string) (*summary, error) {
 		}
 		if err != nil {
 			// multipart's errors quote the line they choke on.
-			return nil, badRequest("body", "malformed multipart body: %s", bounded(err.Error(), maxMessageText))
+			return nil, apierr.BadRequest("body", "malformed multipart body: %s", apierr.Bound(err.Error(), apierr.MaxMessage))
 		}
 		name := p.FormName()
 		if !utf8.ValidString(name) {
-			return nil, badRequest("body", "a form field's name is not valid UTF-8: %s", quoted(name))
+			return nil, apierr.BadRequest("body", "a form field's name is not valid UTF-8: %s", apierr.Quote(name))
 		}
 		// Only the text fields are checked for UTF-8, never a file's bytes.
 		if p.FileName() != "" || name == "image" || name == "image[]" {
 			if name == "image" || name == "image[]" {
 				n, err := io.Copy(io.Discard, p)
 				if err != nil {
-					return nil, badRequest("image", "cannot read the image file: %s", bounded(err.Error(), maxMessageText))
+					return nil, apierr.BadRequest("image", "cannot read the image file: %s", apierr.Bound(err.Error(), apierr.MaxMessage))
 				}
 				if n > 0 {
 					images++
 				}
 			} else if _, err := io.Copy(io.Discard, p); err != nil {
-				return nil, badRequest(name, "cannot read %s: %s", fieldPath(name), bounded(err.Error(), maxMessageText))
+				return nil, apierr.BadRequest(name, "cannot read %s: %s", apierr.FieldPath(name), apierr.Bound(err.Error(), apierr.MaxMessage))
 			}
 			continue
 		}
 		v, err := io.ReadAll(io.LimitReader(p, maxFormField+1))
 		if err != nil {
-			return nil, badRequest(name, "cannot read %s: %s", fieldPath(name), bounded(err.Error(), maxMessageText))
+			return nil, apierr.BadRequest(name, "cannot read %s: %s", apierr.FieldPath(name), apierr.Bound(err.Error(), apierr.MaxMessage))
 		}
 		if len(v) > maxFormField {
-			return nil, badRequest(name, "%s is longer than %d bytes", fieldPath(name), maxFormField)
+			return nil, apierr.BadRequest(name, "%s is longer than %d bytes", apierr.FieldPath(name), maxFormField)
 		}
-		if e := checkUTF8(v, name, "the form field "+fieldPath(name)); e != nil {
+		if e := apierr.CheckUTF8(v, name, "the form field "+apierr.FieldPath(name)); e != nil {
 			return nil, e
 		}
 		switch name {
@@ -167,7 +168,7 @@ func decodeImageEdit(body []byte, contentType string) (*summary, error) {
 		case "n":
 			req.N = json.RawMessage(strings.TrimSpace(string(v)))
 			if len(req.N) == 0 {
-				return nil, badRequest("n", "n must be a number")
+				return nil, apierr.BadRequest("n", "n must be a number")
 			}
 		case "quality":
 			req.Quality = str(string(v))
@@ -176,7 +177,7 @@ func decodeImageEdit(body []byte, contentType string) (*summary, error) {
 		}
 	}
 	if images == 0 {
-		return nil, badRequest("image", "image is required: a non-empty file part named \"image\"")
+		return nil, apierr.BadRequest("image", "image is required: a non-empty file part named \"image\"")
 	}
 	return imageSummary(req)
 }
@@ -252,7 +253,7 @@ func decodeVideo(body []byte) (*summary, error) {
 		return nil, e
 	}
 	if req.Prompt == nil || strings.TrimSpace(*req.Prompt) == "" {
-		return nil, badRequest("prompt", "prompt is required")
+		return nil, apierr.BadRequest("prompt", "prompt is required")
 	}
 	s := &summary{model: model}
 	if s.params, e = addNumberParam(s.params, "duration", req.Duration); e != nil {
@@ -294,13 +295,13 @@ func decodeSystemOne(body []byte) (*summary, error) {
 		return nil, e
 	}
 	if req.State == nil {
-		return nil, badRequest("state", "state is required (the text the questions are about)")
+		return nil, apierr.BadRequest("state", "state is required (the text the questions are about)")
 	}
 	if req.Questions == nil {
-		return nil, badRequest("questions", "questions is required: an object of named questions")
+		return nil, apierr.BadRequest("questions", "questions is required: an object of named questions")
 	}
 	if len(*req.Questions) == 0 {
-		return nil, badRequest("questions", "questions must have at least one entry")
+		return nil, apierr.BadRequest("questions", "questions must have at least one entry")
 	}
 	s := &summary{model: model}
 	s.params = addParam(s.params, "state_tokens", itoa(stateTokens(len(*req.State))))
@@ -314,18 +315,18 @@ func decodeSystemOne(body []byte) (*summary, error) {
 		f := "questions." + name
 		raw := bytes.TrimSpace((*req.Questions)[name])
 		if len(raw) == 0 || raw[0] != '{' {
-			return nil, badRequest(f, "%s must be a question object", fieldPath(f))
+			return nil, apierr.BadRequest(f, "%s must be a question object", apierr.FieldPath(f))
 		}
 		var q systemOneQuestion
 		if err := json.Unmarshal(raw, &q); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				return nil, badRequest(f+"."+te.Field, "%s: expected %s", fieldPath(f+"."+te.Field), jsonKind(te.Type.Kind().String()))
+				return nil, apierr.BadRequest(f+"."+te.Field, "%s: expected %s", apierr.FieldPath(f+"."+te.Field), jsonKind(te.Type.Kind().String()))
 			}
-			return nil, badRequest(f, "%s: %s", fieldPath(f), bounded(err.Error(), maxMessageText))
+			return nil, apierr.BadRequest(f, "%s: %s", apierr.FieldPath(f), apierr.Bound(err.Error(), apierr.MaxMessage))
 		}
 		if q.Type == nil {
-			return nil, badRequest(f+".type", "%s is required (noul, choice or score)", fieldPath(f+".type"))
+			return nil, apierr.BadRequest(f+".type", "%s is required (noul, choice or score)", apierr.FieldPath(f+".type"))
 		}
 		s.params = addParam(s.params, "question", name)
 		s.params = addParam(s.params, "question.type", name+sep+*q.Type)

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/pricing"
 )
 
@@ -262,7 +263,7 @@ func (c *alertCollector) Collect(ch chan<- prometheus.Metric) {
 		cancel()
 		c.at, c.n, c.ok = time.Now(), n, err == nil
 		if err != nil {
-			c.g.log.Warn("count accounts below their alert", "error", bounded(err.Error(), maxMessageText))
+			c.g.log.Warn("count accounts below their alert", "error", apierr.Bound(err.Error(), apierr.MaxMessage))
 		}
 	}
 	n, ok := c.n, c.ok

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 )
 
 // modelsCreated is the creation time every listed model shows: the API's
@@ -92,13 +94,13 @@ func modelPage(q url.Values, ids []string) (from, to int, more bool, err error) 
 	if v := q.Get("limit"); v != "" {
 		n, perr := strconv.Atoi(v)
 		if perr != nil || n < 1 || n > maxModelPage {
-			return 0, 0, false, badRequest("limit", "limit must be an integer from 1 to %d", maxModelPage)
+			return 0, 0, false, apierr.BadRequest("limit", "limit must be an integer from 1 to %d", maxModelPage)
 		}
 		limit = n
 	}
 	after, before := q.Get("after_id"), q.Get("before_id")
 	if after != "" && before != "" {
-		return 0, 0, false, badRequest("before_id", "give after_id or before_id, not both")
+		return 0, 0, false, apierr.BadRequest("before_id", "give after_id or before_id, not both")
 	}
 	index := func(field, id string) (int, error) {
 		for i, x := range ids {
@@ -106,7 +108,7 @@ func modelPage(q url.Values, ids []string) (from, to int, more bool, err error) 
 				return i, nil
 			}
 		}
-		return 0, badRequest(field, "%s: %s is not a model this key can list", field, quoted(bounded(strings.TrimSpace(id), 64)))
+		return 0, apierr.BadRequest(field, "%s: %s is not a model this key can list", field, apierr.Quote(apierr.Bound(strings.TrimSpace(id), 64)))
 	}
 	switch {
 	case before != "":
@@ -135,12 +137,12 @@ func modelPage(q url.Values, ids []string) (from, to int, more bool, err error) 
 func (g *Gateway) handleResponsesGet(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ *reqInfo) error {
 	if !wantsWebSocket(r) {
 		w.Header().Set("Allow", http.MethodPost)
-		return errf(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+		return apierr.Errf(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
 			"method \"GET\" is not allowed on \"/v1/responses\" (allowed: POST)")
 	}
-	e := errf(http.StatusUpgradeRequired, "invalid_request_error", "websocket_not_supported",
+	e := apierr.Errf(http.StatusUpgradeRequired, "invalid_request_error", "websocket_not_supported",
 		"WebSocket is not served on /v1/responses: send the request as an HTTP POST (with \"stream\": true for events)")
-	e.retry = hintNoRetry
+	e.Hint = apierr.HintNoRetry
 	return e
 }
 

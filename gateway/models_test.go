@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 )
 
 // TestModelListShapes: GET /v1/models answers in the OpenAI shape, and in
@@ -138,7 +140,7 @@ func TestModelPage(t *testing.T) {
 		q, _ := url.ParseQuery(tc.query)
 		from, to, more, err := modelPage(q, ids)
 		if tc.errField != "" {
-			if e, ok := err.(*Error); !ok || e.Status != http.StatusBadRequest || e.Code != "invalid_"+tc.errField {
+			if e, ok := err.(*apierr.Error); !ok || e.Status != http.StatusBadRequest || e.Code != "invalid_"+tc.errField {
 				t.Errorf("%q: %v, want a 400 naming %s", tc.query, err, tc.errField)
 			}
 			continue
@@ -162,7 +164,7 @@ func FuzzModelPage(f *testing.F) {
 		}
 		from, to, _, err := modelPage(q, ids)
 		if err != nil {
-			if e, ok := err.(*Error); !ok || e.Status != http.StatusBadRequest {
+			if e, ok := err.(*apierr.Error); !ok || e.Status != http.StatusBadRequest {
 				t.Fatalf("%q: %v", raw, err)
 			}
 			return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/openapi"
 	"github.com/modelrelay/modelrelay/gateway/pricingpage"
 	"github.com/modelrelay/modelrelay/plugins"
@@ -92,7 +93,7 @@ func (p *priceTable) get(cat *plugins.Catalog) ([]byte, string, error) {
 	}
 	body, err := pricing.MarshalTable(cat.Models())
 	if err != nil {
-		return nil, "", internal("price_table_error", "the price table cannot be built: %v", err)
+		return nil, "", apierr.Internal("price_table_error", "the price table cannot be built: %v", err)
 	}
 	p.cat, p.body, p.etag = cat, body, etagOf(body)
 	return body, p.etag, nil

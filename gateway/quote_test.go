@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
 
@@ -18,17 +19,17 @@ func TestQuoted(t *testing.T) {
 		{"newline and quote", "a\nb\"c", `"a\nb\"c"`},
 		{"invalid UTF-8", "a\xffb", `"a\xffb"`},
 		{"line separator and bidi override", "a\u2028b\u202ec", `"a\u2028b\u202ec"`},
-		{"at the limit", strings.Repeat("x", quoteLimit), strconv.Quote(strings.Repeat("x", quoteLimit))},
-		{"over the limit", strings.Repeat("x", quoteLimit+1), strconv.Quote(strings.Repeat("x", quoteLimit)) + "…(97 bytes)"},
-		{"cut on a rune boundary", long, strconv.Quote(strings.Repeat("é", quoteLimit/2)) + "…(200 bytes)"},
-		{"cut before a split rune", "x" + long, strconv.Quote("x"+strings.Repeat("é", quoteLimit/2-1)) + "…(201 bytes)"},
+		{"at the limit", strings.Repeat("x", apierr.QuoteLimit), strconv.Quote(strings.Repeat("x", apierr.QuoteLimit))},
+		{"over the limit", strings.Repeat("x", apierr.QuoteLimit+1), strconv.Quote(strings.Repeat("x", apierr.QuoteLimit)) + "…(97 bytes)"},
+		{"cut on a rune boundary", long, strconv.Quote(strings.Repeat("é", apierr.QuoteLimit/2)) + "…(200 bytes)"},
+		{"cut before a split rune", "x" + long, strconv.Quote("x"+strings.Repeat("é", apierr.QuoteLimit/2-1)) + "…(201 bytes)"},
 	} {
-		if got := quoted(tc.in); got != tc.want {
-			t.Errorf("%s: quoted(%.20q) = %s, want %s", tc.name, tc.in, got, tc.want)
+		if got := apierr.Quote(tc.in); got != tc.want {
+			t.Errorf("%s: apierr.Quote(%.20q) = %s, want %s", tc.name, tc.in, got, tc.want)
 		}
 	}
 	// 15 MB of model id → a few hundred bytes.
-	if got := quoted(strings.Repeat("m", 15<<20)); len(got) > quotedMax || !strings.HasSuffix(got, "…(15728640 bytes)") {
+	if got := apierr.Quote(strings.Repeat("m", 15<<20)); len(got) > apierr.QuotedMax || !strings.HasSuffix(got, "…(15728640 bytes)") {
 		t.Errorf("15 MB: %d bytes, %q", len(got), got[len(got)-30:])
 	}
 }
@@ -40,9 +41,9 @@ func FuzzQuoted(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		q := quoted(s)
-		if len(q) > quotedMax {
-			t.Fatalf("%d bytes > %d", len(q), quotedMax)
+		q := apierr.Quote(s)
+		if len(q) > apierr.QuotedMax {
+			t.Fatalf("%d bytes > %d", len(q), apierr.QuotedMax)
 		}
 		if !utf8.ValidString(q) {
 			t.Fatalf("not UTF-8: %q", q)
@@ -53,14 +54,14 @@ func FuzzQuoted(f *testing.F) {
 			}
 		}
 		lit := q
-		if i := strings.LastIndex(q, "…("); len(s) > quoteLimit {
+		if i := strings.LastIndex(q, "…("); len(s) > apierr.QuoteLimit {
 			if i < 0 || q[i:] != "…("+strconv.Itoa(len(s))+" bytes)" {
 				t.Fatalf("cut without its length: %q", q)
 			}
 			lit = q[:i]
 		}
 		u, err := strconv.Unquote(lit)
-		if err != nil || !strings.HasPrefix(s, u) || len(u) > quoteLimit || len(u) < min(len(s), quoteLimit-utf8.UTFMax+1) {
+		if err != nil || !strings.HasPrefix(s, u) || len(u) > apierr.QuoteLimit || len(u) < min(len(s), apierr.QuoteLimit-utf8.UTFMax+1) {
 			t.Fatalf("%q does not unquote to a prefix of the input (%q, %v)", lit, u, err)
 		}
 	})
@@ -75,11 +76,11 @@ func FuzzBounded(f *testing.F) {
 		if n < 0 || n > 4096 {
 			return
 		}
-		b := bounded(s, n)
+		b := apierr.Bound(s, n)
 		note := len("…(") + 19 + len(" bytes)")
 		// Each invalid byte kept may become a three-byte U+FFFD.
 		if len(b) > 3*n+note || !utf8.ValidString(b) {
-			t.Fatalf("bounded(%d bytes, %d) = %d bytes %q", len(s), n, len(b), b)
+			t.Fatalf("apierr.Bound(%d bytes, %d) = %d bytes %q", len(s), n, len(b), b)
 		}
 		if len(s) <= n && utf8.ValidString(s) && b != s {
 			t.Fatalf("short valid text changed: %q → %q", s, b)
@@ -94,7 +95,7 @@ func FuzzInvalidUTF8At(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		at := invalidUTF8At(b)
+		at := apierr.InvalidUTF8At(b)
 		if utf8.Valid(b) != (at < 0) {
 			t.Fatalf("utf8.Valid %v but offset %d for %q", utf8.Valid(b), at, b)
 		}
@@ -106,7 +107,7 @@ func FuzzInvalidUTF8At(f *testing.F) {
 				t.Fatalf("offset %d of %q starts a valid rune", at, b)
 			}
 		}
-		e := checkUTF8(b, "body", "the request body")
+		e := apierr.CheckUTF8(b, "body", "the request body")
 		if (e == nil) != (at < 0) {
 			t.Fatalf("checkUTF8 %v, offset %d", e, at)
 		}
@@ -122,17 +123,17 @@ func TestFieldPath(t *testing.T) {
 		"messages[3].role":       "messages[3].role",
 		"questions.a b":          `"questions.a b"`,
 		"n\n":                    `"n\n"`,
-		strings.Repeat("q", 200): strconv.Quote(strings.Repeat("q", quoteLimit)) + "…(200 bytes)",
+		strings.Repeat("q", 200): strconv.Quote(strings.Repeat("q", apierr.QuoteLimit)) + "…(200 bytes)",
 	} {
-		if got := fieldPath(in); got != want {
-			t.Errorf("fieldPath(%.20q) = %s, want %s", in, got, want)
+		if got := apierr.FieldPath(in); got != want {
+			t.Errorf("apierr.FieldPath(%.20q) = %s, want %s", in, got, want)
 		}
 	}
 	// A code never carries a field that is not plain.
-	if e := badRequest("a\nb", "x"); e.Code != "invalid_field" {
+	if e := apierr.BadRequest("a\nb", "x"); e.Code != "invalid_field" {
 		t.Errorf("code %v", e.Code)
 	}
-	if e := badRequest("questions.q.type", "x"); e.Code != "invalid_questions.q.type" {
+	if e := apierr.BadRequest("questions.q.type", "x"); e.Code != "invalid_questions.q.type" {
 		t.Errorf("code %v", e.Code)
 	}
 }
@@ -148,8 +149,8 @@ func TestPluginErrorBounded(t *testing.T) {
 		{Code: abi.CodeUnprocessable, Message: huge},
 		{Code: abi.CodeInternal, Message: huge + "\xff"},
 	} {
-		e := toError(ae)
-		if len(e.Message) > 2*maxMessageText || !utf8.ValidString(e.Message) {
+		e := apierr.From(ae)
+		if len(e.Message) > 2*apierr.MaxMessage || !utf8.ValidString(e.Message) {
 			t.Errorf("code %s: a %d-byte message", ae.Code, len(e.Message))
 		}
 		if c, _ := e.Code.(string); len(c) > 64 {
@@ -157,11 +158,11 @@ func TestPluginErrorBounded(t *testing.T) {
 		}
 	}
 	// A provider's error is logged by its status alone.
-	pe := &Error{Status: 501, Message: "your prompt was: secret", provider: true}
-	if strings.Contains(pe.logText(), "secret") {
-		t.Errorf("provider message logged: %s", pe.logText())
+	pe := &apierr.Error{Status: 501, Message: "your prompt was: secret", Provider: true}
+	if strings.Contains(pe.LogText(), "secret") {
+		t.Errorf("provider message logged: %s", pe.LogText())
 	}
-	if got := toError(errors.New(huge)).Message; got != "internal error" {
+	if got := apierr.From(errors.New(huge)).Message; got != "internal error" {
 		t.Errorf("a plain error reached the body: %.40s", got)
 	}
 }
@@ -180,7 +181,7 @@ func BenchmarkCheckUTF8(b *testing.B) {
 			b.SetBytes(int64(len(c.body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if e := checkUTF8(c.body, "body", "the request body"); e != nil {
+				if e := apierr.CheckUTF8(c.body, "body", "the request body"); e != nil {
 					b.Fatal(e)
 				}
 			}

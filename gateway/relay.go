@@ -21,6 +21,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk"
@@ -142,10 +143,10 @@ type call struct {
 func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params, info *reqInfo) error {
 		if g.closing.Load() {
-			return earlyRefusal("shutting_down", 0, "the gateway is shutting down; retry")
+			return apierr.EarlyRefusal("shutting_down", 0, "the gateway is shutting down; retry")
 		}
 		if g.shed.refuse(time.Now()) { // the real clock: it measures the real scheduler
-			return earlyRefusal("overloaded", shedRetryAfter, "the gateway is overloaded; retry after %d second", shedRetryAfter)
+			return apierr.EarlyRefusal("overloaded", shedRetryAfter, "the gateway is overloaded; retry after %d second", shedRetryAfter)
 		}
 		if !ep.uncharged {
 			if err := g.admitStore(); err != nil {
@@ -229,7 +230,7 @@ func (g *Gateway) readCall(ctx context.Context, w http.ResponseWriter, r *http.R
 	// never carry a model id the caller made up.
 	info.model = c.model.ID
 	if ep.name == pricing.EndpointMessages && versionHeader(r) == "" {
-		return nil, badRequest("anthropic-version", "the vendorx-version header (anthropic-version) is required on %s, e.g. \"anthropic-version: 2023-06-01\"", ep.path)
+		return nil, apierr.BadRequest("anthropic-version", "the vendorx-version header (anthropic-version) is required on %s, e.g. \"anthropic-version: 2023-06-01\"", ep.path)
 	}
 	return c, nil
 }
@@ -242,14 +243,14 @@ func prepareBody(c *call) error {
 	if c.ep.rewrite != nil && len(c.set) > 0 {
 		nb, err := c.ep.rewrite(c.body, c.set)
 		if err != nil {
-			return badRequest("body", "cannot apply %s to the body: %s", bounded(fmt.Sprint(c.set), maxMessageText), bounded(err.Error(), maxMessageText))
+			return apierr.BadRequest("body", "cannot apply %s to the body: %s", apierr.Bound(fmt.Sprint(c.set), apierr.MaxMessage), apierr.Bound(err.Error(), apierr.MaxMessage))
 		}
 		c.body = nb
 	}
 	if c.ep.name == pricing.EndpointChat && c.sum.stream && !c.sum.includeUsage {
 		nb, err := forceIncludeUsage(c.body)
 		if err != nil {
-			return badRequest("body", "cannot read the body: %s", bounded(err.Error(), maxMessageText))
+			return apierr.BadRequest("body", "cannot read the body: %s", apierr.Bound(err.Error(), apierr.MaxMessage))
 		}
 		c.body = nb
 	}
@@ -259,7 +260,7 @@ func prepareBody(c *call) error {
 // readBody reads the request body fully, up to limit bytes.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
-		return nil, badRequest("body", "the request body is %d bytes; the limit is %d bytes", r.ContentLength, limit)
+		return nil, apierr.BadRequest("body", "the request body is %d bytes; the limit is %d bytes", r.ContentLength, limit)
 	}
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
@@ -274,14 +275,14 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		if r.ContentLength > 0 {
 			got += " of " + strconv.FormatInt(r.ContentLength, 10)
 		}
-		return nil, errf(http.StatusRequestTimeout, "invalid_request_error", "body_timeout",
+		return nil, apierr.Errf(http.StatusRequestTimeout, "invalid_request_error", "body_timeout",
 			"the request body did not arrive in time (%s bytes arrived); send it faster, or a smaller one", got)
 	}
 	if err != nil {
-		return nil, badRequest("body", "cannot read the request body: %v", err)
+		return nil, apierr.BadRequest("body", "cannot read the request body: %v", err)
 	}
 	if n > limit {
-		return nil, badRequest("body", "the request body is larger than the limit of %d bytes", limit)
+		return nil, apierr.BadRequest("body", "the request body is larger than the limit of %d bytes", limit)
 	}
 	return buf.Bytes(), nil
 }
@@ -299,7 +300,7 @@ func (g *Gateway) admitModel(c *call) error {
 	cat := g.host.Catalog()
 	m, ok := cat.Model(c.sum.model)
 	if !ok {
-		return forbidden("the model %s is not sold here; GET /v1/models lists the models your key can call", quoted(c.sum.model))
+		return apierr.Forbidden("the model %s is not sold here; GET /v1/models lists the models your key can call", apierr.Quote(c.sum.model))
 	}
 	if !contains(m.Endpoints, c.ep.name) {
 		served := []string{}
@@ -308,18 +309,18 @@ func (g *Gateway) admitModel(c *call) error {
 				served = append(served, mm.ID)
 			}
 		}
-		return forbidden("the model %q is not served by %s, which serves: %s", m.ID, c.ep.path, strings.Join(served, ", "))
+		return apierr.Forbidden("the model %q is not served by %s, which serves: %s", m.ID, c.ep.path, strings.Join(served, ", "))
 	}
 	for _, x := range c.key.Exclude {
 		if x == m.ID {
-			return forbidden("the model %q is excluded by this key's model limits", m.ID)
+			return apierr.Forbidden("the model %q is excluded by this key's model limits", m.ID)
 		}
 	}
 	route := c.key.Route
 	if route == store.AutoRoute {
 		route = m.EffectiveAutoRoute()
 	} else if _, ok := m.Routes[route]; !ok {
-		return forbidden("the model %q is not on this key's route %q", m.ID, route)
+		return apierr.Forbidden("the model %q is not on this key's route %q", m.ID, route)
 	}
 	c.model, c.route = m, route
 	c.info.route = route
@@ -348,7 +349,7 @@ func (g *Gateway) quote(ctx context.Context, c *call) error {
 		return err
 	}
 	if res.Hold < 0 {
-		return internal("plugin_error", "plugin %s quoted a negative hold", g.host.Catalog().PluginFor(c.model.ID))
+		return apierr.Internal("plugin_error", "plugin %s quoted a negative hold", g.host.Catalog().PluginFor(c.model.ID))
 	}
 	c.params = c.sum.params
 	if len(res.Set) > 0 {
@@ -390,7 +391,7 @@ func (g *Gateway) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
 		err := errHoldPanicked
 		defer func() {
 			if r := recover(); r != nil { // as the router's PanicHandler would have
-				g.log.Error("store hold panicked", "request_id", h.RequestID, "panic", bounded(fmt.Sprint(r), maxMessageText))
+				g.log.Error("store hold panicked", "request_id", h.RequestID, "panic", apierr.Bound(fmt.Sprint(r), apierr.MaxMessage))
 			}
 			if err != nil {
 				stop()
@@ -453,9 +454,9 @@ func (g *Gateway) storeHold(ctx context.Context, h store.Hold) error {
 	g.met.holdDur.Observe(time.Since(t0).Seconds())
 	if err != nil && waited && errors.Is(err, context.DeadlineExceeded) {
 		g.writes.Refuse()
-		return refusal("store_unavailable", storeRetryAfter,
+		return apierr.Refusal("store_unavailable", apierr.StoreRetryAfter,
 			"the ledger is behind (the call's hold waited %s in its queue); nothing was charged, retry after %d seconds",
-			time.Since(t0).Round(time.Millisecond), storeRetryAfter)
+			time.Since(t0).Round(time.Millisecond), apierr.StoreRetryAfter)
 	}
 	g.storeDown(err)
 	return err
@@ -473,10 +474,10 @@ func (g *Gateway) hold(c *call, err error) error {
 		g.seen.forget(c.key.Account) // refused: the account's calls hold first again
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return errf(http.StatusPaymentRequired, "insufficient_quota", "insufficient_credit", "the account %q has no credit", c.key.Account)
+		return apierr.Errf(http.StatusPaymentRequired, "insufficient_quota", "insufficient_credit", "the account %q has no credit", c.key.Account)
 	}
 	if ie := (*store.InsufficientError)(nil); errors.As(err, &ie) && ie.Limit == store.LimitKey {
-		return keyLimitError(ie, &c.key, c.admitted)
+		return apierr.KeyLimit(ie, &c.key, c.admitted)
 	}
 	return err
 }
@@ -772,7 +773,7 @@ func (g *Gateway) settlement(ctx context.Context, c *call, u pricing.Usage, note
 		g.met.settleFallback.WithLabelValues(plugin, reason, kind).Inc()
 		g.log.Error("settle: the plugin could not price the usage; charged by the fallback",
 			"request_id", c.info.rid, "plugin", plugin, "model", c.model.ID, "route", c.route,
-			"fallback", how, "charge_usd", charge.Fixed(), "error", bounded(err.Error(), maxMessageText))
+			"fallback", how, "charge_usd", charge.Fixed(), "error", apierr.Bound(err.Error(), apierr.MaxMessage))
 		note = strings.TrimSpace(note + " the plugin could not price the usage; " + how)
 	}
 	return store.Settlement{RequestID: c.info.rid, Account: c.key.Account, Charge: charge, Usage: u, Note: note}
@@ -846,7 +847,7 @@ func (g *Gateway) send(ctx context.Context, c *call) (*upstream, error) {
 // breaker is not open; whichever line answers is remembered for the next.
 func (g *Gateway) sendPlan(ctx context.Context, c *call, plan []*line) (*upstream, error) {
 	if len(plan) == 0 && !g.anyLineFor(c) {
-		return nil, unserved("no line is configured to serve %q on route %q", c.model.ID, c.route)
+		return nil, apierr.Unserved("no line is configured to serve %q on route %q", c.model.ID, c.route)
 	}
 	var ak uint64 // the conversation's affinity key; 0: none
 	if g.affinity != nil {
@@ -884,9 +885,9 @@ func (g *Gateway) sendOrdered(ctx context.Context, c *call, plan []*line) (*upst
 	}
 	if r.tries == 0 && r.cooled {
 		// Lines cool after a 429: the caller hears it as the 429 it is.
-		e := errf(http.StatusTooManyRequests, "rate_limit_error", "upstream_rate_limited", "the provider is rate limiting %q; retry later", c.model.ID)
+		e := apierr.Errf(http.StatusTooManyRequests, "rate_limit_error", "upstream_rate_limited", "the provider is rate limiting %q; retry later", c.model.ID)
 		wait := time.Until(r.coolUntil)
-		e.RetryAfter, e.retryWait = retryAfterFor(wait), max(wait, time.Millisecond)
+		e.RetryAfter, e.RetryWait = retryAfterFor(wait), max(wait, time.Millisecond)
 		return nil, e
 	}
 	if r.tries == 0 {
@@ -903,7 +904,7 @@ func (g *Gateway) sendOrdered(ctx context.Context, c *call, plan []*line) (*upst
 // it hear.
 func (g *Gateway) failure(c *call, r tryResult) error {
 	err := r.failure(c)
-	if e, ok := err.(*Error); ok && e.Status == http.StatusServiceUnavailable {
+	if e, ok := err.(*apierr.Error); ok && e.Status == http.StatusServiceUnavailable {
 		if wait, down := g.reopenAfter(c, time.Now()); down {
 			e.RetryAfter = retryAfterFor(wait)
 		}
@@ -1202,7 +1203,7 @@ const maxRetryWait = 24 * time.Hour
 // no_line_available naming every try.
 func (r tryResult) failure(c *call) error {
 	if r.last429 {
-		e := errf(http.StatusTooManyRequests, "rate_limit_error", "upstream_rate_limited", "the provider is rate limiting %q; retry later", c.model.ID)
+		e := apierr.Errf(http.StatusTooManyRequests, "rate_limit_error", "upstream_rate_limited", "the provider is rate limiting %q; retry later", c.model.ID)
 		e.RetryAfter = retryAfterSeconds(r.lastRetry)
 		return e
 	}
@@ -1215,9 +1216,9 @@ func (r tryResult) failure(c *call) error {
 		}
 	}
 	if overloaded {
-		return unavailable("upstream_overloaded", "the provider is overloaded for %q; retry (tried: %s)", c.model.ID, strings.Join(parts, "; "))
+		return apierr.Unavailable("upstream_overloaded", "the provider is overloaded for %q; retry (tried: %s)", c.model.ID, strings.Join(parts, "; "))
 	}
-	return unavailable("no_line_available", "no line could serve %q right now (tried: %s); retry", c.model.ID, strings.Join(parts, "; "))
+	return apierr.Unavailable("no_line_available", "no line could serve %q right now (tried: %s); retry", c.model.ID, strings.Join(parts, "; "))
 }
 
 // sendPanic handles a call whose every line is open (Envoy's panic mode):
@@ -1244,7 +1245,7 @@ func (g *Gateway) sendPanic(ctx context.Context, c *call) (*upstream, error) {
 	wait, _ := g.reopenAfter(c, now)
 	retryAfter := retryAfterFor(wait)
 	refuse := func(why string) error {
-		e := unavailable("no_line_available", "every line serving %q on route %q is unavailable (circuit open after repeated failures%s); retry in %d s", c.model.ID, c.route, why, retryAfter)
+		e := apierr.Unavailable("no_line_available", "every line serving %q on route %q is unavailable (circuit open after repeated failures%s); retry in %d s", c.model.ID, c.route, why, retryAfter)
 		e.RetryAfter = retryAfter
 		return e
 	}
@@ -1422,7 +1423,7 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 	data := buf.Bytes()
 	if err != nil {
 		up.line.recordFailure(g.now(), err)
-		return unavailable("upstream_error", "the provider's answer was cut before it was complete; you were not charged; retry")
+		return apierr.Unavailable("upstream_error", "the provider's answer was cut before it was complete; you were not charged; retry")
 	}
 	u, ok, uerr := c.ep.usage(data)
 	note := ""
@@ -1472,7 +1473,7 @@ func (g *Gateway) relayUncharged(ctx context.Context, w http.ResponseWriter, c *
 	data, err := io.ReadAll(io.LimitReader(up.resp.Body, maxUpstreamBody))
 	if err != nil {
 		up.line.recordFailure(g.now(), err)
-		return unavailable("upstream_error", "the provider's answer was cut before it was complete; retry")
+		return apierr.Unavailable("upstream_error", "the provider's answer was cut before it was complete; retry")
 	}
 	g.writeAnswer(w, up, data)
 	return nil
@@ -1509,7 +1510,7 @@ func (g *Gateway) writeAnswer(w http.ResponseWriter, up *upstream, data []byte) 
 func (g *Gateway) upstreamError(up *upstream) error {
 	data, _ := io.ReadAll(io.LimitReader(up.resp.Body, 1<<20))
 	st := up.resp.StatusCode
-	e := &Error{Status: st, Type: "upstream_error", Code: nil, provider: true}
+	e := &apierr.Error{Status: st, Type: "upstream_error", Code: nil, Provider: true}
 	var oa struct {
 		Error *struct {
 			Message string `json:"message"`

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 )
 
 // TestReadBody: the body comes back whole, read into one buffer sized by
@@ -45,7 +47,7 @@ func TestReadBody(t *testing.T) {
 		req := httptest.NewRequest("POST", "/", strings.NewReader("hello world"))
 		req.ContentLength = tc.cl
 		_, err := readBody(req, 10)
-		var e *Error
+		var e *apierr.Error
 		if !errors.As(err, &e) || e.Status != 400 || e.Code != "invalid_body" {
 			t.Errorf("%s length over the limit: %v", tc.name, err)
 		}

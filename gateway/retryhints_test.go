@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/sim"
 )
@@ -17,29 +18,29 @@ import (
 // TestRetryHintsByStatus: the hints each kind of answer carries.
 func TestRetryHintsByStatus(t *testing.T) {
 	limited := rateLimited("over", 2)
-	limited.retryWait = 1200 * time.Millisecond
+	limited.RetryWait = 1200 * time.Millisecond
 	for _, tc := range []struct {
 		name   string
-		e      *Error
+		e      *apierr.Error
 		secs   int
 		ms     int64
 		should string
 	}{
 		{"429 with a precise wait", limited, 2, 1200, "true"},
-		{"429 without a wait", errf(429, "rate_limit_error", "x", "x"), 1, 1000, "true"},
-		{"503 overloaded refusal", refusal("overloaded", 1, "x"), 1, 1000, "true"},
-		{"503 shutting down, no wait given", refusal("shutting_down", 0, "x"), 1, 1000, "true"},
-		{"503 upstream transient", unavailable("upstream_overloaded", "x"), 1, 1000, "true"},
-		{"503 breaker open 60 s", func() *Error { e := unavailable("no_line_available", "x"); e.RetryAfter = 60; return e }(), 60, 60000, "true"},
-		{"503 no line serves the model", unserved("x"), 1, 1000, "false"},
-		{"402", errf(402, "insufficient_quota", "insufficient_credit", "x"), 0, 0, "false"},
-		{"403", forbidden("x"), 0, 0, "false"},
-		{"400: the status says it", badRequest("model", "x"), 0, 0, ""},
-		{"401: the status says it", unauthorized("x"), 0, 0, ""},
-		{"wait below 1 ms", func() *Error { e := rateLimited("x", 1); e.retryWait = time.Microsecond; return e }(), 1, 1, "true"},
+		{"429 without a wait", apierr.Errf(429, "rate_limit_error", "x", "x"), 1, 1000, "true"},
+		{"503 overloaded refusal", apierr.Refusal("overloaded", 1, "x"), 1, 1000, "true"},
+		{"503 shutting down, no wait given", apierr.Refusal("shutting_down", 0, "x"), 1, 1000, "true"},
+		{"503 upstream transient", apierr.Unavailable("upstream_overloaded", "x"), 1, 1000, "true"},
+		{"503 breaker open 60 s", func() *apierr.Error { e := apierr.Unavailable("no_line_available", "x"); e.RetryAfter = 60; return e }(), 60, 60000, "true"},
+		{"503 no line serves the model", apierr.Unserved("x"), 1, 1000, "false"},
+		{"402", apierr.Errf(402, "insufficient_quota", "insufficient_credit", "x"), 0, 0, "false"},
+		{"403", apierr.Forbidden("x"), 0, 0, "false"},
+		{"400: the status says it", apierr.BadRequest("model", "x"), 0, 0, ""},
+		{"401: the status says it", apierr.Unauthorized("x"), 0, 0, ""},
+		{"wait below 1 ms", func() *apierr.Error { e := rateLimited("x", 1); e.RetryWait = time.Microsecond; return e }(), 1, 1, "true"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			secs, ms, should := tc.e.retryHints()
+			secs, ms, should := tc.e.RetryHints()
 			if secs != tc.secs || ms != tc.ms || should != tc.should {
 				t.Fatalf("hints (%d, %d, %q), want (%d, %d, %q)", secs, ms, should, tc.secs, tc.ms, tc.should)
 			}
@@ -143,7 +144,7 @@ func TestRetryHintsOnEveryPath(t *testing.T) {
 // hints too.
 func TestRetryHintsOnConnectionRefusal(t *testing.T) {
 	b := newConnBounds(config.Config{SupportEmail: "help@relay.test", Server: config.ServerConfig{MaxConnections: 1}}, discardLogger())
-	out := b.answer(refusal("too_many_connections", 1, "full"), "req_x")
+	out := b.answer(apierr.Refusal("too_many_connections", 1, "full"), "req_x")
 	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(out)), nil)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

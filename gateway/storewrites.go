@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/backlog"
 	"github.com/modelrelay/modelrelay/internal/logagg"
 	"github.com/modelrelay/modelrelay/store"
@@ -45,9 +46,9 @@ func (g *Gateway) admitStore() error {
 	if ok {
 		return nil
 	}
-	return earlyRefusal("store_unavailable", storeRetryAfter,
+	return apierr.EarlyRefusal("store_unavailable", apierr.StoreRetryAfter,
 		"the ledger is behind (%d writes under way, the oldest for %s); nothing was charged, retry after %d seconds",
-		s.Writes, s.Oldest.Round(time.Millisecond), storeRetryAfter)
+		s.Writes, s.Oldest.Round(time.Millisecond), apierr.StoreRetryAfter)
 }
 
 // storeWrite runs op, the store write what of request rid, each try counted

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
@@ -62,7 +63,7 @@ func TestStoreBehindRefusesNewCalls(t *testing.T) {
 	})
 	sent := r.requests()
 	status, hdr, data = r.do("POST", "/v1/chat/completions", key, body)
-	var eb errorBody
+	var eb apierr.Body
 	if err := json.Unmarshal(data, &eb); err != nil || status != 503 || eb.Error.Code != "store_unavailable" ||
 		eb.Error.Type != "service_unavailable_error" || hdr.Get("Retry-After") != "2" || !strings.Contains(eb.Error.Message, "behind") {
 		t.Fatalf("a call while the ledger is behind: %d %q %s (Retry-After %q)", status, err, data, hdr.Get("Retry-After"))
@@ -151,7 +152,7 @@ func TestQueuedHoldGivesUp(t *testing.T) {
 	sent := r.requests()
 	t0 := time.Now()
 	status, hdr, data := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "queued"))
-	var eb errorBody
+	var eb apierr.Body
 	if err := json.Unmarshal(data, &eb); err != nil || status != 503 || eb.Error.Code != "store_unavailable" ||
 		hdr.Get("Retry-After") != "2" || !strings.Contains(eb.Error.Message, "hold waited") {
 		t.Fatalf("a call whose hold stayed queued: %d %v %s", status, err, data)

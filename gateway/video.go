@@ -12,6 +12,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/store"
@@ -23,13 +24,13 @@ import (
 func acceptVideo(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
 	data, err := io.ReadAll(io.LimitReader(up.resp.Body, 1<<20))
 	if err != nil {
-		return unavailable("upstream_error", "the provider's answer was cut; the job was not charged; retry")
+		return apierr.Unavailable("upstream_error", "the provider's answer was cut; the job was not charged; retry")
 	}
 	var acc struct {
 		RequestID string `json:"request_id"`
 	}
 	if json.Unmarshal(data, &acc) != nil || acc.RequestID == "" {
-		return unavailable("upstream_error", "the provider accepted the job without a request_id; it was not charged")
+		return apierr.Unavailable("upstream_error", "the provider accepted the job without a request_id; it was not charged")
 	}
 	u := pricing.Usage{Resolution: paramValue(c.params, "resolution")}
 	if d, err := strconv.ParseInt(paramValue(c.params, "duration"), 10, 64); err == nil {
@@ -40,10 +41,10 @@ func acceptVideo(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call
 	case errors.Is(err, store.ErrUnavailable):
 		// The last try may have landed with its answer lost: say so
 		// rather than "nothing was charged".
-		return unavailable("store_unavailable", "the provider accepted video job %s, but the ledger did not answer for %s: the job is not recorded, and its charge, if it landed, is in the account's journal under request id %s; check it before you retry",
-			quoted(acc.RequestID), storeRetryFor, c.info.rid)
+		return apierr.Unavailable("store_unavailable", "the provider accepted video job %s, but the ledger did not answer for %s: the job is not recorded, and its charge, if it landed, is in the account's journal under request id %s; check it before you retry",
+			apierr.Quote(acc.RequestID), storeRetryFor, c.info.rid)
 	case err != nil:
-		return internal("ledger_error", "the job was accepted but could not be settled")
+		return apierr.Internal("ledger_error", "the job was accepted but could not be settled")
 	}
 	job := store.Job{
 		RequestID: acc.RequestID, Account: c.key.Account, KeyID: c.key.ID, Model: c.model.ID,
@@ -57,7 +58,7 @@ func acceptVideo(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call
 	defer cancel()
 	err = g.storeWrite(rctx, "job", c.info.rid, func() error { return g.putJob(ctx, job) })
 	if err != nil {
-		g.log.Error("record video job", "request_id", c.info.rid, "job", quoted(acc.RequestID), "error", err.Error())
+		g.log.Error("record video job", "request_id", c.info.rid, "job", apierr.Quote(acc.RequestID), "error", err.Error())
 	}
 	w.Header().Set(costHeader, amount.Fixed())
 	g.writeAnswer(w, up, data)
@@ -81,7 +82,7 @@ func (g *Gateway) putJob(ctx context.Context, job store.Job) error {
 	}
 	at := func(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) } // as PostgreSQL keeps it
 	if had.Account != job.Account || had.Amount != job.Amount || had.Line != job.Line || !at(had.Created).Equal(at(job.Created)) {
-		return fmt.Errorf("the provider's job id %s is already recorded for another job: %w", quoted(job.RequestID), err)
+		return fmt.Errorf("the provider's job id %s is already recorded for another job: %w", apierr.Quote(job.RequestID), err)
 	}
 	return nil
 }
@@ -105,7 +106,7 @@ func (g *Gateway) videoJob(r *http.Request, ps httprouter.Params, info *reqInfo)
 	id := ps.ByName("id")
 	job, err := g.store.Job(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && job.Account != k.Account) {
-		return store.Job{}, nil, notFound("no video job %s for this account", quoted(id))
+		return store.Job{}, nil, apierr.NotFound("no video job %s for this account", apierr.Quote(id))
 	}
 	if err != nil {
 		return store.Job{}, nil, err
@@ -113,7 +114,7 @@ func (g *Gateway) videoJob(r *http.Request, ps httprouter.Params, info *reqInfo)
 	info.model, info.route = job.Model, job.Route
 	l := g.lines.byName[job.Line]
 	if l == nil {
-		return store.Job{}, nil, unserved("the line %q that runs job %q is no longer configured", job.Line, id)
+		return store.Job{}, nil, apierr.Unserved("the line %q that runs job %q is no longer configured", job.Line, id)
 	}
 	info.line = l.cfg.Name
 	return job, l, nil
@@ -134,7 +135,7 @@ func (g *Gateway) videoGet(ctx context.Context, l *line, path string) (*http.Res
 	if err != nil {
 		cancel()
 		l.recordFailure(g.now(), err)
-		return nil, unavailable("upstream_error", "the provider could not be reached for this job; retry")
+		return nil, apierr.Unavailable("upstream_error", "the provider could not be reached for this job; retry")
 	}
 	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
@@ -165,7 +166,7 @@ func (g *Gateway) handleVideoStatus(w http.ResponseWriter, r *http.Request, ps h
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return unavailable("upstream_error", "the provider's status document was cut; retry")
+		return apierr.Unavailable("upstream_error", "the provider's status document was cut; retry")
 	}
 	var doc struct {
 		Status string `json:"status"`
@@ -199,7 +200,7 @@ func (g *Gateway) handleVideoContent(w http.ResponseWriter, r *http.Request, ps 
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound {
-		return notFound("video job %q is not finished; poll GET /v1/videos/%s until its status is done", job.RequestID, job.RequestID)
+		return apierr.NotFound("video job %q is not finished; poll GET /v1/videos/%s until its status is done", job.RequestID, job.RequestID)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return g.upstreamError(&upstream{resp: resp, line: l})
