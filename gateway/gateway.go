@@ -145,15 +145,9 @@ func New(o Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.router = g.routes()
-	cors := withCORS(o.Config.CORS, slices.Concat(corsExposed, g.hdrs.renamed()), g.router)
-	g.front = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The console is same-origin only: no CORS headers on its pages.
-		if r.URL.Path == "/console" || strings.HasPrefix(r.URL.Path, "/console/") {
-			g.router.ServeHTTP(w, r)
-			return
-		}
-		cors.ServeHTTP(w, r)
-	})
+	// CORS covers /v1/* only: the console is same-origin, and the other
+	// public pages set their own headers.
+	g.front = withCORS(o.Config.CORS, slices.Concat(corsExposed, g.hdrs.renamed()), g.router)
 	return g, nil
 }
 

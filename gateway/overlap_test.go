@@ -223,7 +223,7 @@ func TestOverlapOnlyWithAmpleCredit(t *testing.T) {
 		t.Fatal("a call of a key with a spend limit overlaps")
 	}
 	c.key.Limit = 0
-	c.ep = &endpoint{name: pricing.EndpointVideo, accept: acceptVideo}
+	c.ep = &endpoint{name: pricing.EndpointVideo, accept: (*Gateway).acceptVideo}
 	if g.overlapHold(c) {
 		t.Fatal("a video job overlaps")
 	}

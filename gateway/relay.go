@@ -45,7 +45,8 @@ type endpoint struct {
 	// rewrite applies the fields a plugin's quote Set to the forwarded body
 	// (nil: the body is forwarded unchanged whatever the plugin sets).
 	rewrite func(body []byte, set []abi.Param) ([]byte, error)
-	// accept replaces relayJSON for a successful JSON answer (video jobs).
+	// accept replaces relayJSON for a successful JSON answer (video jobs):
+	// a method expression, such as (*Gateway).acceptVideo.
 	accept func(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error
 	// estimate is the usage settled when a JSON answer carries none; nil
 	// means the token estimate.
@@ -94,7 +95,7 @@ var endpoints = []*endpoint{
 	},
 	{
 		name: pricing.EndpointVideo, path: "/v1/videos/generations", protocol: config.ProtocolOpenAI,
-		decode: jsonOnly(decodeVideo), accept: acceptVideo,
+		decode: jsonOnly(decodeVideo), accept: (*Gateway).acceptVideo,
 	},
 	{
 		name: pricing.EndpointSystemOne, path: "/v1/systemone", aliases: []string{"/v1/system_one"},

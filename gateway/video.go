@@ -21,7 +21,7 @@ import (
 // acceptVideo charges a video job when the provider accepts it (docs/api.md#video-jobs):
 // duration × the per-second price of the resolution, settled at once, and
 // records the job (ids, account, line, amount — never the prompt).
-func acceptVideo(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
+func (g *Gateway) acceptVideo(ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
 	data, err := io.ReadAll(io.LimitReader(up.resp.Body, 1<<20))
 	if err != nil {
 		return apierr.Unavailable("upstream_error", "the provider's answer was cut; the job was not charged; retry")

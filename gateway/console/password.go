@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
@@ -32,14 +33,16 @@ const (
 var b64 = base64.RawStdEncoding
 
 // dummyHash is verified against when the email is unknown, so that an
-// unknown login costs the same KDF run as a wrong password.
-var dummyHash = func() string {
+// unknown login costs the same KDF run as a wrong password. It is made at
+// the first sign-in, not at package init: a KDF run (about 80 ms and 19 MiB)
+// in every binary that links the console would be paid by each start.
+var dummyHash = sync.OnceValue(func() string {
 	h, err := hashPassword("not a password anyone has")
 	if err != nil {
 		panic(err)
 	}
 	return h
-}()
+})
 
 // kdf bounds concurrent KDF runs: each holds kdfMemory of RAM, so a burst
 // of sign-ins waits here instead of growing the heap without limit.

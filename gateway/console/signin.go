@@ -87,7 +87,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 // whatever the outcome (a dummy hash for an unknown or password-less login).
 func (c *Console) verifyLogin(ctx context.Context, email, pw string, valid bool) (store.Login, bool, error) {
 	var l store.Login
-	hash := dummyHash
+	hash := dummyHash()
 	if valid {
 		var err error
 		l, err = c.st.Login(ctx, email)
@@ -100,7 +100,7 @@ func (c *Console) verifyLogin(ctx context.Context, email, pw string, valid bool)
 	}
 	if len(pw) > maxPassword {
 		pw = pw[:maxPassword] // still runs the KDF; cannot match a stored password
-		hash = dummyHash
+		hash = dummyHash()
 	}
 	if err := c.kdf.acquire(ctx); err != nil {
 		return l, false, err
@@ -111,7 +111,7 @@ func (c *Console) verifyLogin(ctx context.Context, email, pw string, valid bool)
 		c.log.Error("console: a login's password hash cannot be read", "account", l.Account)
 		return l, false, nil
 	}
-	return l, match && hash != dummyHash, nil
+	return l, match && hash != dummyHash(), nil
 }
 
 // operatorSignin signs the operator in with the admin token. An API key
