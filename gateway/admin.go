@@ -574,7 +574,7 @@ func (g *Gateway) adminUpdateAccount(w http.ResponseWriter, r *http.Request, ps 
 }
 
 func (g *Gateway) adminLines(w http.ResponseWriter, _ *http.Request, _ httprouter.Params, _ *reqInfo) error {
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": g.lines.health()})
+	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": g.lines.Health()})
 }
 
 func keyMayCall(k store.Key, m pricing.Model) bool {

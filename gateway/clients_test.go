@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/modelrelay/modelrelay/gateway/config"
+	"github.com/modelrelay/modelrelay/gateway/lines"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
@@ -289,7 +290,7 @@ func checkRelayedAsSent(t *testing.T, f clientFixture, x upstreamExchange, key s
 	}
 	for _, h := range f.header {
 		k := http.CanonicalHeaderKey(h[0])
-		if dropRequestHeaders[k] {
+		if !lines.Forwards(k) {
 			continue
 		}
 		if v := x.header.Get(k); v != h[1] {

@@ -192,11 +192,11 @@ func (b *consoleBackend) Models(routes []string) []pricing.Model {
 }
 
 func (b *consoleBackend) Lines() []console.Line {
-	hs := b.g.lines.health()
+	hs := b.g.lines.Health()
 	out := make([]console.Line, len(hs))
 	for i, h := range hs {
 		l := console.Line{Name: h.Name, Route: h.Route, Protocol: h.Protocol, Models: h.Models, Breaker: h.Breaker,
-			Requests: h.Requests, Failures: h.Failures, Latency: b.g.lines.byName[h.Name].latency().Round(100 * time.Microsecond)}
+			Requests: h.Requests, Failures: h.Failures, Latency: b.g.lines.ByName(h.Name).Latency().Round(100 * time.Microsecond)}
 		for _, f := range h.RecentFailures {
 			l.RecentFailures = append(l.RecentFailures, console.LineFailure{Time: f.Time, Error: f.Error})
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
+	"github.com/modelrelay/modelrelay/gateway/lines"
 	"github.com/modelrelay/modelrelay/internal/jsonscan"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
@@ -21,7 +22,7 @@ type summary struct {
 	includeUsage bool  // chat: the client asked for stream_options.include_usage
 	params       []abi.Param
 	// conv is the hash of the conversation identity the body carries
-	// (conversationHash): prompt_cache_key, or metadata.user_id on
+	// (lines.ConversationHash): prompt_cache_key, or metadata.user_id on
 	// messages; 0 when none. Line affinity keys on it.
 	conv uint64
 }
@@ -147,7 +148,7 @@ func decodeChat(body []byte) (*summary, error) {
 			return nil, apierr.BadRequest(f()+".content", "%s.content is required", f())
 		}
 	}
-	s := &summary{model: model, conv: conversationHash(req.PromptCacheKey)}
+	s := &summary{model: model, conv: lines.ConversationHash(req.PromptCacheKey)}
 	if req.Stream != nil {
 		s.stream = *req.Stream
 	}
@@ -197,7 +198,7 @@ func decodeResponses(body []byte) (*summary, error) {
 	if !given {
 		return nil, apierr.BadRequest("input", "input is required (a string or an array of input items)")
 	}
-	s := &summary{model: model, conv: conversationHash(req.PromptCacheKey)}
+	s := &summary{model: model, conv: lines.ConversationHash(req.PromptCacheKey)}
 	if req.Stream != nil {
 		s.stream = *req.Stream
 	}
@@ -257,7 +258,7 @@ func decodeMessages(body []byte) (*summary, error) {
 	}
 	s := &summary{model: model, maxOutput: *req.MaxTokens}
 	if req.Metadata != nil {
-		s.conv = conversationHash(req.Metadata.UserID)
+		s.conv = lines.ConversationHash(req.Metadata.UserID)
 	}
 	if req.Stream != nil {
 		s.stream = *req.Stream

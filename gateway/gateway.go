@@ -20,6 +20,7 @@ import (
 	"github.com/modelrelay/modelrelay/gateway/backlog"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/console"
+	"github.com/modelrelay/modelrelay/gateway/lines"
 	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/store"
@@ -60,7 +61,7 @@ type Gateway struct {
 	host   *plugins.Host
 	log    *slog.Logger
 	now    func() time.Time
-	lines  *lineSet
+	lines  *lines.Set
 	keys   *keyCache
 	limits *limiters
 	router *httprouter.Router
@@ -79,9 +80,6 @@ type Gateway struct {
 	inflight sync.WaitGroup
 	closing  atomic.Bool
 	shed     *shedder
-	budget   *retryBudget     // retries of every call, over 10 s
-	panic    *panicMode       // calls sent on when every line of a pool is open
-	affinity *affinity        // conversation → the line that last answered it (nil: none)
 	conns    *connBounds      // open client connections (listen.go)
 	console  *console.Console // nil: off (console.go)
 
@@ -126,12 +124,9 @@ func New(o Options) (*Gateway, error) {
 		g.allot = newAllotments(st, g.log.Warn)
 		g.allot.retrier = g.retrier
 	}
-	g.lines = newLineSet(o.Config, o.Transport, o.Logger)
+	g.lines = lines.New(lines.Options{Config: o.Config, Transport: o.Transport, Log: o.Logger, Shared: o.Shared, Now: o.Now})
 	g.limits = newLimiters(o.Config, o.Shared)
 	g.shed = newShedder(o.Config.Limits.OverloadDelay)
-	g.budget = newRetryBudget(o.Config.Retry)
-	g.panic = newPanicMode(*o.Config.Retry.PanicShare)
-	g.affinity = newAffinity(o.Config.Retry.AffinityTTL)
 	g.met = newMetrics(g)
 	g.conns = newConnBounds(o.Config, o.Logger)
 	g.met.reg.MustRegister(g.conns.collectors()...)

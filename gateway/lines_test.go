@@ -2,12 +2,8 @@ package gateway
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +11,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/modelrelay/modelrelay/gateway/config"
-	"github.com/modelrelay/modelrelay/sdk/abi"
+	"github.com/modelrelay/modelrelay/gateway/lines"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -77,9 +73,9 @@ func TestBreakersOpenAndRecover(t *testing.T) {
 		}
 	}
 	before := e.sims["a"].Requests() + e.sims["b"].Requests()
-	var health []LineHealth
+	var health []lines.Health
 	_, _, data := e.do("GET", "/admin/lines", testAdminToken, nil)
-	var hl struct{ Data []LineHealth }
+	var hl struct{ Data []lines.Health }
 	if err := json.Unmarshal(data, &hl); err != nil {
 		t.Fatal(err)
 	}
@@ -215,68 +211,5 @@ func TestKeyRateLimit(t *testing.T) {
 	}
 	if apiErr.Response.Header.Get("Retry-After") == "" {
 		t.Error("SDK response lacks Retry-After")
-	}
-}
-
-// orderPlan spreads a tier by weight and keeps tiers in order.
-func TestOrderPlan(t *testing.T) {
-	plan := []abi.Step{{Line: "late", Tier: 1, Weight: 1}, {Line: "heavy", Tier: 0, Weight: 3}, {Line: "light", Tier: 0, Weight: 1}}
-	counts := map[string]int{}
-	seq := int64(0)
-	r := func(n int64) int64 { seq++; return seq % n }
-	for i := 0; i < 400; i++ {
-		o := orderPlan(plan, r)
-		if len(o) != 3 || o[2] != "late" {
-			t.Fatalf("order %v", o)
-		}
-		counts[o[0]]++
-	}
-	if counts["heavy"] != 300 || counts["light"] != 100 {
-		t.Fatalf("first picks %v, want 3:1", counts)
-	}
-}
-
-// TestLineDo: a line sends on its transport as an http.Client would, minus
-// what the gateway never wants: a redirect comes back to the caller instead
-// of being followed, credentials in base_url become basic auth, and an
-// error names the method and URL.
-func TestLineDo(t *testing.T) {
-	var gotAuth, gotPath string
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotAuth, gotPath = r.Header.Get("Authorization"), r.URL.Path
-		http.Redirect(w, r, "/elsewhere", http.StatusFound)
-	}))
-	defer up.Close()
-	l := &line{rt: http.DefaultTransport}
-	u, _ := url.Parse(up.URL)
-	u.User = url.UserPassword("user", "secret")
-	req, _ := http.NewRequest(http.MethodPost, u.String()+"/v1/chat/completions", strings.NewReader("{}"))
-	resp, err := l.do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusFound || gotPath != "/v1/chat/completions" {
-		t.Errorf("status %d after %s: the redirect was followed", resp.StatusCode, gotPath)
-	}
-	if want := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:secret")); gotAuth != want {
-		t.Errorf("Authorization %q, want %q", gotAuth, want)
-	}
-	// A key the line sets wins over credentials in the URL.
-	req, _ = http.NewRequest(http.MethodPost, u.String()+"/v1/chat/completions", strings.NewReader("{}"))
-	req.Header.Set("Authorization", "Bearer k")
-	if resp, err = l.do(req); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if gotAuth != "Bearer k" {
-		t.Errorf("Authorization %q, want the line's key", gotAuth)
-	}
-	up.Close()
-	req, _ = http.NewRequest(http.MethodPost, up.URL+"/v1/chat/completions", strings.NewReader("{}"))
-	_, err = l.do(req)
-	var uerr *url.Error
-	if !errors.As(err, &uerr) || !strings.HasPrefix(err.Error(), `Post "`+up.URL+`/v1/chat/completions": `) {
-		t.Errorf("error %v, want a *url.Error naming the method and URL", err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/sony/gobreaker/v2"
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/pricing"
@@ -20,14 +19,6 @@ import (
 // metrics are the series an operator watches, on a registry of the
 // gateway's own (so several gateways in one process do not collide).
 type metrics struct {
-	// panicCalls counts calls sent on in panic mode: route, model.
-	panicCalls *prometheus.CounterVec
-	// waited429 counts the waits for a provider's short 429 (retry.max_429_wait).
-	waited429 prometheus.Counter
-	// cooldowns counts the 429s with a wait that made a line cool on every
-	// replica (replicas.go): line.
-	cooldowns *prometheus.CounterVec
-
 	reg       *prometheus.Registry
 	requests  *prometheus.CounterVec   // endpoint, model, route, status
 	latency   *prometheus.HistogramVec // endpoint, part (gateway|upstream)
@@ -89,10 +80,7 @@ func newMetrics(g *Gateway) *metrics {
 		Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .1, .5, 2.5},
 	}, []string{"op"})
 	m.holdDur, m.carveDur, m.settleDur = m.storeDur.WithLabelValues("hold"), m.storeDur.WithLabelValues("carve"), m.storeDur.WithLabelValues("settle")
-	m.cooldowns = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "relay_line_cooldowns_total", Help: "A provider's 429 with a wait that every replica sharing the Redis skips the line for.",
-	}, []string{"line"})
-	m.reg.MustRegister(m.requests, m.latency, m.ttfb, m.tokens, m.charged, m.pluginDur, m.settleFallback, m.storeRetries, m.storeDur, m.cooldowns,
+	m.reg.MustRegister(m.requests, m.latency, m.ttfb, m.tokens, m.charged, m.pluginDur, m.settleFallback, m.storeRetries, m.storeDur,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "relay_open_holds", Help: "Holds taken by this process and not yet settled or released.",
@@ -106,24 +94,9 @@ func newMetrics(g *Gateway) *metrics {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "relay_overload_shed_total", Help: "Relayed calls refused with 503 overloaded, before any work was done for them.",
 	}, func() float64 { return float64(g.shed.shed.Load()) }))
-	m.panicCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "relay_panic_calls_total", Help: "Calls sent to the least-bad lines while every line serving them was open (retry.panic_share).",
-	}, []string{"route", "model"})
-	m.reg.MustRegister(m.panicCalls)
-	m.waited429 = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "relay_upstream_429_waited_total", Help: "Waits for a provider's 429 Retry-After (retry.max_429_wait) before trying the line again, instead of passing the 429 on.",
-	})
-	m.reg.MustRegister(m.waited429)
-	if g.affinity != nil {
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "relay_affinity_conversations", Help: "Conversations whose line is remembered (retry.affinity_ttl; at most 100,000).",
-		}, func() float64 { return float64(g.affinity.len()) }))
-	}
-	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "relay_retry_budget_refused_total", Help: "Retries not made because the retry budget was spent (retry.budget_ratio): the call answered with its last failure.",
-	}, func() float64 { return float64(g.budget.refused.Load()) }))
+	m.reg.MustRegister(g.lines.Collectors()...)
 	m.registerStoreWrites(g)
-	m.reg.MustRegister(&lineCollector{g: g}, &pluginCollector{g: g}, &alertCollector{g: g})
+	m.reg.MustRegister(&pluginCollector{g: g}, &alertCollector{g: g})
 	return m
 }
 
@@ -160,39 +133,6 @@ func (m *metrics) observeSettle(model, route string, u pricing.Usage, charge pri
 	}
 	if charge > 0 {
 		m.charged.WithLabelValues(model, route).Add(float64(charge))
-	}
-}
-
-// lineCollector reports each line's breaker state at scrape time.
-type lineCollector struct{ g *Gateway }
-
-var (
-	breakerDesc = prometheus.NewDesc("relay_line_breaker_state", "Circuit breaker state per line: 0 closed, 1 half-open, 2 open.", []string{"line", "route"}, nil)
-	lineReqDesc = prometheus.NewDesc("relay_line_requests_total", "Upstream attempts per line.", []string{"line"}, nil)
-	lineErrDesc = prometheus.NewDesc("relay_line_failures_total", "Failed upstream attempts per line.", []string{"line"}, nil)
-)
-
-func (c *lineCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- breakerDesc
-	ch <- lineReqDesc
-	ch <- lineErrDesc
-}
-
-func (c *lineCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, l := range c.g.lines.all {
-		st := 0.0
-		switch l.breaker.State() {
-		case gobreaker.StateHalfOpen:
-			st = 1
-		case gobreaker.StateOpen:
-			st = 2
-		}
-		ch <- prometheus.MustNewConstMetric(breakerDesc, prometheus.GaugeValue, st, l.cfg.Name, l.cfg.Route)
-		l.mu.Lock()
-		req, fail := l.requests, l.failed
-		l.mu.Unlock()
-		ch <- prometheus.MustNewConstMetric(lineReqDesc, prometheus.CounterValue, float64(req), l.cfg.Name)
-		ch <- prometheus.MustNewConstMetric(lineErrDesc, prometheus.CounterValue, float64(fail), l.cfg.Name)
 	}
 }
 

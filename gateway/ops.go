@@ -55,9 +55,9 @@ func (g *Gateway) readiness(ctx context.Context) []string {
 	}
 	for _, m := range models {
 		found := false
-		for _, l := range g.lines.all {
+		for _, l := range g.lines.All() {
 			if l.Serves(m.ID) {
-				if _, ok := m.Routes[l.cfg.Route]; ok {
+				if _, ok := m.Routes[l.Config().Route]; ok {
 					found = true
 					break
 				}

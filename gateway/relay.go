@@ -11,18 +11,16 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-retryablehttp"
 	"github.com/julienschmidt/httprouter"
-	"github.com/sony/gobreaker/v2"
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
+	"github.com/modelrelay/modelrelay/gateway/lines"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
@@ -802,589 +800,48 @@ func fallbackCharge(c *call, u pricing.Usage) (charge pricing.Nano, priced bool,
 	return charge, true, "charged the usage at the published price"
 }
 
-// upstream is a response from the line that answered.
+// upstream is the answer a call relays (lines.Upstream) and the line that
+// gave it.
 type upstream struct {
-	resp   *http.Response
-	line   *line
-	cancel context.CancelFunc
-	idle   *idleTimer
-	start  time.Time
+	resp *http.Response
+	line *lines.Line
+	u    *lines.Upstream // nil for a video job's reads (video.go), whose caller closes resp
 }
 
-func (u *upstream) close() {
-	u.idle.stop()
-	_ = u.resp.Body.Close()
-	u.cancel()
-}
+func (u *upstream) close() { u.u.Close() }
 
-// send tries the line plan. A line whose breaker refuses is skipped
-// without spending a try; connection errors, timeouts, 5xx and 429 move to
-// the next line of the plan whose breaker allows it (go-retryablehttp's
-// retry policy; its backoff only before trying the same line again); the
-// first other answer wins. Tries are bounded by retry.max_tries (default:
-// one per line of the plan, at least 3), retry.max_time and the gateway's
-// retry budget. When every line serving the call is open, panic mode may
-// send it to the least-bad lines (sendPanic). Nothing has reached the
-// client yet, so retrying is safe.
+// send asks the selection plugin for the call's plan and sends the call on
+// its lines (lines.Set.Send); c.info gets the line that answered and the
+// time to its response headers.
 func (g *Gateway) send(ctx context.Context, c *call) (*upstream, error) {
 	t0 := time.Now()
-	sel, err := g.host.Select(ctx, abi.SelectRequest{Now: g.now().UnixNano(), Model: c.model.ID, Route: c.route, Lines: g.lines.states()})
+	sel, err := g.host.Select(ctx, abi.SelectRequest{Now: g.now().UnixNano(), Model: c.model.ID, Route: c.route, Lines: g.lines.States()})
 	g.met.pluginDur.WithLabelValues("select", "select").Observe(time.Since(t0).Seconds())
 	if err != nil {
 		return nil, err
 	}
-	plan := make([]*line, 0, len(sel.Plan))
-	for _, name := range orderPlan(sel.Plan, rand.Int64N) {
-		if l := g.lines.byName[name]; l != nil && l.cfg.Protocol == c.ep.protocol {
-			plan = append(plan, l)
-		}
+	var conv uint64
+	if c.sum != nil {
+		conv = c.sum.conv
 	}
-	return g.sendPlan(ctx, c, plan)
-}
-
-// sendPlan tries the call's plan: its lines in order, those open left out.
-// A call of a conversation (see conversation) tries the line that last
-// answered that conversation first, while it is in the plan and its
-// breaker is not open; whichever line answers is remembered for the next.
-func (g *Gateway) sendPlan(ctx context.Context, c *call, plan []*line) (*upstream, error) {
-	if len(plan) == 0 && !g.anyLineFor(c) {
-		return nil, apierr.Unserved("no line is configured to serve %q on route %q", c.model.ID, c.route)
-	}
-	var ak uint64 // the conversation's affinity key; 0: none
-	if g.affinity != nil {
-		if conv := conversation(c); conv != 0 {
-			ak = affinityKey(conv, c.route, c.model.ID)
-			if l := g.affinity.get(ak, time.Now()); l != nil {
-				plan = prefer(plan, l)
-			}
-		}
-	}
-	up, err := g.sendOrdered(ctx, c, plan)
-	if ak != 0 {
-		// Only a line that served the call keeps the conversation: one
-		// whose answer is an error the caller gets (a 4xx its account
-		// gives, say, out of credit upstream) would otherwise hold every
-		// later turn while its breaker, which counts such answers as
-		// served, stays closed.
-		if up != nil && up.resp.StatusCode >= 200 && up.resp.StatusCode <= 299 {
-			g.affinity.put(ak, up.line, time.Now())
-		} else {
-			g.affinity.forget(ak)
-		}
-	}
-	return up, err
-}
-
-func (g *Gateway) sendOrdered(ctx context.Context, c *call, plan []*line) (*upstream, error) {
-	var r tryResult
-	if len(plan) > 0 {
-		var up *upstream
-		up, r = g.tryLines(ctx, c, plan, g.cfg.Retry.Tries(len(plan)), false)
-		if up != nil || r.err != nil {
-			return up, r.err
-		}
-	}
-	if r.tries == 0 && r.cooled {
-		// Lines cool after a 429: the caller hears it as the 429 it is.
-		e := apierr.Errf(http.StatusTooManyRequests, "rate_limit_error", "upstream_rate_limited", "the provider is rate limiting %q; retry later", c.model.ID)
-		wait := time.Until(r.coolUntil)
-		e.RetryAfter, e.RetryWait = retryAfterFor(wait), max(wait, time.Millisecond)
-		return nil, e
-	}
-	if r.tries == 0 {
-		// Every line of the plan is open (the plugin left them out) or
-		// refused by its breaker (a half-open line with its probe out).
-		return g.sendPanic(ctx, c)
-	}
-	return nil, g.failure(c, r)
-}
-
-// failure is r's error; when no line serving c is closed after the tries
-// (they opened the last breakers, or were the pool's probes, or panic
-// traffic), a 503 says when the next try can be made, as the calls after
-// it hear.
-func (g *Gateway) failure(c *call, r tryResult) error {
-	err := r.failure(c)
-	if e, ok := err.(*apierr.Error); ok && e.Status == http.StatusServiceUnavailable {
-		if wait, down := g.reopenAfter(c, time.Now()); down {
-			e.RetryAfter = retryAfterFor(wait)
-		}
-	}
-	return err
-}
-
-// reopenAfter is how long until a line serving c lets a try through (0
-// when one is not open), and whether the pool is down: no such line's
-// breaker is closed.
-func (g *Gateway) reopenAfter(c *call, now time.Time) (wait time.Duration, down bool) {
-	wait, down = g.cfg.Retry.BreakerOpen, true
-	for _, l := range g.lines.all {
-		if l.cfg.Route == c.route && l.cfg.Protocol == c.ep.protocol && l.Serves(c.model.ID) {
-			wait = min(wait, l.reopens(now, g.cfg.Retry.BreakerOpen))
-			down = down && l.breaker.State() != gobreaker.StateClosed
-		}
-	}
-	return wait, down
-}
-
-// retryAfterFor is a Retry-After in whole seconds, at least 1.
-func retryAfterFor(wait time.Duration) int { return max(int((wait+time.Second-1)/time.Second), 1) }
-
-// tryResult is how a run of tries ended without an answer.
-type tryResult struct {
-	err       error // the client went away: return it as is
-	tries     int
-	attempts  []attemptError
-	last429   bool
-	lastRetry string    // Retry-After of the last 429
-	cooled    bool      // a line was left because it is cooling after a 429 (replicas.go)
-	coolUntil time.Time // the last such line's end of cooldown
-}
-
-// tryLines tries lines in order, cycling, up to maxTries. In panic mode
-// (bypass) the lines' breakers are open and not asked: the tries are
-// counted only in the lines' own windows.
-//
-// A line that answers 429 is left for the rest of the call; when no line
-// is left and one of them said when it will take calls again (Retry-After
-// or retry-after-ms) within retry.max_429_wait and what is left of
-// retry.max_time, the call waits that long and tries it again (a try, from
-// the retry budget) rather than pass the 429 on.
-func (g *Gateway) tryLines(ctx context.Context, c *call, lines []*line, maxTries int, bypass bool) (*upstream, tryResult) {
-	t := &lineTries{bypass: bypass, start: g.now()}
-	// lines and skip (per line: refused by its breaker, or answered 429)
-	// are passed beside t rather than held in it, so that they stay where
-	// they are: t's other contents reach the heap, and escape analysis
-	// would take them along.
-	skip := make([]bool, len(lines))
-	for t.r.tries < maxTries {
-		if t.r.tries > 0 && g.now().Sub(t.start) >= g.cfg.Retry.MaxTime {
-			break
-		}
-		at, done := t.nextLine(lines, skip)
-		if at < 0 {
-			// No line left: wait out the soonest 429 if it is short.
-			again, err := g.await429(ctx, t, skip)
-			if err != nil {
-				t.r.err = err
-				return nil, t.r
-			}
-			if !again {
-				break
-			}
-			continue
-		}
-		l := lines[at]
-		t.next = at + 1
-		if err := g.pace(ctx, t, l); err != nil {
-			done(err)
-			if err == errClientGone {
-				t.r.err = ctx.Err()
-				return nil, t.r
-			}
-			break
-		}
-		if t.r.tries == 0 {
-			g.budget.first(time.Now())
-		}
-		t.prev, t.waited = l, false
-		t.r.tries++
-		l.recordRequest()
-		up, err := g.try(ctx, c, l)
-		if ctx.Err() != nil {
-			// The client went away: not the line's fault, nor a success.
-			done(errClientGone)
-			if up != nil {
-				up.close()
-			}
-			t.r.err = ctx.Err()
-			return nil, t.r
-		}
-		var resp *http.Response
-		if up != nil {
-			resp = up.resp
-		}
-		if retry, _ := retryablehttp.DefaultRetryPolicy(ctx, resp, err); err == nil && !retry {
-			done(nil)
-			l.recordResult(time.Now(), nil)
-			c.info.line = l.cfg.Name
-			return up, t.r
-		}
-		g.tryFailed(t, skip, at, l, up, err, done)
-	}
-	return nil, t.r
-}
-
-// lineTries is the state of one call's run of tries across its lines.
-type lineTries struct {
-	bypass bool      // panic mode: the breakers are not asked
-	start  time.Time // of the first try, for retry.max_time
-	r      tryResult
-
-	next   int         // where the search for the next line starts
-	prev   *line       // the line of the last try
-	ready  []time.Time // per line: when its 429 said to come back (zero: not said); made at the first 429
-	waited bool        // the next try follows a 429's wait, its retry already taken from the budget
-}
-
-// nextLine is the next line, in plan order from where the last try was,
-// whose breaker allows a try, with the function that ends the breaker's
-// step; -1 when none is left. A refusal costs no try and is no attempt.
-func (t *lineTries) nextLine(lines []*line, skip []bool) (at int, done func(error)) {
-	done = noBreakerStep
-	for k := range lines {
-		j := (t.next + k) % len(lines)
-		if skip[j] {
-			continue
-		}
-		if until, cool := lines[j].cooling(time.Now()); cool {
-			// Another try (here or on another replica) had a 429
-			// with a wait: leave the line as if this call had it.
-			skip[j] = true
-			t.comeBack(j, len(lines), until)
-			t.r.cooled, t.r.coolUntil = true, until
-			continue
-		}
-		if !t.bypass {
-			d, berr := lines[j].breaker.Allow()
-			if berr != nil {
-				skip[j] = true
-				continue
-			}
-			done = d
-		}
-		return j, done
-	}
-	return -1, done
-}
-
-// noBreakerStep is the end of a try's breaker step in panic mode, where
-// the breakers are not asked.
-func noBreakerStep(error) {}
-
-// comeBack notes that line j of n takes calls again at until.
-func (t *lineTries) comeBack(j, n int, until time.Time) {
-	if t.ready == nil {
-		t.ready = make([]time.Time, n)
-	}
-	t.ready[j] = until
-}
-
-// await429 waits until the line whose 429 said to come back soonest does,
-// when that is short enough and the retry budget allows, and makes it the
-// next line to try. again is false when there is nothing to wait for; err
-// is the context's when the client went away during the wait.
-func (g *Gateway) await429(ctx context.Context, t *lineTries, skip []bool) (again bool, err error) {
-	j, ok := g.wait429(t.ready, t.start)
-	if !ok || !g.budget.retry(time.Now()) {
-		return false, nil
-	}
-	timer := time.NewTimer(time.Until(t.ready[j]))
-	select {
-	case <-ctx.Done():
-		timer.Stop()
-		return false, ctx.Err()
-	case <-timer.C:
-	}
-	g.met.waited429.Inc()
-	skip[j], t.ready[j], t.next, t.waited = false, time.Time{}, j, true
-	return true, nil
-}
-
-// pace lets a retry on line l go ahead: it must fit in the retry budget
-// and, on the line just tried, after a backoff that must fit in
-// retry.max_time. It returns errNotTried when the retry may not be made
-// and errClientGone when the client went away during the backoff.
-func (g *Gateway) pace(ctx context.Context, t *lineTries, l *line) error {
-	if t.r.tries == 0 || t.waited {
-		return nil
-	}
-	if !g.budget.retry(time.Now()) {
-		return errNotTried
-	}
-	if t.prev != l {
-		return nil
-	}
-	rc := g.cfg.Retry
-	wait := retryablehttp.DefaultBackoff(rc.BackoffMin, rc.BackoffMax, t.r.tries, nil)
-	if g.now().Sub(t.start)+wait >= rc.MaxTime {
-		return errNotTried
-	}
-	timer := time.NewTimer(wait)
-	select {
-	case <-ctx.Done():
-		timer.Stop()
-		return errClientGone
-	case <-timer.C:
-	}
-	return nil
-}
-
-// tryFailed records a failed try on line l, at in the plan (up is its
-// answer, nil when none came): the attempt, the breaker's step and, for a
-// 429, that the line is left for this call and cools for as long as it
-// asked.
-func (g *Gateway) tryFailed(t *lineTries, skip []bool, at int, l *line, up *upstream, err error, done func(error)) {
-	ae := attemptError{line: l.cfg.Name, err: err}
-	t.r.last429 = false
-	if up != nil {
-		resp := up.resp
-		ae.status = resp.StatusCode
-		if resp.StatusCode == http.StatusTooManyRequests {
-			skip[at] = true
-			t.r.last429 = true
-			t.r.lastRetry = resp.Header.Get("Retry-After")
-			if d, ok := retryWait(resp.Header, time.Now()); ok {
-				t.comeBack(at, len(skip), time.Now().Add(d))
-				g.cool(l, d)
-			}
-		}
-		up.close()
-	}
-	t.r.attempts = append(t.r.attempts, ae)
-	failErr := err
-	if failErr == nil {
-		failErr = fmt.Errorf("HTTP %d", ae.status)
-	}
-	done(failErr)
-	l.recordResult(time.Now(), failErr)
-}
-
-// wait429 picks the line whose 429 said to come back soonest, when that
-// is within retry.max_429_wait from now and before retry.max_time (counted
-// from start) runs out.
-func (g *Gateway) wait429(ready []time.Time, start time.Time) (int, bool) {
-	at := -1
-	for j, t := range ready {
-		if !t.IsZero() && (at < 0 || t.Before(ready[at])) {
-			at = j
-		}
-	}
-	if at < 0 {
-		return -1, false
-	}
-	d := time.Until(ready[at])
-	rc := g.cfg.Retry
-	if rc.Max429Wait < 0 || d > rc.Max429Wait || g.now().Sub(start)+d >= rc.MaxTime {
-		return -1, false
-	}
-	return at, true
-}
-
-// retryWait is how long a 429 asks to wait: retry-after-ms (milliseconds,
-// as OpenAI sends it) when present and valid, else Retry-After (seconds,
-// or an HTTP date, RFC 9110 section 10.2.3). ok is false when neither says.
-func retryWait(h http.Header, now time.Time) (d time.Duration, ok bool) {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms <= float64(maxRetryWait/time.Millisecond) {
-			return time.Duration(ms * float64(time.Millisecond)), true
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 0 || n > int64(maxRetryWait/time.Second) {
-			return 0, false
-		}
-		return time.Duration(n) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return min(max(t.Sub(now), 0), maxRetryWait), true
-	}
-	return 0, false
-}
-
-// maxRetryWait bounds what retryWait returns (no overflow on a huge value).
-const maxRetryWait = 24 * time.Hour
-
-// failure is the error of a call whose tries all failed: the last 429 as
-// 429, an overloaded provider as 503 upstream_overloaded, else 503
-// no_line_available naming every try.
-func (r tryResult) failure(c *call) error {
-	if r.last429 {
-		e := apierr.Errf(http.StatusTooManyRequests, "rate_limit_error", "upstream_rate_limited", "the provider is rate limiting %q; retry later", c.model.ID)
-		e.RetryAfter = retryAfterSeconds(r.lastRetry)
-		return e
-	}
-	parts := make([]string, len(r.attempts))
-	overloaded := false
-	for i, a := range r.attempts {
-		parts[i] = a.String()
-		if a.status == http.StatusServiceUnavailable || a.status == 529 {
-			overloaded = true
-		}
-	}
-	if overloaded {
-		return apierr.Unavailable("upstream_overloaded", "the provider is overloaded for %q; retry (tried: %s)", c.model.ID, strings.Join(parts, "; "))
-	}
-	return apierr.Unavailable("no_line_available", "no line could serve %q right now (tried: %s); retry", c.model.ID, strings.Join(parts, "; "))
-}
-
-// sendPanic handles a call whose every line is open (Envoy's panic mode):
-// retry.panic_share of such calls go to the lines that had a success within
-// retry.breaker_window, best success ratio first, each tried at most once;
-// the rest, and every call when no line had a success (the pool is dead:
-// only the breakers' half-open probes reach it), get 503 no_line_available
-// at once, with Retry-After until the first breaker lets a probe through.
-func (g *Gateway) sendPanic(ctx context.Context, c *call) (*upstream, error) {
-	now := time.Now()
-	type ranked struct {
-		l       *line
-		ok, all int64
-	}
-	var live []ranked
-	for _, l := range g.lines.all {
-		if l.cfg.Route != c.route || l.cfg.Protocol != c.ep.protocol || !l.Serves(c.model.ID) {
-			continue
-		}
-		if ok, failed := l.window(now); ok > 0 {
-			live = append(live, ranked{l, ok, ok + failed})
-		}
-	}
-	wait, _ := g.reopenAfter(c, now)
-	retryAfter := retryAfterFor(wait)
-	refuse := func(why string) error {
-		e := apierr.Unavailable("no_line_available", "every line serving %q on route %q is unavailable (circuit open after repeated failures%s); retry in %d s", c.model.ID, c.route, why, retryAfter)
-		e.RetryAfter = retryAfter
-		return e
-	}
-	if len(live) == 0 {
-		return nil, refuse("")
-	}
-	if !g.panic.admit() {
-		return nil, refuse("; a share of calls is still sent to the lines that answered recently, and this one was not")
-	}
-	// Best success ratio first: ok/all > ok'/all' ⇔ ok·all' > ok'·all.
-	slices.SortStableFunc(live, func(a, b ranked) int { return cmp.Compare(b.ok*a.all, a.ok*b.all) })
-	lines := make([]*line, len(live))
-	names := make([]string, len(live))
-	for i, x := range live {
-		lines[i], names[i] = x.l, x.l.cfg.Name
-	}
-	g.met.panicCalls.WithLabelValues(c.route, c.model.ID).Inc()
-	if g.panic.shouldLog(c.route+"/"+c.model.ID, now) {
-		g.log.Warn("every line of a pool is open: panic mode sends a share of calls to the least-bad lines",
-			"route", c.route, "model", c.model.ID, "lines", strings.Join(names, ","), "share", g.panic.share)
-	}
-	up, r := g.tryLines(ctx, c, lines, min(g.cfg.Retry.Tries(len(lines)), len(lines)), true)
-	if up != nil || r.err != nil {
-		return up, r.err
-	}
-	return nil, g.failure(c, r)
-}
-
-func (g *Gateway) anyLineFor(c *call) bool {
-	for _, l := range g.lines.all {
-		if l.cfg.Route == c.route && l.cfg.Protocol == c.ep.protocol && l.Serves(c.model.ID) {
-			return true
-		}
-	}
-	return false
-}
-
-func (l *line) Serves(model string) bool { return l.cfg.Serves(model) }
-
-// retryAfterSeconds converts a provider's Retry-After to whole seconds (≥ 1).
-// A wait beyond maxRetryWait (a broken or hostile upstream's "wait three
-// years") is passed on as maxRetryWait.
-func retryAfterSeconds(v string) int {
-	const most = int(maxRetryWait / time.Second)
-	if v == "" {
-		return 1
-	}
-	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-		return min(max(n, 1), most)
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return min(max(int(time.Until(t).Seconds()+0.999), 1), most)
-	}
-	return 1
-}
-
-// hop-by-hop and gateway-owned request headers: never forwarded upstream.
-var dropRequestHeaders = map[string]bool{
-	"Authorization": true, "X-Api-Key": true, "Cookie": true, "Host": true, "Content-Length": true,
-	"Connection": true, "Keep-Alive": true, "Proxy-Authorization": true, "Proxy-Connection": true,
-	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Accept-Encoding": true,
-	"X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true, "Forwarded": true,
-	"Vendorx-Version": true, "Openai-Organization": true, "Openai-Project": true,
-}
-
-// try sends the call to one line.
-func (g *Gateway) try(ctx context.Context, c *call, l *line) (*upstream, error) {
-	rctx, cancel := context.WithCancel(ctx)
-	target := l.cfg.BaseURL + c.r.URL.Path
-	if c.ep.path != c.r.URL.Path { // an alias: send the canonical path
-		target = l.cfg.BaseURL + c.ep.path
-	}
-	if c.r.URL.RawQuery != "" {
-		target += "?" + c.r.URL.RawQuery
-	}
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, target, bytes.NewReader(c.body))
-	if err != nil {
-		cancel()
-		// Not err: it quotes the target, and with it the caller's query.
-		return nil, fmt.Errorf("cannot address the request to line %s", l.cfg.Name)
-	}
-	for k, vs := range c.r.Header {
-		if !dropRequestHeaders[k] {
-			req.Header[k] = vs
-		}
+	req := &lines.Request{
+		Model: c.model.ID, Route: c.route, Protocol: c.ep.protocol, Plan: lines.OrderPlan(sel.Plan, rand.Int64N),
+		Path: c.ep.path, RawQuery: c.r.URL.RawQuery, Header: c.r.Header, Body: c.body,
+		Conversation: lines.Conversation(conv, c.r.Header),
 	}
 	if c.ep.name == pricing.EndpointMessages {
-		req.Header.Set("Anthropic-Version", versionHeader(c.r))
+		req.Version = versionHeader(c.r)
 	}
-	if key := l.cfg.UpstreamKey(); key != "" {
-		if l.cfg.Protocol == config.ProtocolAnthropic {
-			req.Header.Set("X-Api-Key", key)
-		} else {
-			req.Header.Set("Authorization", "Bearer "+key)
-		}
+	lu, err := g.lines.Send(ctx, req)
+	if req.Took != 0 {
+		c.info.upstream = req.Took
 	}
-	req.ContentLength = int64(len(c.body))
-	start := g.now()
-	resp, err := l.do(req)
-	if err != nil {
-		cancel()
+	if lu == nil {
 		return nil, err
 	}
-	c.info.upstream = g.now().Sub(start)
-	l.observeLatency(c.info.upstream)
-	up := &upstream{resp: resp, line: l, cancel: cancel, start: start}
-	up.idle = newIdleTimer(l.cfg.Timeouts.Idle, cancel)
-	resp.Body = &idleBody{rc: resp.Body, t: up.idle}
-	return up, nil
+	c.info.line = lu.Line.Name()
+	return &upstream{resp: lu.Resp, line: lu.Line, u: lu}, err
 }
-
-// idleTimer cancels the upstream request when no bytes arrive for d.
-type idleTimer struct {
-	d time.Duration
-	t *time.Timer
-}
-
-func newIdleTimer(d time.Duration, cancel context.CancelFunc) *idleTimer {
-	return &idleTimer{d: d, t: time.AfterFunc(d, cancel)}
-}
-
-func (t *idleTimer) reset() { t.t.Reset(t.d) }
-func (t *idleTimer) stop()  { t.t.Stop() }
-
-type idleBody struct {
-	rc io.ReadCloser
-	t  *idleTimer
-}
-
-func (b *idleBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	if n > 0 {
-		b.t.reset()
-	}
-	return n, err
-}
-
-func (b *idleBody) Close() error { return b.rc.Close() }
 
 func isEventStream(resp *http.Response) bool {
 	ct := resp.Header.Get("Content-Type")
@@ -1423,7 +880,7 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 	_, err := buf.ReadFrom(io.LimitReader(up.resp.Body, maxUpstreamBody))
 	data := buf.Bytes()
 	if err != nil {
-		up.line.recordFailure(g.now(), err)
+		up.line.RecordFailure(g.now(), err)
 		return apierr.Unavailable("upstream_error", "the provider's answer was cut before it was complete; you were not charged; retry")
 	}
 	u, ok, uerr := c.ep.usage(data)
@@ -1473,7 +930,7 @@ func (g *Gateway) relayUncharged(ctx context.Context, w http.ResponseWriter, c *
 	defer up.close()
 	data, err := io.ReadAll(io.LimitReader(up.resp.Body, maxUpstreamBody))
 	if err != nil {
-		up.line.recordFailure(g.now(), err)
+		up.line.RecordFailure(g.now(), err)
 		return apierr.Unavailable("upstream_error", "the provider's answer was cut before it was complete; retry")
 	}
 	g.writeAnswer(w, up, data)
@@ -1542,7 +999,7 @@ func (g *Gateway) upstreamError(up *upstream) error {
 		e.Code = "model_not_found"
 	}
 	if st == http.StatusTooManyRequests {
-		e.RetryAfter = retryAfterSeconds(up.resp.Header.Get("Retry-After"))
+		e.RetryAfter = lines.RetryAfterSeconds(up.resp.Header.Get("Retry-After"))
 	}
 	return e
 }

@@ -58,7 +58,7 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *cal
 		g.log.Error("stream settled with error", "request_id", c.info.rid, "error", err.Error())
 	}
 	if readErr != nil {
-		up.line.recordFailure(g.now(), fmt.Errorf("stream cut: %w", readErr))
+		up.line.RecordFailure(g.now(), fmt.Errorf("stream cut: %w", readErr))
 	}
 	if !complete && readErr != nil && writeErr == nil && ctx.Err() == nil {
 		return errStreamCut

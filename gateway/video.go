@@ -13,6 +13,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
+	"github.com/modelrelay/modelrelay/gateway/lines"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/store"
@@ -48,7 +49,7 @@ func (g *Gateway) acceptVideo(ctx context.Context, w http.ResponseWriter, c *cal
 	}
 	job := store.Job{
 		RequestID: acc.RequestID, Account: c.key.Account, KeyID: c.key.ID, Model: c.model.ID,
-		Route: c.route, Line: up.line.cfg.Name, Amount: amount, Created: g.now(),
+		Route: c.route, Line: up.line.Name(), Amount: amount, Created: g.now(),
 	}
 	// The job is charged: it must be recorded too, or its status could
 	// not be read nor its failure refunded. A store that went down since
@@ -98,7 +99,7 @@ func paramValue(ps []abi.Param, name string) string {
 }
 
 // videoJob finds the caller's job: unknown or another account's → 404.
-func (g *Gateway) videoJob(r *http.Request, ps httprouter.Params, info *reqInfo) (store.Job, *line, error) {
+func (g *Gateway) videoJob(r *http.Request, ps httprouter.Params, info *reqInfo) (store.Job, *lines.Line, error) {
 	k, err := g.authenticate(r.Context(), r, false, info)
 	if err != nil {
 		return store.Job{}, nil, err
@@ -112,29 +113,30 @@ func (g *Gateway) videoJob(r *http.Request, ps httprouter.Params, info *reqInfo)
 		return store.Job{}, nil, err
 	}
 	info.model, info.route = job.Model, job.Route
-	l := g.lines.byName[job.Line]
+	l := g.lines.ByName(job.Line)
 	if l == nil {
 		return store.Job{}, nil, apierr.Unserved("the line %q that runs job %q is no longer configured", job.Line, id)
 	}
-	info.line = l.cfg.Name
+	info.line = l.Name()
 	return job, l, nil
 }
 
 // videoGet asks the job's line for path.
-func (g *Gateway) videoGet(ctx context.Context, l *line, path string) (*http.Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeouts.FirstByte)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.cfg.BaseURL+path, nil)
+func (g *Gateway) videoGet(ctx context.Context, l *lines.Line, path string) (*http.Response, error) {
+	lc := l.Config()
+	ctx, cancel := context.WithTimeout(ctx, lc.Timeouts.FirstByte)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, lc.BaseURL+path, nil)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	if key := l.cfg.UpstreamKey(); key != "" {
+	if key := lc.UpstreamKey(); key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	resp, err := l.do(req)
+	resp, err := l.Do(req)
 	if err != nil {
 		cancel()
-		l.recordFailure(g.now(), err)
+		l.RecordFailure(g.now(), err)
 		return nil, apierr.Unavailable("upstream_error", "the provider could not be reached for this job; retry")
 	}
 	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}

@@ -1,4 +1,4 @@
-package gateway
+package lines
 
 import (
 	"context"
@@ -20,18 +20,18 @@ import (
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
 
-// line is one upstream connection with its transport and circuit breaker.
-type line struct {
+// Line is one upstream connection with its transport and circuit breaker.
+type Line struct {
 	cfg     config.LineConfig
 	rt      http.RoundTripper
 	breaker *gobreaker.TwoStepCircuitBreaker[struct{}]
 
 	openedAt  atomic.Int64 // UnixNano of the breaker's last opening
-	coolUntil atomic.Int64 // UnixNano until which a shared 429 cooldown holds (replicas.go)
+	coolUntil atomic.Int64 // UnixNano until which a shared 429 cooldown holds (cooldown.go)
 	lat       atomic.Int64 // recent time to response headers, ns (latency)
 
 	mu       sync.Mutex
-	failures []lineFailure // most recent last, at most maxRecentFailures
+	failures []Failure // most recent last, at most maxRecentFailures
 	requests uint64
 	failed   uint64
 	// win counts finished tries over retry.breaker_window (a: successes,
@@ -40,23 +40,20 @@ type line struct {
 	win rolling
 }
 
-type lineFailure struct {
+// Failure is one of a line's recent failures.
+type Failure struct {
 	Time  time.Time `json:"time"`
 	Error string    `json:"error"`
 }
 
 const maxRecentFailures = 10
 
-// lineSet holds every configured line by name.
-type lineSet struct {
-	byName map[string]*line
-	all    []*line // config order
-}
-
-func newLineSet(cfg config.Config, rt http.RoundTripper, log *slog.Logger) *lineSet {
-	s := &lineSet{byName: map[string]*line{}}
+// newLines builds every configured line, in config order: on rt, or on a
+// transport of its own with its timeouts when rt is nil.
+func newLines(cfg config.Config, rt http.RoundTripper, log *slog.Logger) []*Line {
+	var all []*Line
 	for _, lc := range cfg.Lines {
-		l := &line{cfg: lc}
+		l := &Line{cfg: lc}
 		tr := rt
 		if tr == nil {
 			tr = &http.Transport{
@@ -91,10 +88,9 @@ func newLineSet(cfg config.Config, rt http.RoundTripper, log *slog.Logger) *line
 				log.Log(context.Background(), lvl, "line breaker state changed", "line", name, "from", from.String(), "to", to.String())
 			},
 		})
-		s.byName[lc.Name] = l
-		s.all = append(s.all, l)
+		all = append(all, l)
 	}
-	return s
+	return all
 }
 
 // breakerBuckets is the number of buckets of a line's rolling window.
@@ -110,13 +106,13 @@ func tripOnRatio(ratio float64, minRequests uint32) func(gobreaker.Counts) bool 
 	}
 }
 
-// do sends req on the line's transport. An http.Client would add nothing the
+// Do sends req on the line's transport. An http.Client would add nothing the
 // gateway wants (it follows no redirect and keeps no cookies) and would copy
 // the request's headers on every call for the redirects it might follow.
-// What else a client does, do does: credentials in base_url become basic
+// What else a client does, Do does: credentials in base_url become basic
 // auth when no Authorization is set, a transport's nil body an empty one,
 // and errors read "Post "URL": cause".
-func (l *line) do(req *http.Request) (*http.Response, error) {
+func (l *Line) Do(req *http.Request) (*http.Response, error) {
 	if u := req.URL.User; u != nil && req.Header.Get("Authorization") == "" {
 		pass, _ := u.Password()
 		req.SetBasicAuth(u.Username(), pass)
@@ -136,13 +132,22 @@ func (l *line) do(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// latency is the line's recent time to response headers: a weighted mean
+// Latency is the line's recent time to response headers: a weighted mean
 // (each new round trip weighs 1/8) of the relayed calls' successful round
-// trips (Gateway.try feeds it the time it measures for the access log);
-// 0 before the first. The console's lines page shows it.
-func (l *line) latency() time.Duration { return time.Duration(l.lat.Load()) }
+// trips (try feeds it the time it measures for the access log); 0 before
+// the first. The console's lines page shows it.
+func (l *Line) Latency() time.Duration { return time.Duration(l.lat.Load()) }
 
-func (l *line) observeLatency(d time.Duration) {
+// Name is the line's configured name.
+func (l *Line) Name() string { return l.cfg.Name }
+
+// Config is the line's configuration; the caller does not change it.
+func (l *Line) Config() *config.LineConfig { return &l.cfg }
+
+// Serves reports whether the line serves model.
+func (l *Line) Serves(model string) bool { return l.cfg.Serves(model) }
+
+func (l *Line) observeLatency(d time.Duration) {
 	for {
 		old := l.lat.Load()
 		n := int64(d)
@@ -155,8 +160,8 @@ func (l *line) observeLatency(d time.Duration) {
 	}
 }
 
-// states returns every line as the selection plugin sees it.
-func (s *lineSet) states() []abi.Line {
+// States returns every line as the selection plugin sees it.
+func (s *Set) States() []abi.Line {
 	out := make([]abi.Line, 0, len(s.all))
 	for _, l := range s.all {
 		out = append(out, abi.Line{
@@ -173,7 +178,7 @@ func (s *lineSet) states() []abi.Line {
 
 // recordResult records a finished try: err nil is a success. An excluded
 // try (the client went away) is not recorded.
-func (l *line) recordResult(now time.Time, err error) {
+func (l *Line) recordResult(now time.Time, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err == nil {
@@ -186,31 +191,31 @@ func (l *line) recordResult(now time.Time, err error) {
 		copy(l.failures, l.failures[1:])
 		l.failures = l.failures[:maxRecentFailures-1]
 	}
-	l.failures = append(l.failures, lineFailure{Time: now.UTC(), Error: err.Error()})
+	l.failures = append(l.failures, Failure{Time: now.UTC(), Error: err.Error()})
 }
 
-// recordFailure records a failure found after the try was counted a
+// RecordFailure records a failure found after the try was counted a
 // success (an answer cut while it was read): it is in the recent failures
 // and the failure count, not in the window.
-func (l *line) recordFailure(now time.Time, err error) {
+func (l *Line) RecordFailure(now time.Time, err error) {
 	l.mu.Lock()
 	l.failed++
 	if len(l.failures) == maxRecentFailures {
 		copy(l.failures, l.failures[1:])
 		l.failures = l.failures[:maxRecentFailures-1]
 	}
-	l.failures = append(l.failures, lineFailure{Time: now.UTC(), Error: err.Error()})
+	l.failures = append(l.failures, Failure{Time: now.UTC(), Error: err.Error()})
 	l.mu.Unlock()
 }
 
-func (l *line) recordRequest() {
+func (l *Line) recordRequest() {
 	l.mu.Lock()
 	l.requests++
 	l.mu.Unlock()
 }
 
 // window returns the successes and failures of the line's rolling window.
-func (l *line) window(now time.Time) (ok, failed int64) {
+func (l *Line) window(now time.Time) (ok, failed int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.win.totals(now)
@@ -218,43 +223,44 @@ func (l *line) window(now time.Time) (ok, failed int64) {
 
 // reopens is how long until the line's breaker lets a probe through: 0
 // when it is not open.
-func (l *line) reopens(now time.Time, open time.Duration) time.Duration {
+func (l *Line) reopens(now time.Time, open time.Duration) time.Duration {
 	if l.breaker.State() != gobreaker.StateOpen {
 		return 0
 	}
 	return max(time.Unix(0, l.openedAt.Load()).Add(open).Sub(now), 0)
 }
 
-// LineHealth is a line's state as the admin API shows it.
-type LineHealth struct {
-	Name           string        `json:"name"`
-	Route          string        `json:"route"`
-	Protocol       string        `json:"protocol"`
-	BaseURL        string        `json:"base_url"`
-	Models         []string      `json:"models"`
-	Priority       int64         `json:"priority"`
-	Weight         int64         `json:"weight"`
-	Breaker        string        `json:"breaker"` // closed, half-open, open
-	Requests       uint64        `json:"requests"`
-	Failures       uint64        `json:"failures"`
-	RecentFailures []lineFailure `json:"recent_failures"`
+// Health is a line's state as the admin API shows it.
+type Health struct {
+	Name           string    `json:"name"`
+	Route          string    `json:"route"`
+	Protocol       string    `json:"protocol"`
+	BaseURL        string    `json:"base_url"`
+	Models         []string  `json:"models"`
+	Priority       int64     `json:"priority"`
+	Weight         int64     `json:"weight"`
+	Breaker        string    `json:"breaker"` // closed, half-open, open
+	Requests       uint64    `json:"requests"`
+	Failures       uint64    `json:"failures"`
+	RecentFailures []Failure `json:"recent_failures"`
 	// WindowSuccesses and WindowFailures are the tries finished within
 	// retry.breaker_window: what the breaker's ratio and panic mode see.
 	WindowSuccesses int64 `json:"window_successes"`
 	WindowFailures  int64 `json:"window_failures"`
 }
 
-func (s *lineSet) health() []LineHealth {
-	out := make([]LineHealth, 0, len(s.all))
+// Health returns every line's state, in config order.
+func (s *Set) Health() []Health {
+	out := make([]Health, 0, len(s.all))
 	now := time.Now()
 	for _, l := range s.all {
 		l.mu.Lock()
 		ok, failed := l.win.totals(now)
-		h := LineHealth{
+		h := Health{
 			Name: l.cfg.Name, Route: l.cfg.Route, Protocol: l.cfg.Protocol, BaseURL: l.cfg.BaseURL,
 			Models: l.cfg.Models, Priority: l.cfg.Priority, Weight: l.cfg.Weight,
 			Breaker: l.breaker.State().String(), Requests: l.requests, Failures: l.failed,
-			RecentFailures:  append([]lineFailure{}, l.failures...),
+			RecentFailures:  append([]Failure{}, l.failures...),
 			WindowSuccesses: ok, WindowFailures: failed,
 		}
 		l.mu.Unlock()
@@ -263,10 +269,10 @@ func (s *lineSet) health() []LineHealth {
 	return out
 }
 
-// orderPlan turns a plan into the order of lines to try: tiers in order, and
+// OrderPlan turns a plan into the order of lines to try: tiers in order, and
 // within a tier a weighted random order (so a cached plan still spreads load
 // by weight). r must return a uniform value in [0, n).
-func orderPlan(plan []abi.Step, r func(n int64) int64) []string {
+func OrderPlan(plan []abi.Step, r func(n int64) int64) []string {
 	steps := append([]abi.Step(nil), plan...)
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].Tier < steps[j].Tier })
 	out := make([]string, 0, len(steps))

@@ -1,7 +1,8 @@
-package gateway
+package lines
 
 import (
 	"hash/maphash"
+	"net/http"
 	"sync"
 	"time"
 
@@ -12,10 +13,10 @@ import (
 // outside this process and cannot be matched against a known identity.
 var convSeed = maphash.MakeSeed()
 
-// conversationHash is the hash of a conversation identity the caller sent
+// ConversationHash is the hash of a conversation identity the caller sent
 // (a prompt_cache_key, a metadata.user_id, a session header): 0 when there
 // is none. The identity itself is never kept, logged or stored.
-func conversationHash(id *string) uint64 {
+func ConversationHash(id *string) uint64 {
 	if id == nil || *id == "" {
 		return 0
 	}
@@ -28,18 +29,16 @@ func conversationHash(id *string) uint64 {
 // server stores them, so the lookup allocates nothing.
 var conversationHeaders = []string{"Session_id", "X-Claude-Code-Session-Id"}
 
-// conversation is the hash of c's conversation identity: the one its body
-// carries, else the first conversation header; 0 when it has none.
-func conversation(c *call) uint64 {
-	if c.sum != nil && c.sum.conv != 0 {
-		return c.sum.conv
+// Conversation is the hash of a call's conversation identity: body, the
+// one its body carries (ConversationHash, 0: none), else the first
+// conversation header of h; 0 when it has none.
+func Conversation(body uint64, h http.Header) uint64 {
+	if body != 0 {
+		return body
 	}
-	if c.r == nil {
-		return 0
-	}
-	for _, h := range conversationHeaders {
-		if vs := c.r.Header[h]; len(vs) > 0 && vs[0] != "" {
-			return conversationHash(&vs[0])
+	for _, name := range conversationHeaders {
+		if vs := h[name]; len(vs) > 0 && vs[0] != "" {
+			return ConversationHash(&vs[0])
 		}
 	}
 	return 0
@@ -70,7 +69,7 @@ type affinityShard struct {
 }
 
 type affinityEntry struct {
-	l   *line
+	l   *Line
 	exp int64 // UnixNano
 }
 
@@ -96,7 +95,7 @@ func affinityKey(conv uint64, route, model string) uint64 {
 func (a *affinity) shard(k uint64) *affinityShard { return &a.shards[k%affinityShards] }
 
 // get returns the line remembered for k, or nil.
-func (a *affinity) get(k uint64, now time.Time) *line {
+func (a *affinity) get(k uint64, now time.Time) *Line {
 	s := a.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -113,7 +112,7 @@ func (a *affinity) get(k uint64, now time.Time) *line {
 
 // put remembers l for k until ttl from now, evicting from a full shard
 // first: expired entries among a sample, else one sampled entry.
-func (a *affinity) put(k uint64, l *line, now time.Time) {
+func (a *affinity) put(k uint64, l *Line, now time.Time) {
 	s := a.shard(k)
 	t := now.UnixNano()
 	s.mu.Lock()
@@ -166,7 +165,7 @@ func (a *affinity) len() int {
 
 // prefer returns plan with l moved to its front when l is in it and its
 // breaker is not open; else plan unchanged. plan is not modified.
-func prefer(plan []*line, l *line) []*line {
+func prefer(plan []*Line, l *Line) []*Line {
 	i := -1
 	for j, x := range plan {
 		if x == l {
@@ -177,7 +176,7 @@ func prefer(plan []*line, l *line) []*line {
 	if i <= 0 || l.breaker.State() == gobreaker.StateOpen {
 		return plan
 	}
-	out := make([]*line, 0, len(plan))
+	out := make([]*Line, 0, len(plan))
 	out = append(out, l)
 	out = append(out, plan[:i]...)
 	return append(out, plan[i+1:]...)

@@ -1,6 +1,7 @@
-package gateway
+package lines
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -11,22 +12,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
-	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
 )
 
-// tryEnv is a gateway without plugins or ledger, in front of one sim per
-// line: enough for the try loop, the breakers, the budget and panic mode.
+// tryEnv is a Set in front of one sim per line: enough for the try loop,
+// the breakers, the budget and panic mode.
 type tryEnv struct {
 	t    *testing.T
-	g    *Gateway
+	s    *Set
+	reg  *prometheus.Registry
 	sims map[string]*sim.Server
 	logs *lockedBuffer
 }
+
+// testAdminToken satisfies the configuration's check; nothing reads it.
+const testAdminToken = "test-admin-token-0123456789"
 
 func newTryEnv(t *testing.T, rc config.RetryConfig, names ...string) *tryEnv {
 	t.Helper()
@@ -46,28 +51,42 @@ func newTryEnv(t *testing.T, rc config.RetryConfig, names ...string) *tryEnv {
 	if err := cfg.Resolve(); err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewJSONHandler(e.logs, nil))
-	g := &Gateway{cfg: cfg, log: log, now: time.Now, shed: newShedder(-1)}
-	g.lines = newLineSet(cfg, nil, log)
-	g.budget = newRetryBudget(cfg.Retry)
-	g.panic = newPanicMode(*cfg.Retry.PanicShare)
-	g.newStoreWrites()
-	g.met = newMetrics(g)
-	e.g = g
+	e.s = New(Options{Config: cfg, Log: slog.New(slog.NewJSONHandler(e.logs, nil))})
+	e.reg = prometheus.NewRegistry()
+	e.reg.MustRegister(e.s.Collectors()...)
 	return e
 }
 
-func (e *tryEnv) call() *call {
-	return &call{
-		ep: endpoints[0], r: httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil), info: &reqInfo{},
-		body: []byte(chatBody("modelf-flash", "hi")), model: pricing.Model{ID: "modelf-flash"}, route: "standard",
+// request is a chat call of modelf-flash on route standard.
+func (e *tryEnv) request() *Request {
+	return &Request{
+		Model: "modelf-flash", Route: "standard", Protocol: config.ProtocolOpenAI, Path: "/v1/chat/completions",
+		Header: http.Header{}, Body: []byte(`{"model":"modelf-flash","messages":[{"role":"user","content":"hi"}]}`),
 	}
+}
+
+// lockedBuffer collects logs from many goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // counter sums the samples of a counter whose labels include every
 // name=value pair given.
 func (e *tryEnv) counter(name string, pairs ...string) float64 {
-	mfs, _ := e.g.met.reg.Gather() // the plugin collector fails without a host; the rest is there
+	mfs, _ := e.reg.Gather()
 	total := 0.0
 	for _, mf := range mfs {
 		if mf.GetName() != name {
@@ -91,12 +110,12 @@ func (e *tryEnv) counter(name string, pairs ...string) float64 {
 	return total
 }
 
-func (e *tryEnv) line(name string) *line { return e.g.lines.byName[name] }
+func (e *tryEnv) line(name string) *Line { return e.s.byName[name] }
 
 // plan is what the lines plugin plans: every line but the open ones.
-func (e *tryEnv) plan() []*line {
-	var p []*line
-	for _, l := range e.g.lines.all {
+func (e *tryEnv) plan() []*Line {
+	var p []*Line
+	for _, l := range e.s.all {
 		if l.breaker.State() != gobreaker.StateOpen {
 			p = append(p, l)
 		}
@@ -107,8 +126,7 @@ func (e *tryEnv) plan() []*line {
 // send runs one call as the gateway does after the plugin's plan; the
 // answer's status (200 or the error's) and the error.
 func (e *tryEnv) send(ctx context.Context) (int, *apierr.Error) {
-	c := e.call()
-	up, err := e.g.sendPlan(ctx, c, e.plan())
+	up, err := e.s.sendPlan(ctx, e.request(), e.plan())
 	if err != nil {
 		var ge *apierr.Error
 		if !errors.As(err, &ge) {
@@ -116,8 +134,8 @@ func (e *tryEnv) send(ctx context.Context) (int, *apierr.Error) {
 		}
 		return ge.Status, ge
 	}
-	defer up.close()
-	return up.resp.StatusCode, nil
+	defer up.Close()
+	return up.Resp.StatusCode, nil
 }
 
 // open trips a line's breaker by reporting failures to it.
@@ -146,23 +164,23 @@ func TestOpenLineCostsNoTry(t *testing.T) {
 	e := newTryEnv(t, config.RetryConfig{}, "a", "b", "c")
 	e.open("a")
 	e.sims["b"].SetOptions(sim.Options{Status: 500})
-	all := []*line{e.line("a"), e.line("b"), e.line("c")}
-	up, r := e.g.tryLines(context.Background(), e.call(), all, e.g.cfg.Retry.Tries(3), false)
+	all := []*Line{e.line("a"), e.line("b"), e.line("c")}
+	up, r := e.s.tryLines(context.Background(), e.request(), all, e.s.retry.Tries(3), false)
 	if up == nil {
 		t.Fatalf("no answer: %+v", r)
 	}
-	up.close()
+	up.Close()
 	if r.tries != 2 || len(r.attempts) != 1 || r.attempts[0].line != "b" {
 		t.Fatalf("tries %d, attempts %v; want 2 tries, b the one failure", r.tries, r.attempts)
 	}
 	// Every allowed line fails: the three tries are b, c, b; a is never
 	// tried, nor named.
 	e.sims["c"].SetOptions(sim.Options{Status: 500})
-	up, r = e.g.tryLines(context.Background(), e.call(), all, e.g.cfg.Retry.Tries(3), false)
+	up, r = e.s.tryLines(context.Background(), e.request(), all, e.s.retry.Tries(3), false)
 	if up != nil {
 		t.Fatal("an answer from failing lines")
 	}
-	msg := r.failure(e.call()).Error()
+	msg := r.failure(e.request()).Error()
 	if r.tries != 3 || strings.Contains(msg, "a (") || strings.Contains(msg, "circuit") || !strings.Contains(msg, "b (HTTP 500); c (HTTP 500); b (HTTP 500)") {
 		t.Fatalf("tries %d: %s", r.tries, msg)
 	}
@@ -418,7 +436,7 @@ func TestBreakerTripsOnRatio(t *testing.T) {
 	// not open it (the old rule, five in a row, did); a line failing every
 	// request opens at its 20th failure.
 	e := newTryEnv(t, config.RetryConfig{}, "a", "b")
-	report := func(l *line, err error) {
+	report := func(l *Line, err error) {
 		done, aerr := l.breaker.Allow()
 		if aerr != nil {
 			t.Fatalf("line %s: %v", l.cfg.Name, aerr)
