@@ -18,7 +18,7 @@
 //
 // Before any of it, the listener bounds open connections in total and per
 // client address, and the server gives each phase of a request a deadline
-// (listen.go).
+// (package listen).
 //
 // Where to start reading: relayHandler (relay.go) is a relayed call from
 // end to end, and README.md's "A relayed call, step by step" names the

@@ -20,6 +20,7 @@ import (
 	"github.com/modelrelay/modelrelay/gateway/backlog"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/console"
+	"github.com/modelrelay/modelrelay/gateway/listen"
 	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/store"
@@ -82,7 +83,7 @@ type Gateway struct {
 	budget   *retryBudget     // retries of every call, over 10 s
 	panic    *panicMode       // calls sent on when every line of a pool is open
 	affinity *affinity        // conversation → the line that last answered it (nil: none)
-	conns    *connBounds      // open client connections (listen.go)
+	conns    *listen.Bounds   // open client connections (package listen)
 	console  *console.Console // nil: off (console.go)
 
 	// The ledger's writes under way, their retries, and what ends the
@@ -133,8 +134,8 @@ func New(o Options) (*Gateway, error) {
 	g.panic = newPanicMode(*o.Config.Retry.PanicShare)
 	g.affinity = newAffinity(o.Config.Retry.AffinityTTL)
 	g.met = newMetrics(g)
-	g.conns = newConnBounds(o.Config, o.Logger)
-	g.met.reg.MustRegister(g.conns.collectors()...)
+	g.conns = listen.New(o.Config, o.Logger, newRequestID)
+	g.met.reg.MustRegister(g.conns.Collectors()...)
 	if g.sh != nil {
 		g.met.reg.MustRegister(g.sh.Collectors()...)
 		g.startSharing()
