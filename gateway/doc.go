@@ -2,9 +2,10 @@
 // authentication, rate limits, request decoding, admission (403/400/402),
 // line selection with retries and circuit breakers, the relay of JSON and
 // SSE answers, settlement, what a key holder can read of its key and account
-// (holder.go), the admin API, the web console's mount and backend
-// (console.go; the pages are package console), and the one function that
-// writes every error body (docs/api.md#errors).
+// (holder.go), the mounts of the admin API and of the web console (their
+// handlers and the console's backend are package admin, the pages package
+// console), and the one function that writes every error body
+// (docs/api.md#errors).
 //
 // A relayed call runs, in order: route → authenticate (an expired key 401,
 // a client outside the key's allow-list 403) → rate limit → read and

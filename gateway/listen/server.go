@@ -1,11 +1,17 @@
 package listen
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
 )
 
@@ -71,4 +77,36 @@ func CloseUnread(w http.ResponseWriter, r *http.Request) {
 // read says whether the handler read it to its end (see BodyRead).
 func BodyUnread(r *http.Request, read bool) bool {
 	return r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody && !read
+}
+
+// ReadBody reads the request body fully, up to limit bytes: a body over
+// the limit is a 400, one cut by server.body_timeout a 408 saying how much
+// of it arrived.
+func ReadBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, apierr.BadRequest("body", "the request body is %d bytes; the limit is %d bytes", r.ContentLength, limit)
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		// ReadFrom wants MinRead bytes free before each read, the one that
+		// finds the end included: without them a body of exactly
+		// ContentLength bytes is copied into a buffer twice its size.
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		got := strconv.FormatInt(n, 10)
+		if r.ContentLength > 0 {
+			got += " of " + strconv.FormatInt(r.ContentLength, 10)
+		}
+		return nil, apierr.Errf(http.StatusRequestTimeout, "invalid_request_error", "body_timeout",
+			"the request body did not arrive in time (%s bytes arrived); send it faster, or a smaller one", got)
+	}
+	if err != nil {
+		return nil, apierr.BadRequest("body", "cannot read the request body: %v", err)
+	}
+	if n > limit {
+		return nil, apierr.BadRequest("body", "the request body is larger than the limit of %d bytes", limit)
+	}
+	return buf.Bytes(), nil
 }
