@@ -1,10 +1,10 @@
 // Package gateway is ModelRelay's HTTP front: routing (httprouter), key
 // authentication, rate limits, request decoding, admission (403/400/402),
 // line selection with retries and circuit breakers, the relay of JSON and
-// SSE answers, settlement, what a key holder can read of its key and account
-// (holder.go), the mounts of the admin API and of the web console (their
-// handlers and the console's backend are package admin, the pages package
-// console), and the one function that writes every error body
+// SSE answers, settlement, the mounts of what a key holder can read of its
+// key and account (package holder), of the admin API and of the web console
+// (their handlers and the console's backend are package admin, the pages
+// package console), and the one function that writes every error body
 // (docs/api.md#errors).
 //
 // A relayed call runs, in order: route → authenticate (an expired key 401,
