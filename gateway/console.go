@@ -5,18 +5,12 @@ import (
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
-
-	"github.com/modelrelay/modelrelay/gateway/console"
 )
 
 // The web console (package console) is served under /console/ on the
 // gateway's listener, or on console.listen (ConsoleHandler). Its backend
 // is package admin's, so that a key made in the console follows the same
 // rules as one made by POST /admin/keys.
-
-// newConsole builds the console when it is enabled and the store keeps
-// logins and sessions (store.Store does); nil otherwise.
-func (g *Gateway) newConsole() (*console.Console, error) { return g.adminAPI().Console() }
 
 // consoleRoutes mounts the console on the gateway's router unless it has
 // a listener of its own.

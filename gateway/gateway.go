@@ -142,7 +142,7 @@ func New(o Options) (*Gateway, error) {
 	}
 	g.hdrs = newHeaderFilter(o.Config.Headers)
 	var err error
-	if g.console, err = g.newConsole(); err != nil {
+	if g.console, err = g.adminAPI().Console(); err != nil {
 		return nil, err
 	}
 	g.router = g.routes()
