@@ -6,13 +6,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelrelay/modelrelay/gateway/admin"
 )
 
-// adminKeyDo sends an admin request and decodes a KeyView from a 2xx.
-func adminKeyDo(t *testing.T, e *env, method, path string, body any) KeyView {
+// adminKeyDo sends an admin request and decodes a admin.KeyView from a 2xx.
+func adminKeyDo(t *testing.T, e *env, method, path string, body any) admin.KeyView {
 	t.Helper()
 	st, _, data := e.do(method, path, testAdminToken, body)
-	var v KeyView
+	var v admin.KeyView
 	if st/100 != 2 || json.Unmarshal(data, &v) != nil {
 		t.Fatalf("%s %s: %d %s", method, path, st, data)
 	}
@@ -66,7 +68,7 @@ func TestAdminKeySettings(t *testing.T) {
 		t.Errorf("limit 0.1 daily: %+v", u)
 	}
 	st, _, data := e.do("GET", "/admin/keys?account=acme", testAdminToken, nil)
-	var list struct{ Data []KeyView }
+	var list struct{ Data []admin.KeyView }
 	if st != 200 || json.Unmarshal(data, &list) != nil || len(list.Data) != 1 || list.Data[0].LimitUSD != "0.100000000" || list.Data[0].SpentUSD == "" {
 		t.Errorf("list: %d %s", st, data)
 	}
@@ -156,7 +158,7 @@ func TestAdminAccountAlert(t *testing.T) {
 	e.account("beta", "20")
 	for acct, below := range map[string]string{"acme": "5", "beta": "5"} {
 		st, _, data := e.do("POST", "/admin/accounts/"+acct+"/update", testAdminToken, map[string]any{"alert_below_usd": below})
-		var a AccountView
+		var a admin.AccountView
 		if st != 200 || json.Unmarshal(data, &a) != nil || a.AlertBelowUSD != "5.000000000" || a.BelowAlert != (acct == "acme") {
 			t.Fatalf("%s: %d %s", acct, st, data)
 		}
@@ -165,13 +167,13 @@ func TestAdminAccountAlert(t *testing.T) {
 	if v := metricValue(t, string(data), "relay_accounts_below_alert"); st != 200 || v != 1 {
 		t.Errorf("relay_accounts_below_alert = %v, want 1", v)
 	}
-	var a AccountView
+	var a admin.AccountView
 	st, _, data = e.do("GET", "/admin/accounts/acme", testAdminToken, nil)
 	if st != 200 || json.Unmarshal(data, &a) != nil || a.AlertBelowUSD != "5.000000000" || !a.BelowAlert {
 		t.Errorf("GET the account: %d %s", st, data)
 	}
 	st, _, data = e.do("POST", "/admin/accounts/acme/update", testAdminToken, map[string]any{"alert_below_usd": 0})
-	a = AccountView{}
+	a = admin.AccountView{}
 	if st != 200 || json.Unmarshal(data, &a) != nil || a.AlertBelowUSD != "" || a.BelowAlert {
 		t.Errorf("clearing the alert: %d %s", st, data)
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/modelrelay/modelrelay/gateway/admin"
 )
 
 // TestAdminListAccounts: GET /admin/accounts asks for the admin token
@@ -21,9 +23,9 @@ func TestAdminListAccounts(t *testing.T) {
 	e.account("beta", "0")
 	e.account("cyan", "1")
 	type page struct {
-		Object  string        `json:"object"`
-		Data    []AccountView `json:"data"`
-		HasMore bool          `json:"has_more"`
+		Object  string              `json:"object"`
+		Data    []admin.AccountView `json:"data"`
+		HasMore bool                `json:"has_more"`
 	}
 	get := func(query string) page {
 		t.Helper()

@@ -106,9 +106,9 @@ func (b *browser) operator() {
 
 var setupLinkRe = regexp.MustCompile(`<code id="setup-link">([^<]+)</code>`)
 
-// holder issues a login for email on account (as the operator) and sets
+// holderBrowser issues a login for email on account (as the operator) and sets
 // its password through the link; the returned browser is signed in.
-func holder(t *testing.T, e *env, account, email, password string) *browser {
+func holderBrowser(t *testing.T, e *env, account, email, password string) *browser {
 	t.Helper()
 	op := newBrowser(t, e)
 	op.operator()
@@ -140,7 +140,7 @@ func holder(t *testing.T, e *env, account, email, password string) *browser {
 func TestConsoleHolderFlow(t *testing.T) {
 	e := newEnv(t)
 	e.account("acme", "10")
-	b := holder(t, e, "acme", "Alice@Example.com", "correct horse battery")
+	b := holderBrowser(t, e, "acme", "Alice@Example.com", "correct horse battery")
 	_, body := b.get("/console/")
 	if !strings.Contains(body, `<dd id="balance" title="$10">$10.00</dd>`) {
 		t.Fatalf("overview: %s", body)
@@ -240,7 +240,7 @@ func TestConsoleOperator(t *testing.T) {
 	if !strings.Contains(body, `<tr data-line="std-a">`) || !strings.Contains(body, `id="plugins"`) || !strings.Contains(body, "modelf-flash") {
 		t.Fatalf("lines: %s", body)
 	}
-	b := holder(t, e, "acme", "bob@example.com", "another long password")
+	b := holderBrowser(t, e, "acme", "bob@example.com", "another long password")
 	if _, body := b.get("/console/"); !strings.Contains(body, `$12.50</dd>`) {
 		t.Fatalf("holder overview: %s", body)
 	}
@@ -259,7 +259,7 @@ func TestConsoleOperator(t *testing.T) {
 func TestConsoleCSRF(t *testing.T) {
 	e := newEnv(t)
 	e.account("acme", "1")
-	b := holder(t, e, "acme", "alice@example.com", "correct horse battery")
+	b := holderBrowser(t, e, "acme", "alice@example.com", "correct horse battery")
 	b.get("/console/keys")
 	good := b.csrf
 	for name, tok := range map[string]string{"missing": "", "wrong": good[:len(good)-2] + "xx"} {
@@ -310,7 +310,7 @@ func TestConsoleIsolation(t *testing.T) {
 	}
 	ks, _ := e.store.ListKeys(context.Background(), "globex")
 	gid := ks[0].ID
-	b := holder(t, e, "acme", "alice@example.com", "correct horse battery")
+	b := holderBrowser(t, e, "acme", "alice@example.com", "correct horse battery")
 	for _, p := range []string{"/console/calls?key=" + gid, "/console/calls.csv?key=" + gid, "/console/?key=" + gid} {
 		if st, body := b.get(p); st != 404 || strings.Contains(body, "globex") {
 			t.Errorf("GET %s: %d", p, st)
@@ -340,7 +340,7 @@ func TestConsoleIsolation(t *testing.T) {
 func TestConsoleSigninRateLimit(t *testing.T) {
 	e := newEnv(t)
 	e.account("acme", "1")
-	holder(t, e, "acme", "alice@example.com", "correct horse battery")
+	holderBrowser(t, e, "acme", "alice@example.com", "correct horse battery")
 	b := newBrowser(t, e)
 	b.get("/console/signin")
 	try := func(email, pw string) (int, string) {
@@ -400,7 +400,7 @@ func TestConsoleKeysAndCookiesApart(t *testing.T) {
 	if st, body := b.post("/console/signin/operator", url.Values{"token": {key}}); st != 401 || !strings.Contains(body, "API keys never open the console") {
 		t.Fatalf("sk- key as the admin token: %d %s", st, body)
 	}
-	h := holder(t, e, "acme", "alice@example.com", "correct horse battery")
+	h := holderBrowser(t, e, "acme", "alice@example.com", "correct horse battery")
 	op := newBrowser(t, e)
 	op.operator()
 	for _, c := range []*browser{h, op} {
@@ -419,7 +419,7 @@ func TestConsoleKeysAndCookiesApart(t *testing.T) {
 func TestConsoleHeaders(t *testing.T) {
 	e := newEnv(t, func(c *config.Config) { c.CORS.Origins = []string{"https://app.example"} })
 	e.account("acme", "1")
-	h := holder(t, e, "acme", "alice@example.com", "correct horse battery")
+	h := holderBrowser(t, e, "acme", "alice@example.com", "correct horse battery")
 	op := newBrowser(t, e)
 	op.operator()
 	check := func(b *browser, path string, wantStatus int, private bool) {
@@ -455,7 +455,7 @@ func TestConsoleHeaders(t *testing.T) {
 func TestConsoleSessionEnds(t *testing.T) {
 	e := newEnv(t)
 	e.account("acme", "1")
-	b := holder(t, e, "acme", "alice@example.com", "correct horse battery")
+	b := holderBrowser(t, e, "acme", "alice@example.com", "correct horse battery")
 	ctx := context.Background()
 	secret := b.cookie("relay_console")
 	id := store.HashKey(secret)
@@ -487,7 +487,7 @@ func TestConsoleSessionEnds(t *testing.T) {
 	}
 
 	// Idle: last seen 31 minutes ago.
-	b = holder(t, e, "acme", "alice@example.com", "correct horse battery")
+	b = holderBrowser(t, e, "acme", "alice@example.com", "correct horse battery")
 	secret = b.cookie("relay_console")
 	id = store.HashKey(secret)
 	if err := e.store.TouchSession(ctx, id, time.Now().Add(-31*time.Minute)); err != nil {
@@ -501,7 +501,7 @@ func TestConsoleSessionEnds(t *testing.T) {
 	}
 
 	// Max age: used a second ago but past its absolute expiry.
-	b = holder(t, e, "acme", "alice@example.com", "correct horse battery")
+	b = holderBrowser(t, e, "acme", "alice@example.com", "correct horse battery")
 	secret = b.cookie("relay_console")
 	id = store.HashKey(secret)
 	s, err := e.store.Session(ctx, id)
@@ -573,7 +573,7 @@ func TestConsoleOff(t *testing.T) {
 func TestConsoleSigninLimitShared(t *testing.T) {
 	e := newEnv(t, withRedis(t, redisURL(t)))
 	e.account("acme", "1")
-	h := holder(t, e, "acme", "alice@example.com", "correct horse battery")
+	h := holderBrowser(t, e, "acme", "alice@example.com", "correct horse battery")
 	r2 := e.replica(nil)
 	other := newBrowser(t, r2)
 	other.c.Jar = h.c.Jar // the same browser, the other replica

@@ -2,23 +2,21 @@ package gateway
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/admin"
 	"github.com/modelrelay/modelrelay/store"
 )
 
 // issueLogin posts to /admin/accounts/{account}/login and decodes a 201.
-func issueLogin(t *testing.T, e *env, account, email string) LoginView {
+func issueLogin(t *testing.T, e *env, account, email string) admin.LoginView {
 	t.Helper()
 	st, _, data := e.do("POST", "/admin/accounts/"+account+"/login", testAdminToken, map[string]string{"email": email})
-	var v LoginView
+	var v admin.LoginView
 	if st != 201 || json.Unmarshal(data, &v) != nil {
 		t.Fatalf("issue login %s on %s: %d %s", email, account, st, data)
 	}
@@ -41,7 +39,7 @@ func TestAdminIssueLogin(t *testing.T) {
 		t.Fatalf("issued: %+v", v)
 	}
 	exp, err := time.Parse(time.RFC3339, v.Expires)
-	if err != nil || exp.Before(before.Add(consoleSetupValidity)) || exp.After(time.Now().Add(consoleSetupValidity)) {
+	if err != nil || exp.Before(before.Add(admin.SetupValidity)) || exp.After(time.Now().Add(admin.SetupValidity)) {
 		t.Errorf("expires %q, want 24 hours from now", v.Expires)
 	}
 	l, err := e.store.Login(ctx, "alice@example.com")
@@ -116,32 +114,6 @@ func TestAdminIssueLoginErrors(t *testing.T) {
 	}
 	if _, err := e.store.Login(context.Background(), "bob@example.com"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a refused request made bob's login: %v", err)
-	}
-}
-
-// The link's base is console.public_url when set, else the address the
-// request came to: https only over TLS, whatever X-Forwarded-Proto says.
-func TestSetupLink(t *testing.T) {
-	plain := httptest.NewRequest("POST", "http://relay.internal:8080/admin/accounts/acme/login", nil)
-	plain.Header.Set("X-Forwarded-Proto", "https")
-	secure := httptest.NewRequest("POST", "https://relay.example.com/admin/accounts/acme/login", nil)
-	secure.TLS = &tls.ConnectionState{}
-	noHost := httptest.NewRequest("POST", "/admin/accounts/acme/login", nil)
-	noHost.Host = ""
-	for _, c := range []struct {
-		name, public string
-		r            *http.Request
-		want         string
-	}{
-		{"public url", "https://relay.example.com/", plain, "https://relay.example.com/console/setup/rls-x"},
-		{"public url with a path", "https://example.com/relay", plain, "https://example.com/relay/console/setup/rls-x"},
-		{"plain request", "", plain, "http://relay.internal:8080/console/setup/rls-x"},
-		{"TLS request", "", secure, "https://relay.example.com/console/setup/rls-x"},
-		{"no host", "", noHost, "/console/setup/rls-x"},
-	} {
-		if got := setupLink(c.public, c.r, "rls-x"); got != c.want {
-			t.Errorf("%s: %q, want %q", c.name, got, c.want)
-		}
 	}
 }
 

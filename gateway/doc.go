@@ -1,10 +1,11 @@
 // Package gateway is ModelRelay's HTTP front: routing (httprouter), key
 // authentication, rate limits, request decoding, admission (403/400/402),
 // line selection with retries and circuit breakers, the relay of JSON and
-// SSE answers, settlement, what a key holder can read of its key and account
-// (holder.go), the admin API, the web console's mount and backend
-// (console.go; the pages are package console), and the one function that
-// writes every error body (docs/api.md#errors).
+// SSE answers, settlement, the mounts of what a key holder can read of its
+// key and account (package holder), of the admin API and of the web console
+// (their handlers and the console's backend are package admin, the pages
+// package console), and the one function that writes every error body
+// (docs/api.md#errors).
 //
 // A relayed call runs, in order: route → authenticate (an expired key 401,
 // a client outside the key's allow-list 403) → rate limit → read and
@@ -18,7 +19,7 @@
 //
 // Before any of it, the listener bounds open connections in total and per
 // client address, and the server gives each phase of a request a deadline
-// (listen.go).
+// (package listen).
 //
 // Where to start reading: relayHandler (relay.go) is a relayed call from
 // end to end, and README.md's "A relayed call, step by step" names the

@@ -21,6 +21,7 @@ import (
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/console"
 	"github.com/modelrelay/modelrelay/gateway/lines"
+	"github.com/modelrelay/modelrelay/gateway/listen"
 	"github.com/modelrelay/modelrelay/internal/shared"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/store"
@@ -80,7 +81,7 @@ type Gateway struct {
 	inflight sync.WaitGroup
 	closing  atomic.Bool
 	shed     *shedder
-	conns    *connBounds      // open client connections (listen.go)
+	conns    *listen.Bounds   // open client connections (package listen)
 	console  *console.Console // nil: off (console.go)
 
 	// The ledger's writes under way, their retries, and what ends the
@@ -128,15 +129,15 @@ func New(o Options) (*Gateway, error) {
 	g.limits = newLimiters(o.Config, o.Shared)
 	g.shed = newShedder(o.Config.Limits.OverloadDelay)
 	g.met = newMetrics(g)
-	g.conns = newConnBounds(o.Config, o.Logger)
-	g.met.reg.MustRegister(g.conns.collectors()...)
+	g.conns = listen.New(o.Config, o.Logger, newRequestID)
+	g.met.reg.MustRegister(g.conns.Collectors()...)
 	if g.sh != nil {
 		g.met.reg.MustRegister(g.sh.Collectors()...)
 		g.startSharing()
 	}
 	g.hdrs = newHeaderFilter(o.Config.Headers)
 	var err error
-	if g.console, err = g.newConsole(o.Store); err != nil {
+	if g.console, err = g.adminAPI().Console(); err != nil {
 		return nil, err
 	}
 	g.router = g.routes()

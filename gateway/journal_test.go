@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelrelay/modelrelay/gateway/admin"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
@@ -141,7 +142,7 @@ func TestAdminChargesUsageSnakeCase(t *testing.T) {
 		t.Errorf("Go field names in the API: %s", data)
 	}
 	var views struct {
-		Data []EntryView `json:"data"`
+		Data []admin.EntryView `json:"data"`
 	}
 	if err := json.Unmarshal(data, &views); err != nil || views.Data[0].Usage != stored.Usage {
 		t.Errorf("read back %+v (%v), want %+v", views.Data[0].Usage, err, stored.Usage)

@@ -10,6 +10,8 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/store"
 )
 
 // modelsCreated is the creation time every listed model shows: the API's
@@ -156,4 +158,23 @@ func wantsWebSocket(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+func keyMayCall(k store.Key, m pricing.Model) bool {
+	if contains(k.Exclude, m.ID) {
+		return false
+	}
+	if k.Route == store.AutoRoute {
+		return true
+	}
+	_, ok := m.Routes[k.Route]
+	return ok
+}
+
+// ownerOf is the vendor word before the first '-' of a model id.
+func ownerOf(id string) string {
+	if i := strings.IndexByte(id, '-'); i > 0 {
+		return id[:i]
+	}
+	return id
 }

@@ -1,9 +1,6 @@
 package gateway
 
 import (
-	"bufio"
-	"bytes"
-	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -138,24 +135,4 @@ func TestRetryHintsOnEveryPath(t *testing.T) {
 			t.Errorf("retry-after-ms %q", h.Get("Retry-After-Ms"))
 		}
 	})
-}
-
-// TestRetryHintsOnConnectionRefusal: the listener's canned 503 carries the
-// hints too.
-func TestRetryHintsOnConnectionRefusal(t *testing.T) {
-	b := newConnBounds(config.Config{SupportEmail: "help@relay.test", Server: config.ServerConfig{MaxConnections: 1}}, discardLogger())
-	out := b.answer(apierr.Refusal("too_many_connections", 1, "full"), "req_x")
-	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(out)), nil)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 503 {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	errBody(t, body)
-	checkHints(t, resp.Header, true, "true")
-	if resp.Header.Get("Retry-After") != "1" || resp.Header.Get("Retry-After-Ms") != "1000" {
-		t.Errorf("Retry-After %q, retry-after-ms %q", resp.Header.Get("Retry-After"), resp.Header.Get("Retry-After-Ms"))
-	}
 }

@@ -121,7 +121,7 @@ func (s *settling) wait(ctx context.Context, account string) {
 // streamsEnding follows, by request id, this process's streams whose
 // settle has not been written. A stream is settled after its last event,
 // and a client may read that event and ask GET /v1/generations/{id} before
-// the settle lands: the read waits for it (see handleGeneration) instead of
+// the settle lands: the read waits for it (see package holder) instead of
 // answering 404. Streams are not in settling: an admin read must not wait
 // for a stream still running.
 type streamsEnding struct {

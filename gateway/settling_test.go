@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/gateway/admin"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -135,7 +136,7 @@ func TestAnswerBeforeSettleAdminReadsWait(t *testing.T) {
 	}
 	want := expectedCharge(t, e, "modelf-flash", "economy", u)
 
-	got := make(chan AccountView, 1)
+	got := make(chan admin.AccountView, 1)
 	go func() {
 		r, _ := http.NewRequest("GET", srv.URL+"/admin/accounts/acme", nil)
 		r.Header.Set("Authorization", "Bearer "+testAdminToken)
@@ -149,7 +150,7 @@ func TestAnswerBeforeSettleAdminReadsWait(t *testing.T) {
 			return
 		}
 		defer resp.Body.Close()
-		var v AccountView
+		var v admin.AccountView
 		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
 			t.Error(err)
 		}

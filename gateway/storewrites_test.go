@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
+	"github.com/modelrelay/modelrelay/gateway/holder"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -121,7 +122,7 @@ func TestSlowSettleDoesNotHoldTheStream(t *testing.T) {
 		time.AfterFunc(200*time.Millisecond, func() { close(gate) })
 	}
 	status, _, data = r.do("GET", "/v1/generations/"+rid, key, nil)
-	var gen GenerationInfo
+	var gen holder.GenerationInfo
 	if err := json.Unmarshal(data, &gen); err != nil || status != 200 || gen.Status != store.OutcomeSettled {
 		t.Fatalf("the generation read while its settle was on its way: %d %v %s", status, err, data)
 	}

@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/modelrelay/modelrelay/gateway"
+	"github.com/modelrelay/modelrelay/gateway/admin"
 )
 
 // adminClient calls the gateway's admin API.
@@ -209,7 +209,7 @@ func runKeys(args []string) error {
 		return createKey(c, fs, *account, *route, *exclude, &settings)
 	case "list":
 		var out struct {
-			Data []gateway.KeyView `json:"data"`
+			Data []admin.KeyView `json:"data"`
 		}
 		if err := c.do("GET", "/admin/keys?account="+url.QueryEscape(*account), nil, &out); err != nil {
 			return err
@@ -219,7 +219,7 @@ func runKeys(args []string) error {
 		if len(pos) != 1 {
 			return errors.New("usage: relay keys revoke KEY [-server URL] (the key's id, key_…, or the key itself, sk-…)")
 		}
-		var out gateway.KeyView
+		var out admin.KeyView
 		if err := c.do("POST", "/admin/keys/revoke", keyRef(pos[0]), &out); err != nil {
 			return err
 		}
@@ -253,7 +253,7 @@ func createKey(c *adminClient, fs *flag.FlagSet, account, route, exclude string,
 		in["exclude"] = ex
 	}
 	settings.body(fs, in)
-	var out gateway.KeyView
+	var out admin.KeyView
 	if err := c.do("POST", "/admin/keys", in, &out); err != nil {
 		return err
 	}
@@ -270,16 +270,16 @@ func updateKey(c *adminClient, fs *flag.FlagSet, pos []string, settings *keyFlag
 	if len(in) == 1 {
 		return errors.New("keys update: nothing to change; give -label, -limit-usd, -limit-reset, -expires or -allow")
 	}
-	var out gateway.KeyView
+	var out admin.KeyView
 	if err := c.do("POST", "/admin/keys/update", in, &out); err != nil {
 		return err
 	}
-	return printKeys(os.Stdout, []gateway.KeyView{out})
+	return printKeys(os.Stdout, []admin.KeyView{out})
 }
 
 // printKeys prints keys as a table: settings, then the current period's
 // spend. "-" is none.
-func printKeys(w io.Writer, keys []gateway.KeyView) error {
+func printKeys(w io.Writer, keys []admin.KeyView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tACCOUNT\tROUTE\tLABEL\tLIMIT_USD\tRESET\tSPENT_USD\tHELD_USD\tREMAINING_USD\tEXPIRES\tALLOW\tEXCLUDE\tREVOKED\tCREATED")
 	for _, k := range keys {
@@ -336,7 +336,7 @@ func runAccounts(args []string) error {
 		return err
 	}
 	acct := url.PathEscape(*account)
-	var a gateway.AccountView
+	var a admin.AccountView
 	switch sub {
 	case "create":
 		if err := c.do("POST", "/admin/accounts", map[string]string{"id": *account}, &a); err != nil {
@@ -362,7 +362,7 @@ func runAccounts(args []string) error {
 		return issueLogin(c, os.Stdout, acct, *email)
 	case "charges":
 		var out struct {
-			Data []gateway.EntryView `json:"data"`
+			Data []admin.EntryView `json:"data"`
 		}
 		if err := c.do("GET", fmt.Sprintf("/admin/accounts/%s/charges?limit=%d", acct, *limit), nil, &out); err != nil {
 			return err
@@ -384,7 +384,7 @@ func updateAccount(c *adminClient, acct, alert string) error {
 	if alert == "" {
 		return errors.New("accounts update: nothing to change; give -alert-below-usd")
 	}
-	var a gateway.AccountView
+	var a admin.AccountView
 	if err := c.do("POST", "/admin/accounts/"+acct+"/update", map[string]string{"alert_below_usd": alert}, &a); err != nil {
 		return err
 	}
@@ -403,7 +403,7 @@ func issueLogin(c *adminClient, w io.Writer, acct, email string) error {
 	if email == "" {
 		return errors.New("accounts login: -email is required")
 	}
-	var l gateway.LoginView
+	var l admin.LoginView
 	if err := c.do("POST", "/admin/accounts/"+acct+"/login", map[string]string{"email": email}, &l); err != nil {
 		return err
 	}
@@ -419,8 +419,8 @@ func listAccounts(c *adminClient) error {
 	after := ""
 	for {
 		var page struct {
-			Data    []gateway.AccountView `json:"data"`
-			HasMore bool                  `json:"has_more"`
+			Data    []admin.AccountView `json:"data"`
+			HasMore bool                `json:"has_more"`
 		}
 		if err := c.do("GET", "/admin/accounts?limit=500&after="+url.QueryEscape(after), nil, &page); err != nil {
 			return err

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelrelay/modelrelay/gateway"
+	"github.com/modelrelay/modelrelay/gateway/admin"
 	"github.com/modelrelay/modelrelay/sim"
 )
 
@@ -220,7 +220,7 @@ func TestAccountsLogin(t *testing.T) {
 // current period, "-" where there is none.
 func TestPrintKeys(t *testing.T) {
 	var b strings.Builder
-	err := printKeys(&b, []gateway.KeyView{
+	err := printKeys(&b, []admin.KeyView{
 		{ID: "key_a", Account: "acme", Route: "auto", Label: "ci", LimitUSD: "5.000000000", LimitReset: "monthly", SpentUSD: "1.250000000",
 			HeldUSD: "0.500000000", RemainingUSD: "3.250000000", Expires: "2026-12-31T00:00:00Z", Allow: []string{"10.0.0.0/8", "192.168.0.0/16"}, Created: "2026-01-01T00:00:00Z"},
 		{ID: "key_b", Account: "acme", Route: "economy", LimitReset: "none", SpentUSD: "0.000000000", HeldUSD: "0.000000000", Expires: "2026-02-01T00:00:00Z", Expired: true},

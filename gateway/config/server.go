@@ -6,7 +6,7 @@ import (
 )
 
 // ServerConfig bounds what a client can hold of the gateway: a deadline for
-// each phase of a request and a bound on open connections (listen.go).
+// each phase of a request and a bound on open connections (package listen).
 type ServerConfig struct {
 	// HeaderTimeout bounds the wait for a request's line and headers; the
 	// connection is closed without an answer when it passes. Default 10s.

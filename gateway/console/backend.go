@@ -11,7 +11,7 @@ import (
 )
 
 // Backend is what the console needs of the gateway, with the admin API's
-// rules: package gateway implements it (gateway/console.go). Errors the
+// rules: package admin implements it (gateway/admin/console.go). Errors the
 // console shows to the user are *Error; any other error is a 500.
 type Backend interface {
 	// CreateKey makes a key on account with route, excluded models and

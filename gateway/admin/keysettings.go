@@ -1,4 +1,4 @@
-package gateway
+package admin
 
 import (
 	"encoding/json"
