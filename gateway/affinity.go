@@ -6,21 +6,13 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/modelrelay/modelrelay/wire"
 )
 
-// convSeed keys the hashes of conversation identities: they mean nothing
-// outside this process and cannot be matched against a known identity.
+// convSeed keys the hash affinityKey mixes into a conversation's hash
+// (wire.ConversationHash): it means nothing outside this process.
 var convSeed = maphash.MakeSeed()
-
-// conversationHash is the hash of a conversation identity the caller sent
-// (a prompt_cache_key, a metadata.user_id, a session header): 0 when there
-// is none. The identity itself is never kept, logged or stored.
-func conversationHash(id *string) uint64 {
-	if id == nil || *id == "" {
-		return 0
-	}
-	return max(maphash.String(convSeed, *id), 1)
-}
 
 // conversationHeaders name the request headers that carry a conversation
 // identity, in the order they are read: Codex's session_id, then Claude
@@ -31,15 +23,15 @@ var conversationHeaders = []string{"Session_id", "X-Claude-Code-Session-Id"}
 // conversation is the hash of c's conversation identity: the one its body
 // carries, else the first conversation header; 0 when it has none.
 func conversation(c *call) uint64 {
-	if c.sum != nil && c.sum.conv != 0 {
-		return c.sum.conv
+	if c.sum != nil && c.sum.Conv != 0 {
+		return c.sum.Conv
 	}
 	if c.r == nil {
 		return 0
 	}
 	for _, h := range conversationHeaders {
 		if vs := c.r.Header[h]; len(vs) > 0 && vs[0] != "" {
-			return conversationHash(&vs[0])
+			return wire.ConversationHash(&vs[0])
 		}
 	}
 	return 0

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 // twoAccounts: route standard served by two equal lines of each protocol,
@@ -252,8 +252,8 @@ func TestAffinityMapBounds(t *testing.T) {
 	e := newTryEnv(t, config.RetryConfig{}, "a", "b")
 	a := newAffinity(time.Minute)
 	t0 := time.Unix(1_800_000_000, 0)
-	k := affinityKey(conversationHash(ptr("c1")), "standard", "modelf-flash")
-	if k == affinityKey(conversationHash(ptr("c1")), "standard", "modelf-v4-pro") || k == affinityKey(conversationHash(ptr("c1")), "economy", "modelf-flash") {
+	k := affinityKey(wire.ConversationHash(ptr("c1")), "standard", "modelf-flash")
+	if k == affinityKey(wire.ConversationHash(ptr("c1")), "standard", "modelf-v4-pro") || k == affinityKey(wire.ConversationHash(ptr("c1")), "economy", "modelf-flash") {
 		t.Fatal("the key does not depend on the route and model")
 	}
 	a.put(k, e.line("b"), t0)
@@ -466,7 +466,7 @@ func test429WaitEndsWithCaller(t *testing.T) {
 // x-claude-code-session-id header; only its hash is kept; a non-string is
 // a 400 naming the field.
 func TestConversationIdentity(t *testing.T) {
-	conv := func(dec func([]byte) (*summary, error), body string, hdr ...string) uint64 {
+	conv := func(dec func([]byte) (*wire.Summary, error), body string, hdr ...string) uint64 {
 		t.Helper()
 		s, err := dec([]byte(body))
 		if err != nil {
@@ -482,38 +482,37 @@ func TestConversationIdentity(t *testing.T) {
 	msgs := func(extra string) string {
 		return `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]` + extra + `}`
 	}
-	k1 := conv(decodeChat, chat(`"prompt_cache_key":"k1"`))
-	if k1 == 0 || k1 != conv(decodeResponses, `{"model":"m","input":"x","prompt_cache_key":"k1"}`) ||
-		k1 == conv(decodeChat, chat(`"prompt_cache_key":"k2"`)) {
+	k1 := conv(wire.DecodeChat, chat(`"prompt_cache_key":"k1"`))
+	if k1 == 0 || k1 != conv(wire.DecodeResponses, `{"model":"m","input":"x","prompt_cache_key":"k1"}`) ||
+		k1 == conv(wire.DecodeChat, chat(`"prompt_cache_key":"k2"`)) {
 		t.Fatal("prompt_cache_key is not the identity")
 	}
-	if conv(decodeChat, chat(`"prompt_cache_key":""`)) != 0 || conv(decodeChat, chat(`"prompt_cache_key":null`)) != 0 {
+	if conv(wire.DecodeChat, chat(`"prompt_cache_key":""`)) != 0 || conv(wire.DecodeChat, chat(`"prompt_cache_key":null`)) != 0 {
 		t.Fatal("an empty prompt_cache_key is an identity")
 	}
-	u := conv(decodeMessages, msgs(`,"metadata":{"user_id":"u1"}`))
-	if u == 0 || u != conv(decodeMessages, msgs(`,"metadata":{"user_id":"u1","x":1}`)) || conv(decodeMessages, msgs(`,"metadata":{}`)) != 0 {
+	u := conv(wire.DecodeMessages, msgs(`,"metadata":{"user_id":"u1"}`))
+	if u == 0 || u != conv(wire.DecodeMessages, msgs(`,"metadata":{"user_id":"u1","x":1}`)) || conv(wire.DecodeMessages, msgs(`,"metadata":{}`)) != 0 {
 		t.Fatal("metadata.user_id is not the identity")
 	}
-	h := conv(decodeChat, chat(`"stream":false`), "session_id", "s1")
-	if h == 0 || h != conv(decodeMessages, msgs(""), "x-claude-code-session-id", "s1") || conv(decodeChat, chat(`"stream":false`)) != 0 {
+	h := conv(wire.DecodeChat, chat(`"stream":false`), "session_id", "s1")
+	if h == 0 || h != conv(wire.DecodeMessages, msgs(""), "x-claude-code-session-id", "s1") || conv(wire.DecodeChat, chat(`"stream":false`)) != 0 {
 		t.Fatal("the session headers are not the identity")
 	}
-	if conv(decodeChat, chat(`"prompt_cache_key":"k1"`), "session_id", "s1") != k1 {
+	if conv(wire.DecodeChat, chat(`"prompt_cache_key":"k1"`), "session_id", "s1") != k1 {
 		t.Fatal("the header wins over the body's identity")
 	}
 	for _, tc := range []struct {
-		dec   func([]byte) (*summary, error)
+		dec   func([]byte) (*wire.Summary, error)
 		body  string
 		field string
 	}{
-		{decodeChat, chat(`"prompt_cache_key":7`), "prompt_cache_key"},
-		{decodeResponses, `{"model":"m","input":"x","prompt_cache_key":{}}`, "prompt_cache_key"},
-		{decodeMessages, msgs(`,"metadata":{"user_id":5}`), "metadata.user_id"},
-		{decodeMessages, msgs(`,"metadata":"x"`), "metadata"},
+		{wire.DecodeChat, chat(`"prompt_cache_key":7`), "prompt_cache_key"},
+		{wire.DecodeResponses, `{"model":"m","input":"x","prompt_cache_key":{}}`, "prompt_cache_key"},
+		{wire.DecodeMessages, msgs(`,"metadata":{"user_id":5}`), "metadata.user_id"},
+		{wire.DecodeMessages, msgs(`,"metadata":"x"`), "metadata"},
 	} {
 		_, err := tc.dec([]byte(tc.body))
-		var e *apierr.Error
-		if !errors.As(err, &e) || e.Status != 400 || !strings.Contains(e.Message, tc.field) {
+		if e := apierr.From(err); err == nil || e.Status != 400 || !strings.Contains(e.Message, tc.field) {
 			t.Errorf("%s: %v, want a 400 naming %s", tc.body, err, tc.field)
 		}
 	}
