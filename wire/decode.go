@@ -26,6 +26,11 @@ type chatMessage struct {
 
 var chatRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 
+// DecodeChat reads a POST /v1/chat/completions request: model and
+// messages (each with a known role, and a content unless an assistant's)
+// are required; max_tokens and max_completion_tokens, when given, are
+// positive and the larger is MaxOutput; stream_options, when not null, is an
+// object whose include_usage is IncludeUsage.
 func DecodeChat(body []byte) (*Summary, error) {
 	var req chatRequest
 	if e := decodeObject(body, &req); e != nil {
@@ -88,6 +93,9 @@ type responsesRequest struct {
 	PromptCacheKey  *string         `json:"prompt_cache_key"`
 }
 
+// DecodeResponses reads a POST /v1/responses request: model and input (a
+// string or an array of input items) are required; max_output_tokens, when
+// given, is positive.
 func DecodeResponses(body []byte) (*Summary, error) {
 	var req responsesRequest
 	if e := decodeObject(body, &req); e != nil {
@@ -144,6 +152,9 @@ type messagesMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
+// DecodeMessages reads a POST /v1/messages request: model, a positive
+// max_tokens and messages (each with a role and a content) are required;
+// metadata.user_id is the conversation identity.
 func DecodeMessages(body []byte) (*Summary, error) {
 	var req messagesRequest
 	if e := decodeObject(body, &req); e != nil {

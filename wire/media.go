@@ -59,6 +59,9 @@ type imagesRequest struct {
 	Stream         *bool           `json:"stream"`
 }
 
+// DecodeImages reads a POST /v1/images/generations request: model and a
+// non-blank prompt are required; size, n, quality, response_format and
+// stream are the params the plugin prices.
 func DecodeImages(body []byte) (*Summary, error) {
 	var req imagesRequest
 	if e := decodeObject(body, &req); e != nil {
@@ -187,6 +190,8 @@ func ImagesUsage(body []byte) (Usage, bool, error) {
 // imagesMeter counts completed images in a streamed image answer.
 type imagesMeter struct{ images int64 }
 
+// NewImagesMeter returns the Meter of a streamed image answer: each
+// *.completed event (by name, or by the type of its data) is one image.
 func NewImagesMeter() Meter { return &imagesMeter{} }
 
 func (m *imagesMeter) Observe(event string, data []byte) error {
@@ -208,6 +213,9 @@ type videoRequest struct {
 	Resolution *string         `json:"resolution"`
 }
 
+// DecodeVideo reads a POST /v1/videos/generations request: model and a
+// non-blank prompt are required; duration (a number) and resolution are the
+// params the plugin prices.
 func DecodeVideo(body []byte) (*Summary, error) {
 	var req videoRequest
 	if e := decodeObject(body, &req); e != nil {

@@ -30,6 +30,10 @@ type systemOneQuestion struct {
 // three to four bytes per token, so this over-counts rather than under).
 func stateTokens(n int) int64 { return int64((n + 2) / 3) }
 
+// DecodeSystemOne reads a typed-question request: model, state and at
+// least one question (each an object with a type) are required. Its params
+// are the state's estimated tokens and, per question in name order, its
+// name, type, instructions' estimated tokens, option count, min and max.
 func DecodeSystemOne(body []byte) (*Summary, error) {
 	var req systemOneRequest
 	if e := decodeObject(body, &req); e != nil {

@@ -7,10 +7,10 @@ import (
 	"github.com/modelrelay/modelrelay/internal/jsonscan"
 )
 
-// ChatText, ResponsesText and MessagesText are the delivered text of one
-// SSE event, for the estimate of a stream that ends
-// without usage: the bytes of generated text (content, reasoning, tool-call
-// arguments) it carried. Every event of every stream is measured, so each
+// ChatText, ResponsesText and MessagesText are the delivered text of one SSE
+// event's data, for the estimate of a stream that ends without usage: the
+// bytes of generated text (content, reasoning, tool-call arguments) it
+// carried. Every event of every stream is measured, so each
 // reader scans for its few strings (scanChatText, scanMessagesText,
 // textString) and decodes the event with encoding/json (decodeChatText,
 // decodeMessagesText, decodeResponsesText) only when the scan is not sure of
@@ -103,6 +103,8 @@ func decodeChatText(data []byte) int {
 	return n
 }
 
+// ResponsesText sums a Responses API event's delta (output text,
+// reasoning, function-call arguments).
 func ResponsesText(data []byte) int {
 	if !bytes.Contains(data, []byte(`"delta"`)) {
 		return 0
@@ -123,6 +125,8 @@ func decodeResponsesText(data []byte) int {
 	return len(ev.Delta)
 }
 
+// MessagesText sums a messages event's delta.text, delta.partial_json and
+// delta.thinking.
 func MessagesText(data []byte) int {
 	if !bytes.Contains(data, []byte(`"delta"`)) {
 		return 0
