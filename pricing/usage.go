@@ -1,11 +1,11 @@
 package pricing
 
-import "github.com/modelrelay/modelrelay/wire"
+import "github.com/modelrelay/modelrelay/wire/units"
 
 // Usage is what one call consumed, the token counts and units a price is
-// charged on. It is the wire package's type: wire reads it out of the
-// providers' answers, pricing turns it into money.
-type Usage = wire.Usage
+// charged on (units.Usage, a leaf beside wire: wire reads it out of the
+// providers' answers, pricing turns it into money).
+type Usage = units.Usage
 
 // EstimateTokens is the conservative token estimate for n bytes of delivered
 // text, ceil(n/4), used to settle a stream that ended without usage (client

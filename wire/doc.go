@@ -10,11 +10,12 @@
 // VideoUsage, and a Meter per stream format).
 //
 // It is pure: it imports the standard library and this module's
-// internal/jsonscan, internal/clip and sdk/abi only. It must not import
-// pricing (it knows token counts, never money: pricing's Usage is this
-// package's), the store, the gateway or its error package apierr (which
-// reaches the store; apierr.From turns an *Error into the 400 it stands
-// for), nor any third-party module. It does no I/O of its own: a stream is
+// internal/jsonscan, internal/clip, sdk/abi and wire/units only. It must
+// not import pricing (it knows token counts, never money), the store, the
+// gateway or its error package apierr (which reaches the store;
+// apierr.From turns an *Error into the 400 it stands for), nor any
+// third-party module. Usage is units.Usage, a leaf of its own, which
+// pricing shares without linking this package into the plugins. It does no I/O of its own: a stream is
 // read from the io.Reader it is handed. Its errors never quote an answer's
 // body, and quote a request's values only through clip's bounds.
 package wire

@@ -46,6 +46,7 @@ var goldenFormats = map[string]struct {
 	"video.json":           {}, // with video_request.json: videoGolden
 	"video_request.json":   {},
 	"chat_stream.stripped": {}, // a golden of its own: TestGoldenChatStrip
+	"README.md":            {},
 }
 
 // TestGoldenUsage reads the usage of one real-shaped answer per wire format

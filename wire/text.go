@@ -10,11 +10,11 @@ import (
 // ChatText, ResponsesText and MessagesText are the delivered text of one SSE
 // event's data, for the estimate of a stream that ends without usage: the
 // bytes of generated text (content, reasoning, tool-call arguments) it
-// carried. Every event of every stream is measured, so each
-// reader scans for its few strings (scanChatText, scanMessagesText,
-// textString) and decodes the event with encoding/json (decodeChatText,
-// decodeMessagesText, decodeResponsesText) only when the scan is not sure of
-// encoding/json's answer: a string with a \u escape, a control character or
+// carried. Every event of every stream is measured, so each reader scans
+// for its few strings (scanChatText, scanMessagesText, textString) and
+// decodes the event with encoding/json (decodeChatText, decodeMessagesText,
+// decodeResponsesText) only when the scan is not sure of encoding/json's
+// answer: a string with a \u escape, a control character or
 // bytes that are not UTF-8; a key repeated, escaped, non-ASCII or in another
 // case; a member of another type. The rest of an event is not validated: a
 // malformed event whose text the scan finds counts that text (it was
@@ -103,8 +103,8 @@ func decodeChatText(data []byte) int {
 	return n
 }
 
-// ResponsesText sums a Responses API event's delta (output text,
-// reasoning, function-call arguments).
+// ResponsesText is the length of a Responses API event's delta string
+// (the deltas of output text, reasoning and function-call arguments).
 func ResponsesText(data []byte) int {
 	if !bytes.Contains(data, []byte(`"delta"`)) {
 		return 0

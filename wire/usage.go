@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+
+	"github.com/modelrelay/modelrelay/wire/units"
 )
 
 // This file reads token usage out of provider response bodies and stream
@@ -12,44 +13,9 @@ import (
 // offset, so that they can be logged without leaking prompt or completion
 // text.
 
-// Usage is what one call consumed, normalised across wire formats. The token
-// fields are disjoint: InputTokens are the input tokens billed at the plain
-// input price (neither read from nor written to a cache).
-//
-// Its JSON (the journal entries of the admin API) uses the names of
-// abi.Usage, in snake_case like the rest of the API; a zero field is left
-// out, so an entry shows the units its call was priced in.
-type Usage struct {
-	InputTokens        int64 `json:"input_tokens,omitempty"`          // uncached input
-	CacheReadTokens    int64 `json:"cache_read_tokens,omitempty"`     // input read from a prompt cache
-	CacheWriteTokens   int64 `json:"cache_write_tokens,omitempty"`    // input written to a 5-minute cache
-	CacheWrite1hTokens int64 `json:"cache_write_1h_tokens,omitempty"` // input written to a 1-hour cache
-	OutputTokens       int64 `json:"output_tokens,omitempty"`
-
-	Images     int64  `json:"images,omitempty"`     // images produced (per_image)
-	SizeTier   string `json:"size_tier,omitempty"`  // the size tier the images were priced at
-	Seconds    int64  `json:"seconds,omitempty"`    // seconds of video (per_second)
-	Resolution string `json:"resolution,omitempty"` // the resolution priced (per_second)
-	Requests   int64  `json:"requests,omitempty"`   // requests (per_request)
-}
-
-// TotalInputTokens is every input token of the call, cached or not:
-// InputTokens + CacheReadTokens + CacheWriteTokens + CacheWrite1hTokens. The
-// sum saturates at math.MaxInt64 (and math.MinInt64) instead of wrapping.
-func (u Usage) TotalInputTokens() int64 {
-	var t int64
-	for _, v := range [...]int64{u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CacheWrite1hTokens} {
-		s := t + v
-		switch {
-		case v > 0 && s < t:
-			s = math.MaxInt64
-		case v < 0 && s > t:
-			s = math.MinInt64
-		}
-		t = s
-	}
-	return t
-}
+// Usage is what one call consumed (units.Usage): the readers of this
+// package fill in its token counts and images.
+type Usage = units.Usage
 
 // count is a token count in a usage object; absent and null read as 0.
 type count = int64
