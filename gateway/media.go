@@ -1,8 +1,6 @@
 package gateway
 
-import (
-	"github.com/modelrelay/modelrelay/pricing"
-)
+import "github.com/modelrelay/modelrelay/pricing"
 
 // Limits of the media endpoints.
 const (
