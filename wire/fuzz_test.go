@@ -18,6 +18,8 @@ var decodeSeeds = []string{
 	`{"model":`, `[]`, `null`, `{"model":5}`, `{"messages":"x"}`, "\xff\xfe", `{"model":"m","stream_options":null}`,
 	`{"model":"m","input":"x","messages":[{"role":"user","content":"x"}],"max_tokens":1,"prompt_cache_key":"k","metadata":{"user_id":"u"}}`,
 	`{"model":"m","input":"x","prompt_cache_key":7}`, `{"model":"m","max_tokens":3,"messages":[],"metadata":{"user_id":[]}}`,
+	`{"model":"m","prompt":"a cat","size":"1024x1024","n":2,"stream":true}`, `{"model":"m","prompt":"a boat","duration":8,"resolution":"720p"}`,
+	`{"model":"m","state":"text","questions":{"a":{"type":"score","min":0,"max":1e1},"b":{"type":"choice","options":["x"]}}}`,
 }
 
 // Decoding never panics and fails only with a 400 that names a field.
@@ -26,7 +28,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, dec := range []func([]byte) (*Summary, error){DecodeChat, DecodeResponses, DecodeMessages, DecodeCountTokens, DecodeCompact} {
+		for _, dec := range []func([]byte) (*Summary, error){DecodeChat, DecodeResponses, DecodeMessages, DecodeCountTokens, DecodeCompact, DecodeImages, DecodeVideo, DecodeSystemOne} {
 			s, err := dec(body)
 			if err != nil {
 				var e *Error
