@@ -228,7 +228,7 @@ wait_idle() {
 # ---- micro-benchmarks (both CPUs, nothing else running)
 wait_idle
 MICRO_RE='BenchmarkRequest|BenchmarkCall|BenchmarkGC$|BenchmarkHoldSettle|BenchmarkSSE|BenchmarkDecode|BenchmarkOverhead'
-MICRO_PKGS=(./plugins/ ./store/badger/ ./store/postgres/ ./gateway/)
+MICRO_PKGS=(./plugins/ ./store/badger/ ./store/postgres/ ./gateway/ ./wire/)
 MICRO_CMD=("$GO" test -run '^$' -bench "$MICRO_RE" "${MICRO_PKGS[@]}" -benchmem "${MICRO_ARGS[@]}")
 # The PostgreSQL store's benchmarks make (and drop) their own database there;
 # without a server they skip.

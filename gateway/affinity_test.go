@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 	"github.com/modelrelay/modelrelay/gateway/lines"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 // twoAccounts: route standard served by two equal lines of each protocol,
@@ -361,7 +361,7 @@ func test429OtherLineServes(t *testing.T) {
 // x-claude-code-session-id header; only its hash is kept; a non-string is
 // a 400 naming the field.
 func TestConversationIdentity(t *testing.T) {
-	conv := func(dec func([]byte) (*summary, error), body string, hdr ...string) uint64 {
+	conv := func(dec func([]byte) (*wire.Summary, error), body string, hdr ...string) uint64 {
 		t.Helper()
 		s, err := dec([]byte(body))
 		if err != nil {
@@ -371,44 +371,43 @@ func TestConversationIdentity(t *testing.T) {
 		for i := 0; i+1 < len(hdr); i += 2 {
 			r.Header.Set(hdr[i], hdr[i+1])
 		}
-		return lines.Conversation(s.conv, r.Header)
+		return lines.Conversation(s.Conv, r.Header)
 	}
 	chat := func(extra string) string { return chatBody("m", "hi", extra) }
 	msgs := func(extra string) string {
 		return `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]` + extra + `}`
 	}
-	k1 := conv(decodeChat, chat(`"prompt_cache_key":"k1"`))
-	if k1 == 0 || k1 != conv(decodeResponses, `{"model":"m","input":"x","prompt_cache_key":"k1"}`) ||
-		k1 == conv(decodeChat, chat(`"prompt_cache_key":"k2"`)) {
+	k1 := conv(wire.DecodeChat, chat(`"prompt_cache_key":"k1"`))
+	if k1 == 0 || k1 != conv(wire.DecodeResponses, `{"model":"m","input":"x","prompt_cache_key":"k1"}`) ||
+		k1 == conv(wire.DecodeChat, chat(`"prompt_cache_key":"k2"`)) {
 		t.Fatal("prompt_cache_key is not the identity")
 	}
-	if conv(decodeChat, chat(`"prompt_cache_key":""`)) != 0 || conv(decodeChat, chat(`"prompt_cache_key":null`)) != 0 {
+	if conv(wire.DecodeChat, chat(`"prompt_cache_key":""`)) != 0 || conv(wire.DecodeChat, chat(`"prompt_cache_key":null`)) != 0 {
 		t.Fatal("an empty prompt_cache_key is an identity")
 	}
-	u := conv(decodeMessages, msgs(`,"metadata":{"user_id":"u1"}`))
-	if u == 0 || u != conv(decodeMessages, msgs(`,"metadata":{"user_id":"u1","x":1}`)) || conv(decodeMessages, msgs(`,"metadata":{}`)) != 0 {
+	u := conv(wire.DecodeMessages, msgs(`,"metadata":{"user_id":"u1"}`))
+	if u == 0 || u != conv(wire.DecodeMessages, msgs(`,"metadata":{"user_id":"u1","x":1}`)) || conv(wire.DecodeMessages, msgs(`,"metadata":{}`)) != 0 {
 		t.Fatal("metadata.user_id is not the identity")
 	}
-	h := conv(decodeChat, chat(`"stream":false`), "session_id", "s1")
-	if h == 0 || h != conv(decodeMessages, msgs(""), "x-claude-code-session-id", "s1") || conv(decodeChat, chat(`"stream":false`)) != 0 {
+	h := conv(wire.DecodeChat, chat(`"stream":false`), "session_id", "s1")
+	if h == 0 || h != conv(wire.DecodeMessages, msgs(""), "x-claude-code-session-id", "s1") || conv(wire.DecodeChat, chat(`"stream":false`)) != 0 {
 		t.Fatal("the session headers are not the identity")
 	}
-	if conv(decodeChat, chat(`"prompt_cache_key":"k1"`), "session_id", "s1") != k1 {
+	if conv(wire.DecodeChat, chat(`"prompt_cache_key":"k1"`), "session_id", "s1") != k1 {
 		t.Fatal("the header wins over the body's identity")
 	}
 	for _, tc := range []struct {
-		dec   func([]byte) (*summary, error)
+		dec   func([]byte) (*wire.Summary, error)
 		body  string
 		field string
 	}{
-		{decodeChat, chat(`"prompt_cache_key":7`), "prompt_cache_key"},
-		{decodeResponses, `{"model":"m","input":"x","prompt_cache_key":{}}`, "prompt_cache_key"},
-		{decodeMessages, msgs(`,"metadata":{"user_id":5}`), "metadata.user_id"},
-		{decodeMessages, msgs(`,"metadata":"x"`), "metadata"},
+		{wire.DecodeChat, chat(`"prompt_cache_key":7`), "prompt_cache_key"},
+		{wire.DecodeResponses, `{"model":"m","input":"x","prompt_cache_key":{}}`, "prompt_cache_key"},
+		{wire.DecodeMessages, msgs(`,"metadata":{"user_id":5}`), "metadata.user_id"},
+		{wire.DecodeMessages, msgs(`,"metadata":"x"`), "metadata"},
 	} {
 		_, err := tc.dec([]byte(tc.body))
-		var e *apierr.Error
-		if !errors.As(err, &e) || e.Status != 400 || !strings.Contains(e.Message, tc.field) {
+		if e := apierr.From(err); err == nil || e.Status != 400 || !strings.Contains(e.Message, tc.field) {
 			t.Errorf("%s: %v, want a 400 naming %s", tc.body, err, tc.field)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 // journalSum is credits + Σ journal amounts of an account, once its
@@ -54,7 +55,7 @@ func TestChargeMatchesUsage(t *testing.T) {
 	if st != 200 {
 		t.Fatalf("%d %s", st, data)
 	}
-	u, ok, err := pricing.ChatUsage(data)
+	u, ok, err := wire.ChatUsage(data)
 	if err != nil || !ok {
 		t.Fatalf("usage: %v %v", ok, err)
 	}

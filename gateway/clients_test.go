@@ -22,6 +22,7 @@ import (
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 // clientFixture is one request as a coding client sends it
@@ -180,9 +181,9 @@ func recordedEnv(t *testing.T, opts ...envOption) (e *env, openai, anthropic *re
 func answerUsage(t testing.TB, endpoint string, answer []byte) pricing.Usage {
 	t.Helper()
 	if !bytes.HasPrefix(answer, []byte("event:")) && !bytes.HasPrefix(answer, []byte("data:")) {
-		parse := pricing.ResponsesUsage
+		parse := wire.ResponsesUsage
 		if endpoint == pricing.EndpointMessages {
-			parse = pricing.MessagesUsage
+			parse = wire.MessagesUsage
 		}
 		u, ok, err := parse(answer)
 		if err != nil || !ok {
@@ -190,9 +191,9 @@ func answerUsage(t testing.TB, endpoint string, answer []byte) pricing.Usage {
 		}
 		return u
 	}
-	m := pricing.NewResponsesMeter()
+	m := wire.NewResponsesMeter()
 	if endpoint == pricing.EndpointMessages {
-		m = pricing.NewMessagesMeter()
+		m = wire.NewMessagesMeter()
 	}
 	for _, ev := range bytes.Split(answer, []byte("\n\n")) {
 		var name string
@@ -488,7 +489,7 @@ func TestResponsesCompact(t *testing.T) {
 	if x.uri != "/v1/responses/compact" || string(x.body) != body || !bytes.Equal(x.answer, data) {
 		t.Fatalf("relayed as %s, answer changed: %v", x.uri, !bytes.Equal(x.answer, data))
 	}
-	u, ok, err := pricing.ResponsesUsage(data)
+	u, ok, err := wire.ResponsesUsage(data)
 	c, cerr := sim.CompactUsage([]byte(body))
 	if err != nil || !ok || cerr != nil || u.InputTokens+u.CacheReadTokens != c.Prompt || u.CacheReadTokens != c.Cached || u.OutputTokens != sim.CompactTokens {
 		t.Fatalf("usage %+v (%v %v), sim %+v (%v)", u, ok, err, c, cerr)

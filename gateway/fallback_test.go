@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 // settleFailDir is a plugin directory with the line-selection plugin and the
@@ -65,7 +66,7 @@ func TestSettleFallbackChargesPublishedPrice(t *testing.T) {
 		t.Fatalf("%d %s", st, data)
 	}
 	rid := hdr.Get("X-Request-Id")
-	u, ok, err := pricing.ChatUsage(data)
+	u, ok, err := wire.ChatUsage(data)
 	if err != nil || !ok || u.OutputTokens == 0 {
 		t.Fatalf("usage %+v %v %v", u, ok, err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 // endpoint describes one relayed POST endpoint.
@@ -36,9 +37,9 @@ type endpoint struct {
 	protocol string // the line protocol that serves it
 	xAPIKey  bool   // x-api-key accepted besides Bearer
 	maxBody  int64  // 0 = limits.max_body_bytes
-	decode   func(body []byte, contentType string) (*summary, error)
+	decode   wire.Decoder
 	usage    func(body []byte) (pricing.Usage, bool, error) // JSON responses
-	meter    func() pricing.Meter                           // SSE responses
+	meter    func() wire.Meter                              // SSE responses
 	text     func(data []byte) int                          // delivered text bytes of one SSE event
 	// rewrite applies the fields a plugin's quote Set to the forwarded body
 	// (nil: the body is forwarded unchanged whatever the plugin sets).
@@ -61,44 +62,44 @@ func (ep *endpoint) Label() string { return cmp.Or(ep.label, ep.name) }
 var endpoints = []*endpoint{
 	{
 		name: pricing.EndpointChat, path: "/v1/chat/completions", protocol: config.ProtocolOpenAI,
-		decode: jsonOnly(decodeChat), usage: pricing.ChatUsage, meter: pricing.NewChatMeter, text: chatText,
+		decode: wire.JSONOnly(wire.DecodeChat), usage: wire.ChatUsage, meter: wire.NewChatMeter, text: wire.ChatText,
 	},
 	{
 		name: pricing.EndpointResponses, path: "/v1/responses", protocol: config.ProtocolOpenAI,
-		decode: jsonOnly(decodeResponses), usage: pricing.ResponsesUsage, meter: pricing.NewResponsesMeter, text: responsesText,
+		decode: wire.JSONOnly(wire.DecodeResponses), usage: wire.ResponsesUsage, meter: wire.NewResponsesMeter, text: wire.ResponsesText,
 	},
 	{
 		name: pricing.EndpointMessages, path: "/v1/messages", protocol: config.ProtocolAnthropic, xAPIKey: true,
-		decode: jsonOnly(decodeMessages), usage: pricing.MessagesUsage, meter: pricing.NewMessagesMeter, text: messagesText,
+		decode: wire.JSONOnly(wire.DecodeMessages), usage: wire.MessagesUsage, meter: wire.NewMessagesMeter, text: wire.MessagesText,
 	},
 	{
 		// Token counting: the messages models and lines, never charged.
 		name: pricing.EndpointMessages, label: "messages_count_tokens", path: "/v1/messages/count_tokens",
-		protocol: config.ProtocolAnthropic, xAPIKey: true, decode: jsonOnly(decodeCountTokens), uncharged: true,
+		protocol: config.ProtocolAnthropic, xAPIKey: true, decode: wire.JSONOnly(wire.DecodeCountTokens), uncharged: true,
 	},
 	{
 		// Compaction is a responses call on another path: the responses
 		// models, their prices and plugin, billed from the usage it returns.
 		name: pricing.EndpointResponses, label: "responses_compact", path: "/v1/responses/compact", protocol: config.ProtocolOpenAI,
-		decode: jsonOnly(decodeCompact), usage: pricing.ResponsesUsage, meter: pricing.NewResponsesMeter, text: responsesText,
+		decode: wire.JSONOnly(wire.DecodeCompact), usage: wire.ResponsesUsage, meter: wire.NewResponsesMeter, text: wire.ResponsesText,
 	},
 	{
 		name: pricing.EndpointImages, path: "/v1/images/generations", protocol: config.ProtocolOpenAI,
-		decode: jsonOnly(decodeImages), usage: imagesUsage, meter: newImagesMeter,
-		rewrite: rewriteJSONFields, estimate: noUsage,
+		decode: wire.JSONOnly(wire.DecodeImages), usage: wire.ImagesUsage, meter: wire.NewImagesMeter,
+		rewrite: wire.RewriteJSONFields, estimate: noUsage,
 	},
 	{
 		name: pricing.EndpointImageEdit, path: "/v1/images/edits", protocol: config.ProtocolOpenAI, maxBody: maxEditBody,
-		decode: decodeImageEdit, usage: imagesUsage, meter: newImagesMeter, estimate: noUsage,
+		decode: wire.DecodeImageEdit, usage: wire.ImagesUsage, meter: wire.NewImagesMeter, estimate: noUsage,
 	},
 	{
 		name: pricing.EndpointVideo, path: "/v1/videos/generations", protocol: config.ProtocolOpenAI,
-		decode: jsonOnly(decodeVideo), accept: (*Gateway).acceptVideo,
+		decode: wire.JSONOnly(wire.DecodeVideo), accept: (*Gateway).acceptVideo,
 	},
 	{
 		name: pricing.EndpointSystemOne, path: "/v1/systemone", aliases: []string{"/v1/system_one"},
 		protocol: config.ProtocolOpenAI, maxBody: maxSystemOneBody,
-		decode: jsonOnly(decodeSystemOne), usage: pricing.SystemOneUsage,
+		decode: wire.JSONOnly(wire.DecodeSystemOne), usage: wire.SystemOneUsage,
 	},
 }
 
@@ -108,7 +109,7 @@ type call struct {
 	r        *http.Request
 	info     *reqInfo
 	key      store.Key
-	sum      *summary
+	sum      *wire.Summary
 	body     []byte // what is forwarded
 	model    pricing.Model
 	route    string
@@ -220,7 +221,7 @@ func (g *Gateway) readCall(ctx context.Context, w http.ResponseWriter, r *http.R
 	if err != nil {
 		return nil, err
 	}
-	info.stream = sum.stream
+	info.stream = sum.Stream
 	c := &call{ep: ep, r: r, info: info, key: key, sum: sum, body: body, callerBytes: len(body)}
 	if err := g.admitModel(c); err != nil {
 		return nil, err
@@ -246,8 +247,8 @@ func prepareBody(c *call) error {
 		}
 		c.body = nb
 	}
-	if c.ep.name == pricing.EndpointChat && c.sum.stream && !c.sum.includeUsage {
-		nb, err := forceIncludeUsage(c.body)
+	if c.ep.name == pricing.EndpointChat && c.sum.Stream && !c.sum.IncludeUsage {
+		nb, err := wire.ForceIncludeUsage(c.body)
 		if err != nil {
 			return apierr.BadRequest("body", "cannot read the body: %s", apierr.Bound(err.Error(), apierr.MaxMessage))
 		}
@@ -297,9 +298,9 @@ func versionHeader(r *http.Request) string {
 // endpoint, on the key's route and not excluded by the key → 403.
 func (g *Gateway) admitModel(c *call) error {
 	cat := g.host.Catalog()
-	m, ok := cat.Model(c.sum.model)
+	m, ok := cat.Model(c.sum.Model)
 	if !ok {
-		return apierr.Forbidden("the model %s is not sold here; GET /v1/models lists the models your key can call", apierr.Quote(c.sum.model))
+		return apierr.Forbidden("the model %s is not sold here; GET /v1/models lists the models your key can call", apierr.Quote(c.sum.Model))
 	}
 	if !contains(m.Endpoints, c.ep.name) {
 		served := []string{}
@@ -338,10 +339,10 @@ func (g *Gateway) quote(ctx context.Context, c *call) error {
 		Model:               c.model.ID,
 		Route:               c.route,
 		InputTokens:         holdInputTokens(c.callerBytes),
-		MaxOutputTokens:     c.sum.maxOutput,
+		MaxOutputTokens:     c.sum.MaxOutput,
 		DefaultOutputTokens: g.cfg.Billing.DefaultOutputTokens,
-		Stream:              c.sum.stream,
-		Params:              c.sum.params,
+		Stream:              c.sum.Stream,
+		Params:              c.sum.Params,
 	})
 	g.observePlugin(c.model.ID, "admit", t0)
 	if err != nil {
@@ -350,7 +351,7 @@ func (g *Gateway) quote(ctx context.Context, c *call) error {
 	if res.Hold < 0 {
 		return apierr.Internal("plugin_error", "plugin %s quoted a negative hold", g.host.Catalog().PluginFor(c.model.ID))
 	}
-	c.params = c.sum.params
+	c.params = c.sum.Params
 	if len(res.Set) > 0 {
 		c.params = mergeParams(c.params, res.Set)
 		c.set = res.Set
@@ -822,7 +823,7 @@ func (g *Gateway) send(ctx context.Context, c *call) (*upstream, error) {
 	}
 	var conv uint64
 	if c.sum != nil {
-		conv = c.sum.conv
+		conv = c.sum.Conv
 	}
 	req := &lines.Request{
 		Model: c.model.ID, Route: c.route, Protocol: c.ep.protocol, Plan: lines.OrderPlan(sel.Plan, rand.Int64N),

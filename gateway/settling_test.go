@@ -13,6 +13,7 @@ import (
 	"github.com/modelrelay/modelrelay/gateway/admin"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 func TestSettlingWait(t *testing.T) {
@@ -130,7 +131,7 @@ func TestAnswerBeforeSettleAdminReadsWait(t *testing.T) {
 	if a, _ := e.store.Balance(context.Background(), "acme"); a.Held == 0 {
 		t.Fatalf("the hold is gone before the settle was let through: %+v", a)
 	}
-	u, ok, err := pricing.ChatUsage(data)
+	u, ok, err := wire.ChatUsage(data)
 	if err != nil || !ok {
 		t.Fatalf("usage: %v %v", ok, err)
 	}

@@ -14,9 +14,8 @@ import (
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/lines"
-	"github.com/modelrelay/modelrelay/pricing"
-	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 // acceptVideo charges a video job when the provider accepts it (docs/api.md#video-jobs):
@@ -27,28 +26,22 @@ func (g *Gateway) acceptVideo(ctx context.Context, w http.ResponseWriter, c *cal
 	if err != nil {
 		return apierr.Unavailable("upstream_error", "the provider's answer was cut; the job was not charged; retry")
 	}
-	var acc struct {
-		RequestID string `json:"request_id"`
-	}
-	if json.Unmarshal(data, &acc) != nil || acc.RequestID == "" {
+	jobID := wire.VideoJobID(data)
+	if jobID == "" {
 		return apierr.Unavailable("upstream_error", "the provider accepted the job without a request_id; it was not charged")
 	}
-	u := pricing.Usage{Resolution: paramValue(c.params, "resolution")}
-	if d, err := strconv.ParseInt(paramValue(c.params, "duration"), 10, 64); err == nil {
-		u.Seconds = d
-	}
-	amount, err := g.settle(ctx, c, u, "video job "+acc.RequestID+" accepted")
+	amount, err := g.settle(ctx, c, wire.VideoUsage(c.params), "video job "+jobID+" accepted")
 	switch {
 	case errors.Is(err, store.ErrUnavailable):
 		// The last try may have landed with its answer lost: say so
 		// rather than "nothing was charged".
 		return apierr.Unavailable("store_unavailable", "the provider accepted video job %s, but the ledger did not answer for %s: the job is not recorded, and its charge, if it landed, is in the account's journal under request id %s; check it before you retry",
-			apierr.Quote(acc.RequestID), storeRetryFor, c.info.rid)
+			apierr.Quote(jobID), storeRetryFor, c.info.rid)
 	case err != nil:
 		return apierr.Internal("ledger_error", "the job was accepted but could not be settled")
 	}
 	job := store.Job{
-		RequestID: acc.RequestID, Account: c.key.Account, KeyID: c.key.ID, Model: c.model.ID,
+		RequestID: jobID, Account: c.key.Account, KeyID: c.key.ID, Model: c.model.ID,
 		Route: c.route, Line: up.line.Name(), Amount: amount, Created: g.now(),
 	}
 	// The job is charged: it must be recorded too, or its status could
@@ -59,7 +52,7 @@ func (g *Gateway) acceptVideo(ctx context.Context, w http.ResponseWriter, c *cal
 	defer cancel()
 	err = g.storeWrite(rctx, "job", c.info.rid, func() error { return g.putJob(ctx, job) })
 	if err != nil {
-		g.log.Error("record video job", "request_id", c.info.rid, "job", apierr.Quote(acc.RequestID), "error", err.Error())
+		g.log.Error("record video job", "request_id", c.info.rid, "job", apierr.Quote(jobID), "error", err.Error())
 	}
 	w.Header().Set(costHeader, amount.Fixed())
 	g.writeAnswer(w, up, data)
@@ -86,16 +79,6 @@ func (g *Gateway) putJob(ctx context.Context, job store.Job) error {
 		return fmt.Errorf("the provider's job id %s is already recorded for another job: %w", apierr.Quote(job.RequestID), err)
 	}
 	return nil
-}
-
-func paramValue(ps []abi.Param, name string) string {
-	v := ""
-	for _, p := range ps {
-		if p.Name == name {
-			v = p.Value
-		}
-	}
-	return v
 }
 
 // videoJob finds the caller's job: unknown or another account's → 404.

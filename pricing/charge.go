@@ -15,24 +15,6 @@ var ErrOverflow = errors.New("charge overflows int64 nano-USD")
 // tokensPerMillion is the divisor of per-million-token prices.
 const tokensPerMillion = 1_000_000
 
-// TotalInputTokens is every input token of the call, cached or not:
-// InputTokens + CacheReadTokens + CacheWriteTokens + CacheWrite1hTokens. The
-// sum saturates at math.MaxInt64 (and math.MinInt64) instead of wrapping.
-func (u Usage) TotalInputTokens() int64 {
-	var t int64
-	for _, v := range [...]int64{u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CacheWrite1hTokens} {
-		s := t + v
-		switch {
-		case v > 0 && s < t:
-			s = math.MaxInt64
-		case v < 0 && s > t:
-			s = math.MinInt64
-		}
-		t = s
-	}
-	return t
-}
-
 // Charge is the exact price of u under p, in nano-USD, rounded once, up.
 //
 // By p.Unit:

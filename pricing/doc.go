@@ -2,9 +2,8 @@
 // nano-USD amounts (Nano), route prices and the charge of a call's usage
 // (Price.Charge), the price-list configuration of model plugins
 // (ParseModels) and its JSON form in the price table (Price.MarshalJSON;
-// docs/api.md#prices), and the
-// reading of token usage out of provider responses and streams (ChatUsage,
-// ResponsesUsage, MessagesUsage, SystemOneUsage and the stream Meters).
+// docs/api.md#prices). Reading usage out of provider answers and streams
+// is the wire package's; the Usage it reads is units.Usage.
 //
 // Money rules, which every function here keeps:
 //   - An amount is an int64 count of nano-USD. Decimal text is parsed exactly
@@ -14,10 +13,8 @@
 //   - Amounts are formatted from the integers (Nano.String, Nano.Fixed).
 //
 // What this package must not do: use floating point for money, import
-// anything outside the standard library (internal/jsonscan, used by the
-// usage readers, is itself standard-library only), or touch the operating system,
-// network, clock or randomness — it is compiled into WebAssembly plugins
-// (GOOS=wasip1) as well as into the gateway. The usage readers see provider
-// bodies that hold prompts and completions: their errors name fields and byte
-// offsets and never quote the body, and nothing here keeps or logs a body.
+// anything outside the standard library but wire/units (itself
+// standard-library only), or touch the operating system, network, clock or
+// randomness — it is compiled into WebAssembly plugins
+// (GOOS=wasip1) as well as into the gateway.
 package pricing

@@ -17,6 +17,7 @@ import (
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 // Error is what a handler returns to fail a request. Write is the one
@@ -188,6 +189,10 @@ func From(err error) *Error {
 		default:
 			return Internal("plugin_error", "%s", msg)
 		}
+	}
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return BadRequest(we.Field, "%s", we.Message)
 	}
 	var pe *plugins.Error
 	if errors.As(err, &pe) {

@@ -1,7 +1,6 @@
 package apierr
 
 import (
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/modelrelay/modelrelay/internal/clip"
@@ -15,10 +14,10 @@ import (
 const (
 	// QuoteLimit is how many bytes of one caller-supplied value an error
 	// message or a log line shows. The catalogue's model ids are under 64.
-	QuoteLimit = 96
+	QuoteLimit = clip.QuoteLimit
 	// MaxMessage caps a message the gateway passes on from a plugin
 	// or a library error, whose text may quote caller values.
-	MaxMessage = 512
+	MaxMessage = clip.MaxMessage
 )
 
 // Quote returns caller-supplied text for an error message or a log line:
@@ -27,12 +26,7 @@ const (
 // terminal), cut to its first QuoteLimit bytes on a rune boundary, followed
 // by …(N bytes) with its full length when it was cut. The result is valid
 // UTF-8, has no newline and is at most QuotedMax bytes.
-func Quote(s string) string {
-	if len(s) <= QuoteLimit {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(s[:clip.At(s, QuoteLimit)]) + "…(" + strconv.Itoa(len(s)) + " bytes)"
-}
+func Quote(s string) string { return clip.Quote(s) }
 
 // QuotedMax bounds len(Quote(s)): two quotes, at most four bytes of
 // escape per byte shown (\x80), and the length note of the largest int.
@@ -42,17 +36,7 @@ const QuotedMax = 2 + 4*QuoteLimit + len("…(") + 19 + len(" bytes)")
 // name, a form field's name, a plugin's field) for an error message: as it
 // is when short and plain (printable ASCII without quotes, backslashes or
 // spaces), otherwise quoted.
-func FieldPath(f string) string {
-	if len(f) > QuoteLimit {
-		return Quote(f)
-	}
-	for i := 0; i < len(f); i++ {
-		if c := f[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
-			return Quote(f)
-		}
-	}
-	return f
-}
+func FieldPath(f string) string { return clip.FieldPath(f) }
 
 // Bound returns a message whose text may quote caller values (a plugin's
 // error, a parser's error) cut to n bytes on a rune boundary, with …(N bytes)
@@ -71,17 +55,4 @@ func CheckUTF8(b []byte, field, what string) *Error {
 
 // InvalidUTF8At is the offset of the first byte of b that does not start a
 // valid UTF-8 encoding, or -1.
-func InvalidUTF8At(b []byte) int {
-	for i := 0; i < len(b); {
-		if b[i] < utf8.RuneSelf {
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n == 1 {
-			return i
-		}
-		i += n
-	}
-	return -1
-}
+func InvalidUTF8At(b []byte) int { return clip.InvalidUTF8At(b) }

@@ -7,21 +7,13 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/modelrelay/modelrelay/wire"
 )
 
-// convSeed keys the hashes of conversation identities: they mean nothing
-// outside this process and cannot be matched against a known identity.
+// convSeed keys the hash affinityKey mixes into a conversation's hash
+// (wire.ConversationHash): it means nothing outside this process.
 var convSeed = maphash.MakeSeed()
-
-// ConversationHash is the hash of a conversation identity the caller sent
-// (a prompt_cache_key, a metadata.user_id, a session header): 0 when there
-// is none. The identity itself is never kept, logged or stored.
-func ConversationHash(id *string) uint64 {
-	if id == nil || *id == "" {
-		return 0
-	}
-	return max(maphash.String(convSeed, *id), 1)
-}
 
 // conversationHeaders name the request headers that carry a conversation
 // identity, in the order they are read: Codex's session_id, then Claude
@@ -30,7 +22,7 @@ func ConversationHash(id *string) uint64 {
 var conversationHeaders = []string{"Session_id", "X-Claude-Code-Session-Id"}
 
 // Conversation is the hash of a call's conversation identity: body, the
-// one its body carries (ConversationHash, 0: none), else the first
+// one its body carries (wire.ConversationHash, 0: none), else the first
 // conversation header of h; 0 when it has none.
 func Conversation(body uint64, h http.Header) uint64 {
 	if body != 0 {
@@ -38,7 +30,7 @@ func Conversation(body uint64, h http.Header) uint64 {
 	}
 	for _, name := range conversationHeaders {
 		if vs := h[name]; len(vs) > 0 && vs[0] != "" {
-			return ConversationHash(&vs[0])
+			return wire.ConversationHash(&vs[0])
 		}
 	}
 	return 0

@@ -9,6 +9,7 @@ import (
 	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/sim"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 // The affinity map forgets a conversation after its ttl and stays within
@@ -17,8 +18,8 @@ func TestAffinityMapBounds(t *testing.T) {
 	e := newTryEnv(t, config.RetryConfig{}, "a", "b")
 	a := newAffinity(time.Minute)
 	t0 := time.Unix(1_800_000_000, 0)
-	k := affinityKey(ConversationHash(ptr("c1")), "standard", "modelf-flash")
-	if k == affinityKey(ConversationHash(ptr("c1")), "standard", "modelf-v4-pro") || k == affinityKey(ConversationHash(ptr("c1")), "economy", "modelf-flash") {
+	k := affinityKey(wire.ConversationHash(ptr("c1")), "standard", "modelf-flash")
+	if k == affinityKey(wire.ConversationHash(ptr("c1")), "standard", "modelf-v4-pro") || k == affinityKey(wire.ConversationHash(ptr("c1")), "economy", "modelf-flash") {
 		t.Fatal("the key does not depend on the route and model")
 	}
 	a.put(k, e.line("b"), t0)

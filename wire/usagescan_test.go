@@ -1,4 +1,4 @@
-package pricing
+package wire
 
 import (
 	"encoding/json"
