@@ -60,16 +60,17 @@ func ParseCount(s string) (int64, bool) {
 // sdk.QuoteValue.
 func Int(name, value string, lo, hi int64, what, unit string) (int64, *abi.Error) {
 	v, ok := ParseInt(value)
+	if ok && v >= lo && v <= hi {
+		return v, nil
+	}
+	// One message format for both errors keeps a guest's code small.
+	var pre, post string
 	if !ok {
-		return 0, sdk.Invalid(name, "%s must be %s from %d to %d (got %s)", name, what, lo, hi, sdk.QuoteValue(value))
+		pre = what + " "
+	} else if unit != "" {
+		post = " " + unit
 	}
-	if v < lo || v > hi {
-		if unit != "" {
-			unit = " " + unit
-		}
-		return 0, sdk.Invalid(name, "%s must be from %d to %d%s (got %s)", name, lo, hi, unit, sdk.QuoteValue(value))
-	}
-	return v, nil
+	return 0, sdk.Invalid(name, "%s must be %sfrom %d to %d%s (got %s)", name, pre, lo, hi, post, sdk.QuoteValue(value))
 }
 
 // OneOf checks that the value of the param name is one of allowed: else a
