@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/pricing"
-	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
@@ -39,7 +39,7 @@ func journalSum(t testing.TB, e *env, account string) (sum pricing.Nano, kinds m
 // expectedCharge prices usage with the plugin the gateway uses.
 func expectedCharge(t testing.TB, e *env, model, route string, u pricing.Usage) pricing.Nano {
 	t.Helper()
-	res, err := e.host.Settle(context.Background(), abi.SettleRequest{Model: model, Route: route, Endpoint: pricing.EndpointChat, Usage: sdk.UsageToABI(u)})
+	res, err := e.host.Settle(context.Background(), abi.SettleRequest{Model: model, Route: route, Endpoint: pricing.EndpointChat, Usage: plugins.UsageToABI(u)})
 	if err != nil {
 		t.Fatal(err)
 	}

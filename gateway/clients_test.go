@@ -17,8 +17,8 @@ import (
 
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/lines"
+	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/pricing"
-	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
@@ -224,7 +224,7 @@ func answerUsage(t testing.TB, endpoint string, answer []byte) pricing.Usage {
 // priceOf is what the model's plugin charges for u on endpoint.
 func priceOf(t testing.TB, e *env, endpoint, model, route string, u pricing.Usage) pricing.Nano {
 	t.Helper()
-	res, err := e.host.Settle(context.Background(), abi.SettleRequest{Model: model, Route: route, Endpoint: endpoint, Usage: sdk.UsageToABI(u)})
+	res, err := e.host.Settle(context.Background(), abi.SettleRequest{Model: model, Route: route, Endpoint: endpoint, Usage: plugins.UsageToABI(u)})
 	if err != nil {
 		t.Fatal(err)
 	}

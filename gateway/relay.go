@@ -21,8 +21,8 @@ import (
 	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/lines"
+	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/pricing"
-	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/store"
 	"github.com/modelrelay/modelrelay/wire"
@@ -747,7 +747,7 @@ func (g *Gateway) settlement(ctx context.Context, c *call, u pricing.Usage, note
 		Endpoint: c.ep.name,
 		Model:    c.model.ID,
 		Route:    c.route,
-		Usage:    sdk.UsageToABI(u),
+		Usage:    plugins.UsageToABI(u),
 		Params:   c.params,
 	})
 	g.observePlugin(c.model.ID, "settle", t0)

@@ -208,6 +208,13 @@ func convertModel(am *abi.Model) (pricing.Model, error) {
 	return m, nil
 }
 
+// UsageToABI converts a usage to its wire form, the Usage of a
+// SettleRequest. pricing.Usage and abi.Usage have the same fields in the
+// same order (only their JSON tags differ), so this is a conversion: a field
+// added to one and not the other stops the build here rather than dropping
+// a count on the way.
+func UsageToABI(u pricing.Usage) abi.Usage { return abi.Usage(u) }
+
 func convertPrice(ap *abi.Price) (pricing.Price, error) {
 	p := pricing.Price{
 		Unit:         pricing.Unit(ap.Unit),

@@ -220,3 +220,14 @@ func TestErrorMessage(t *testing.T) {
 		})
 	}
 }
+
+func TestUsageToABI(t *testing.T) {
+	u := pricing.Usage{InputTokens: 1, CacheReadTokens: 2, CacheWriteTokens: 3, CacheWrite1hTokens: 4, OutputTokens: 5, Images: 6, SizeTier: "1K", Seconds: 7, Resolution: "720p", Requests: 8}
+	want := abi.Usage{InputTokens: 1, CacheReadTokens: 2, CacheWriteTokens: 3, CacheWrite1hTokens: 4, OutputTokens: 5, Images: 6, SizeTier: "1K", Seconds: 7, Resolution: "720p", Requests: 8}
+	if got := UsageToABI(u); got != want {
+		t.Errorf("UsageToABI = %+v, want %+v", got, want)
+	}
+	if got := pricing.Usage(UsageToABI(u)); got != u {
+		t.Errorf("usage round trip: %+v", got)
+	}
+}

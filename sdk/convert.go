@@ -7,9 +7,10 @@ import (
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
 
-// ModelToABI converts a catalogue entry to its wire form. Routes come sorted
-// by route name; size and resolution tiers by price, then name.
-func ModelToABI(m pricing.Model) abi.Model {
+// modelToABI converts a catalogue entry to its wire form, for Describe.
+// Routes come sorted by route name; size and resolution tiers by price, then
+// name.
+func modelToABI(m pricing.Model) abi.Model {
 	out := abi.Model{
 		ID:            m.ID,
 		Description:   m.Description,
@@ -25,11 +26,11 @@ func ModelToABI(m pricing.Model) abi.Model {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		out.Routes = append(out.Routes, abi.RoutePrice{Route: name, Price: PriceToABI(m.Routes[name])})
+		out.Routes = append(out.Routes, abi.RoutePrice{Route: name, Price: priceToABI(m.Routes[name])})
 	}
 	if m.Reference != nil {
 		out.HasReference = true
-		out.Reference = PriceToABI(*m.Reference)
+		out.Reference = priceToABI(*m.Reference)
 	}
 	if s := m.ReferenceSource; s != nil {
 		out.HasSource = true
@@ -38,35 +39,8 @@ func ModelToABI(m pricing.Model) abi.Model {
 	return out
 }
 
-// ModelFromABI converts a wire model back to a catalogue entry. A route or
-// tier named twice keeps its last price.
-func ModelFromABI(m abi.Model) pricing.Model {
-	out := pricing.Model{
-		ID:            m.ID,
-		Description:   m.Description,
-		Notice:        m.Notice,
-		Endpoints:     append([]string(nil), m.Endpoints...),
-		ContextWindow: m.ContextWindow,
-		MaxOutput:     m.MaxOutput,
-		AutoRoute:     m.AutoRoute,
-		Routes:        make(map[string]pricing.Price, len(m.Routes)),
-	}
-	for _, r := range m.Routes {
-		out.Routes[r.Route] = PriceFromABI(r.Price)
-	}
-	if m.HasReference {
-		p := PriceFromABI(m.Reference)
-		out.Reference = &p
-	}
-	if m.HasSource {
-		s := m.ReferenceSource
-		out.ReferenceSource = &pricing.Source{Kind: s.Kind, Name: s.Name, URL: s.URL, VerifiedAt: s.VerifiedAt, Model: s.Model}
-	}
-	return out
-}
-
-// PriceToABI converts a route price to its wire form.
-func PriceToABI(p pricing.Price) abi.Price {
+// priceToABI converts a route price to its wire form.
+func priceToABI(p pricing.Price) abi.Price {
 	out := abi.Price{
 		Unit:         string(p.Unit),
 		Input:        int64(p.Input),
@@ -83,29 +57,6 @@ func PriceToABI(p pricing.Price) abi.Price {
 		out.LongContextMin = lc.MinInputTokens
 		out.LongContextInput = int64(lc.Input)
 		out.LongContextOutput = int64(lc.Output)
-	}
-	return out
-}
-
-// PriceFromABI converts a wire price back to a route price.
-func PriceFromABI(p abi.Price) pricing.Price {
-	out := pricing.Price{
-		Unit:         pricing.Unit(p.Unit),
-		Input:        pricing.Nano(p.Input),
-		Output:       pricing.Nano(p.Output),
-		CacheRead:    pricing.Nano(p.CacheRead),
-		CacheWrite:   pricing.Nano(p.CacheWrite),
-		CacheWrite1h: pricing.Nano(p.CacheWrite1h),
-		Sizes:        tiersFromABI(p.Sizes),
-		Resolutions:  tiersFromABI(p.Resolutions),
-		UnitPrice:    pricing.Nano(p.UnitPrice),
-	}
-	if p.HasLongContext {
-		out.LongContext = &pricing.LongContext{
-			MinInputTokens: p.LongContextMin,
-			Input:          pricing.Nano(p.LongContextInput),
-			Output:         pricing.Nano(p.LongContextOutput),
-		}
 	}
 	return out
 }
@@ -127,22 +78,8 @@ func tiersToABI(m map[string]pricing.Nano) []abi.Tier {
 	return out
 }
 
-func tiersFromABI(list []abi.Tier) map[string]pricing.Nano {
-	if len(list) == 0 {
-		return nil
-	}
-	out := make(map[string]pricing.Nano, len(list))
-	for _, t := range list {
-		out[t.Name] = pricing.Nano(t.Price)
-	}
-	return out
-}
-
-// UsageToABI converts a usage to its wire form. pricing.Usage and
-// abi.Usage have the same fields in the same order (only their JSON tags
-// differ), so this is a conversion: a field added to one and not the other
-// stops the build here rather than dropping a count on the way.
-func UsageToABI(u pricing.Usage) abi.Usage { return abi.Usage(u) }
-
-// UsageFromABI converts a wire usage to a pricing.Usage (see UsageToABI).
-func UsageFromABI(u abi.Usage) pricing.Usage { return pricing.Usage(u) }
+// usageFromABI converts a wire usage to a pricing.Usage. The two types
+// have the same fields in the same order (only their JSON tags differ), so
+// this is a conversion: a field added to one and not the other stops the
+// build here rather than dropping a count on the way.
+func usageFromABI(u abi.Usage) pricing.Usage { return pricing.Usage(u) }

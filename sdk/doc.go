@@ -10,22 +10,24 @@
 //	func main() {}
 //
 // Built with `GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared`, the
-// package exports the ABI of sdk/abi (mr_abi_version, mr_alloc, mr_call;
-// file wasm.go) and dispatches every call through Call: decode the request
-// without reflection, run the handler, turn its error (or panic) into an
-// *abi.Error, encode the result envelope. Built natively, the same handlers
-// run in `go test`, and sdk/sdktest checks them against recorded fixtures.
+// module exports the ABI of sdk/abi, and every call reaches the registered
+// Plugin's handlers already decoded; an error (or a panic) becomes an
+// *abi.Error for the host. Built natively, the same handlers run in
+// `go test`, and sdk/sdktest checks them against recorded fixtures.
 //
-// For token-priced models, PriceList turns a price list (pricing.ParseModels
-// format, the plugin's NAME.json or an embedded default) into the plugin's
-// Description and offers TokenAdmit (validate and quote) and TokenSettle
-// (price the real usage); TokenPlugin wires them into a complete Plugin.
-// For models priced per unit (per image, per second, per request),
-// PriceList.Load loads a list the plugin checks (CheckPrices runs a check on
-// every route and reference price), UnitRoute finds a route's price for a
-// call, and Hold and Charge turn a usage into the admit or settle result.
-// Digits, ParseInt, ParseCount and QuoteValue parse and quote the text of
-// abi.Param values in the same way in every plugin.
+// The API, in full:
+//   - Plugin, Register: the handlers, and the one plugin of the module.
+//   - TokenPlugin: a complete plugin for token-priced models, its prices
+//     from NAME.json or an embedded default (pricing.ParseModels format).
+//   - PriceList: those prices, to compose with rules of one's own: Route
+//     and UnitRoute find a call's price; TokenAdmit (validate and quote)
+//     and TokenSettle (price the real usage) are TokenPlugin's handlers.
+//   - CheckedList: a PriceList loaded from NAME.json or a default, every
+//     model through a check of the plugin's; Hold and Charge turn a usage
+//     priced per unit (image, second, request) into the admit or settle
+//     result.
+//   - Invalid (400, naming the field), Forbidden (403), Unprocessable (422)
+//     and Internal (500) errors; QuoteValue quotes a client's value in one.
 //
 // What a plugin must not do, and this package does not offer: read a clock
 // (the only time is AdmitRequest.Now / SettleRequest.Now), read files,

@@ -12,11 +12,12 @@ import (
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
 
-// PriceList is the catalogue of a token-priced plugin: the models of a price
-// list in pricing.ParseModels format, with their route prices. Configure (or
-// Set) loads it; Describe, TokenAdmit and TokenSettle read it. The zero value
-// is an empty list whose operations fail with an internal error until it is
-// loaded. It is safe for concurrent use; a reload replaces the whole list.
+// PriceList is the catalogue of a plugin: the models of a price list in
+// pricing.ParseModels format, with their route prices. Configure (or
+// CheckedList's) loads it; Describe, Route, UnitRoute, TokenAdmit and
+// TokenSettle read it. The zero value is an empty list whose operations fail
+// with an internal error until it is loaded. It is safe for concurrent use;
+// a reload replaces the whole list.
 type PriceList struct {
 	cat atomic.Pointer[catalogue]
 }
@@ -158,12 +159,12 @@ func (l *PriceList) Configure(config []byte) error {
 	if err != nil {
 		return err
 	}
-	return l.Set(models)
+	return l.set(models)
 }
 
-// Set replaces the list with models, after checking each with
+// set replaces the list with models, after checking each with
 // pricing.Model.Validate and that no id repeats.
-func (l *PriceList) Set(models []pricing.Model) error {
+func (l *PriceList) set(models []pricing.Model) error {
 	if len(models) == 0 {
 		return errors.New("no price list: no models")
 	}
@@ -185,7 +186,7 @@ func (l *PriceList) Set(models []pricing.Model) error {
 		}
 		c.index[m.ID] = i
 		c.models[i] = m
-		c.desc.Models[i] = ModelToABI(m)
+		c.desc.Models[i] = modelToABI(m)
 	}
 	for i := range c.models {
 		m := &c.models[i]
@@ -258,17 +259,17 @@ func (l *PriceList) Route(model, route string) (pricing.Model, pricing.Price, er
 
 func routeNames(m pricing.Model) []string {
 	names := make([]string, 0, len(m.Routes))
-	for _, r := range ModelToABI(m).Routes {
+	for _, r := range modelToABI(m).Routes {
 		names = append(names, r.Route)
 	}
 	return names
 }
 
-// OutputField is the name of the request field that carries the output
+// outputField is the name of the request field that carries the output
 // budget on endpoint: max_output_tokens for responses, max_tokens otherwise
 // (chat completions also accept max_completion_tokens; the host passes
 // whichever was sent as AdmitRequest.MaxOutputTokens).
-func OutputField(endpoint string) string {
+func outputField(endpoint string) string {
 	if endpoint == pricing.EndpointResponses {
 		return "max_output_tokens"
 	}
@@ -280,7 +281,8 @@ func OutputField(endpoint string) string {
 // Validation: the model is in the list (else 403), priced on req.Route (else
 // 403), served on req.Endpoint (else 400 naming model), and
 // req.MaxOutputTokens is not negative and not above the model's max_output
-// when that is known (else 400 naming OutputField).
+// when that is known (else 400 naming max_output_tokens on the responses
+// endpoint, max_tokens on the others).
 //
 // The hold is the most the call can cost with req.InputTokens input tokens
 // and an output budget of MaxOutputTokens, or DefaultOutputTokens when it is
@@ -322,7 +324,7 @@ func (l *PriceList) TokenAdmit(req abi.AdmitRequest) (abi.AdmitResult, error) {
 	if !hasEndpoint(m, req.Endpoint) {
 		return abi.AdmitResult{}, Invalid("model", "model %s is not served on the %s endpoint (it is served on %s)", m.ID, req.Endpoint, strings.Join(m.Endpoints, ", "))
 	}
-	field := OutputField(req.Endpoint)
+	field := outputField(req.Endpoint)
 	switch {
 	case req.MaxOutputTokens < 0:
 		return abi.AdmitResult{}, Invalid(field, "%s must not be negative (got %d)", field, req.MaxOutputTokens)
@@ -375,7 +377,7 @@ func (l *PriceList) TokenSettle(req abi.SettleRequest) (abi.SettleResult, error)
 	if err != nil {
 		return abi.SettleResult{}, err
 	}
-	c, err := p.Charge(UsageFromABI(req.Usage))
+	c, err := p.Charge(usageFromABI(req.Usage))
 	if err != nil {
 		return abi.SettleResult{}, Internal("pricing model %s on route %s: %v", m.ID, req.Route, err)
 	}

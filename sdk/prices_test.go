@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk/abi"
+	"github.com/modelrelay/modelrelay/sdk/internal/guest"
 )
 
 // testPrices: prices in USD per one million tokens; the hand computations
@@ -174,15 +175,15 @@ func TestPriceListLoad(t *testing.T) {
 		})
 	}
 	var l PriceList
-	if err := l.Set([]pricing.Model{{ID: "a b"}}); err == nil || !strings.Contains(err.Error(), "models[0] (a b): id") {
+	if err := l.set([]pricing.Model{{ID: "a b"}}); err == nil || !strings.Contains(err.Error(), "models[0] (a b): id") {
 		t.Fatalf("Set invalid: %v", err)
 	}
 	m := pricing.Model{ID: "a", Endpoints: []string{"chat_completions"}, Routes: map[string]pricing.Price{"s": {Unit: pricing.PerMillionTokens}}}
-	if err := l.Set([]pricing.Model{m, m}); err == nil || !strings.Contains(err.Error(), "also the id of models[0]") {
+	if err := l.set([]pricing.Model{m, m}); err == nil || !strings.Contains(err.Error(), "also the id of models[0]") {
 		t.Fatalf("Set duplicate: %v", err)
 	}
-	if err := l.Set(nil); err == nil {
-		t.Fatal("Set(nil) accepted")
+	if err := l.set(nil); err == nil {
+		t.Fatal("set(nil) accepted")
 	}
 }
 
@@ -221,14 +222,76 @@ func TestConversionsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range models {
-		if got := ModelFromABI(ModelToABI(m)); !reflect.DeepEqual(got, m) {
+		if got := modelFromABI(modelToABI(m)); !reflect.DeepEqual(got, m) {
 			t.Errorf("%s: round trip\n got %+v\nwant %+v", m.ID, got, m)
 		}
 	}
 	u := pricing.Usage{InputTokens: 1, CacheReadTokens: 2, CacheWriteTokens: 3, CacheWrite1hTokens: 4, OutputTokens: 5, Images: 6, SizeTier: "1K", Seconds: 7, Resolution: "720p", Requests: 8}
-	if got := UsageFromABI(UsageToABI(u)); got != u {
+	if got := usageFromABI(abi.Usage{InputTokens: 1, CacheReadTokens: 2, CacheWriteTokens: 3, CacheWrite1hTokens: 4, OutputTokens: 5, Images: 6, SizeTier: "1K", Seconds: 7, Resolution: "720p", Requests: 8}); got != u {
 		t.Errorf("usage round trip: %+v", got)
 	}
+}
+
+// modelFromABI converts a wire model back to a catalogue entry, the inverse
+// of modelToABI that TestConversionsRoundTrip checks. A route or
+// tier named twice keeps its last price.
+func modelFromABI(m abi.Model) pricing.Model {
+	out := pricing.Model{
+		ID:            m.ID,
+		Description:   m.Description,
+		Notice:        m.Notice,
+		Endpoints:     append([]string(nil), m.Endpoints...),
+		ContextWindow: m.ContextWindow,
+		MaxOutput:     m.MaxOutput,
+		AutoRoute:     m.AutoRoute,
+		Routes:        make(map[string]pricing.Price, len(m.Routes)),
+	}
+	for _, r := range m.Routes {
+		out.Routes[r.Route] = priceFromABI(r.Price)
+	}
+	if m.HasReference {
+		p := priceFromABI(m.Reference)
+		out.Reference = &p
+	}
+	if m.HasSource {
+		s := m.ReferenceSource
+		out.ReferenceSource = &pricing.Source{Kind: s.Kind, Name: s.Name, URL: s.URL, VerifiedAt: s.VerifiedAt, Model: s.Model}
+	}
+	return out
+}
+
+// priceFromABI converts a wire price back to a route price.
+func priceFromABI(p abi.Price) pricing.Price {
+	out := pricing.Price{
+		Unit:         pricing.Unit(p.Unit),
+		Input:        pricing.Nano(p.Input),
+		Output:       pricing.Nano(p.Output),
+		CacheRead:    pricing.Nano(p.CacheRead),
+		CacheWrite:   pricing.Nano(p.CacheWrite),
+		CacheWrite1h: pricing.Nano(p.CacheWrite1h),
+		Sizes:        tiersFromABI(p.Sizes),
+		Resolutions:  tiersFromABI(p.Resolutions),
+		UnitPrice:    pricing.Nano(p.UnitPrice),
+	}
+	if p.HasLongContext {
+		out.LongContext = &pricing.LongContext{
+			MinInputTokens: p.LongContextMin,
+			Input:          pricing.Nano(p.LongContextInput),
+			Output:         pricing.Nano(p.LongContextOutput),
+		}
+	}
+	return out
+}
+
+func tiersFromABI(list []abi.Tier) map[string]pricing.Nano {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make(map[string]pricing.Nano, len(list))
+	for _, t := range list {
+		out[t.Name] = pricing.Nano(t.Price)
+	}
+	return out
 }
 
 func TestTokenPlugin(t *testing.T) {
@@ -246,7 +309,7 @@ func TestTokenPlugin(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			withPlugin(t, TokenPlugin("demo", []byte(tt.def)))
-			_, gerr := result(t, Call(abi.OpConfigure, []byte(tt.config)))
+			_, gerr := result(t, guest.Call(abi.OpConfigure, []byte(tt.config)))
 			if tt.wantErr != "" {
 				if gerr == nil || !strings.Contains(gerr.Message, tt.wantErr) {
 					t.Fatalf("configure: %+v, want %q", gerr, tt.wantErr)
@@ -256,7 +319,7 @@ func TestTokenPlugin(t *testing.T) {
 			if gerr != nil {
 				t.Fatal(gerr)
 			}
-			payload, gerr := result(t, Call(abi.OpDescribe, nil))
+			payload, gerr := result(t, guest.Call(abi.OpDescribe, nil))
 			var d abi.Description
 			if gerr != nil || d.Decode(payload) != nil {
 				t.Fatal(gerr)
@@ -277,15 +340,13 @@ func FuzzCall(f *testing.F) {
 	f.Add(uint32(abi.OpSelect), []byte{0})
 	f.Add(uint32(abi.OpConfigure), []byte(`{"models":[]}`))
 	f.Fuzz(func(t *testing.T, op uint32, input []byte) {
-		oldP, oldErr := registered, regErr
-		registered, regErr = nil, nil
-		defer func() { registered, regErr = oldP, oldErr }()
+		defer guest.Reset()()
 		p := TokenPlugin("fuzz", []byte(testPrices))
 		Register(p)
-		if _, gerr, derr := abi.DecodeResult(Call(abi.OpConfigure, nil)); derr != nil || gerr != nil {
+		if _, gerr, derr := abi.DecodeResult(guest.Call(abi.OpConfigure, nil)); derr != nil || gerr != nil {
 			t.Fatalf("configure: %v %v", gerr, derr)
 		}
-		env := Call(abi.Op(op), input)
+		env := guest.Call(abi.Op(op), input)
 		payload, gerr, derr := abi.DecodeResult(env)
 		if derr != nil {
 			t.Fatalf("malformed envelope: %v", derr)

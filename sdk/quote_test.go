@@ -20,7 +20,7 @@ func TestQuoteFastPathMatchesCharge(t *testing.T) {
 		}
 		m := pricing.Model{ID: "m", Endpoints: []string{pricing.EndpointChat}, MaxOutput: 100_000, Routes: map[string]pricing.Price{"r": p}}
 		var l PriceList
-		if err := l.Set([]pricing.Model{m}); err != nil {
+		if err := l.set([]pricing.Model{m}); err != nil {
 			t.Fatal(err)
 		}
 		req := abi.AdmitRequest{Endpoint: pricing.EndpointChat, Model: "m", Route: "r",
@@ -74,12 +74,12 @@ func TestSettleFastPathMatchesCharge(t *testing.T) {
 		}
 		m := pricing.Model{ID: "m", Endpoints: []string{pricing.EndpointMessages}, Routes: map[string]pricing.Price{"r": p}}
 		var l PriceList
-		if err := l.Set([]pricing.Model{m}); err != nil {
+		if err := l.set([]pricing.Model{m}); err != nil {
 			t.Fatal(err)
 		}
 		u := abi.Usage{InputTokens: count(), CacheReadTokens: count(), CacheWriteTokens: count(), CacheWrite1hTokens: count(), OutputTokens: count()}
 		got, err := l.TokenSettle(abi.SettleRequest{Endpoint: pricing.EndpointMessages, Model: "m", Route: "r", Usage: u})
-		want, werr := p.Charge(UsageFromABI(u))
+		want, werr := p.Charge(usageFromABI(u))
 		if (err != nil) != (werr != nil) || (err == nil && pricing.Nano(got.Charge) != want) {
 			t.Fatalf("case %d: TokenSettle = %d, %v; Charge = %d, %v (%+v, %+v)", i, got.Charge, err, want, werr, p, u)
 		}

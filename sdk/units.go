@@ -2,8 +2,6 @@ package sdk
 
 import (
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/modelrelay/modelrelay/pricing"
@@ -16,13 +14,13 @@ import (
 // priced usage into a hold or a charge with the errors named the same way in
 // every plugin.
 
-// Load configures l as plugin name: from config (NAME.json from the host),
+// load configures l as plugin name: from config (NAME.json from the host),
 // or from fallback (the plugin's embedded default) when config is empty.
 // The list is parsed with pricing.ParseModels; then check, when not nil,
 // must accept every model (its error is reported as "models[i] (id): …");
-// then Set validates the list. Empty config and fallback is an error that
-// says where the price list belongs. A failed Load keeps the previous list.
-func (l *PriceList) Load(name string, config, fallback []byte, check func(pricing.Model) error) error {
+// then set validates the list. Empty config and fallback is an error that
+// says where the price list belongs. A failed load keeps the previous list.
+func (l *PriceList) load(name string, config, fallback []byte, check func(pricing.Model) error) error {
 	if len(config) == 0 {
 		config = fallback
 	}
@@ -40,14 +38,14 @@ func (l *PriceList) Load(name string, config, fallback []byte, check func(pricin
 			}
 		}
 	}
-	return l.Set(models)
+	return l.set(models)
 }
 
 // CheckedList is the price list of a plugin that loads its own prices:
 // Configure loads NAME.json from the host, or Fallback (the plugin's
-// embedded default) when the host passes none, every model through Check
-// (Load). It is what a first-party plugin and TokenPlugin share; the
-// plugin adds its own Admit and Settle with Plugin.
+// embedded default) when the host passes none, every model through Check.
+// It is what a first-party plugin and TokenPlugin share; the plugin adds its
+// own Admit and Settle with Plugin.
 type CheckedList struct {
 	PriceList
 	// Name is the plugin's name (NAME.wasm, NAME.json).
@@ -61,65 +59,13 @@ type CheckedList struct {
 // Configure loads config, or Fallback when config is empty; a failed load
 // keeps the previous list.
 func (c *CheckedList) Configure(config []byte) error {
-	return c.Load(c.Name, config, c.Fallback, c.Check)
+	return c.load(c.Name, config, c.Fallback, c.Check)
 }
 
 // Plugin is the plugin that serves the list with admit and settle: its
 // Configure is c's and its Describe the list's.
 func (c *CheckedList) Plugin(admit func(abi.AdmitRequest) (abi.AdmitResult, error), settle func(abi.SettleRequest) (abi.SettleResult, error)) Plugin {
 	return Plugin{Name: c.Name, Configure: c.Configure, Describe: c.Describe, Admit: admit, Settle: settle}
-}
-
-// CheckEndpoints checks that m is served only on the endpoints in allowed;
-// the error names the endpoint at fault as not being what ("an image
-// endpoint") and lists allowed.
-func CheckEndpoints(m pricing.Model, what string, allowed ...string) error {
-	for i, e := range m.Endpoints {
-		if !slices.Contains(allowed, e) {
-			return fmt.Errorf("endpoints[%d]: %q is not %s (%s)", i, e, what, strings.Join(allowed, ", "))
-		}
-	}
-	return nil
-}
-
-// CheckPrices runs check on every route price of m and on its reference
-// price, when it has one. The error names the price at fault:
-// "routes.NAME: …" or "reference_price: …".
-func CheckPrices(m pricing.Model, check func(pricing.Price) error) error {
-	for name, price := range m.Routes {
-		if err := check(price); err != nil {
-			return fmt.Errorf("routes.%s: %w", name, err)
-		}
-	}
-	if m.Reference != nil {
-		if err := check(*m.Reference); err != nil {
-			return fmt.Errorf("reference_price: %w", err)
-		}
-	}
-	return nil
-}
-
-// CheckTiers checks that prices (a price list's sizes or resolutions) has a
-// price for exactly the names in want: the error names field, and the name
-// at fault prefixed with noun when noun is not empty ("tier \"4K\"").
-func CheckTiers(field, noun string, prices map[string]pricing.Nano, want []string) error {
-	label := func(name string) string {
-		if noun == "" {
-			return strconv.Quote(name)
-		}
-		return noun + " " + strconv.Quote(name)
-	}
-	for _, w := range want {
-		if _, ok := prices[w]; !ok {
-			return fmt.Errorf("%s: no price for %s (this plugin charges %s)", field, label(w), strings.Join(want, ", "))
-		}
-	}
-	for name := range prices {
-		if !slices.Contains(want, name) {
-			return fmt.Errorf("%s: %s is not one this plugin charges (%s)", field, label(name), strings.Join(want, ", "))
-		}
-	}
-	return nil
 }
 
 // UnitRoute returns the price of model on route, for a call to endpoint.

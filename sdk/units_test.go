@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -48,7 +49,7 @@ func TestLoad(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var l PriceList
-			err := l.Load("demo", []byte(tt.config), []byte(tt.fallback), tt.check)
+			err := l.load("demo", []byte(tt.config), []byte(tt.fallback), tt.check)
 			if tt.models == 0 {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("Load error = %v, want one containing %q", err, tt.err)
@@ -67,10 +68,10 @@ func TestLoad(t *testing.T) {
 
 func TestLoadKeepsPreviousList(t *testing.T) {
 	var l PriceList
-	if err := l.Load("demo", []byte(unitPrices), nil, nil); err != nil {
+	if err := l.load("demo", []byte(unitPrices), nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Load("demo", []byte(`{"models": [`), nil, nil); err == nil {
+	if err := l.load("demo", []byte(`{"models": [`), nil, nil); err == nil {
 		t.Fatal("Load accepted malformed JSON")
 	}
 	if _, ok := l.Model("vid"); !ok {
@@ -81,7 +82,14 @@ func TestLoadKeepsPreviousList(t *testing.T) {
 // CheckedList's plugin loads the host's list, else its fallback, through
 // Check, describes the loaded models and answers with the handlers given.
 func TestCheckedList(t *testing.T) {
-	onlyVideo := func(m pricing.Model) error { return CheckEndpoints(m, "the video endpoint", pricing.EndpointVideo) }
+	onlyVideo := func(m pricing.Model) error {
+		for i, e := range m.Endpoints {
+			if e != pricing.EndpointVideo {
+				return fmt.Errorf("endpoints[%d]: %q is not the video endpoint (%s)", i, e, pricing.EndpointVideo)
+			}
+		}
+		return nil
+	}
 	c := &CheckedList{Name: "demo", Fallback: []byte(unitPrices)}
 	admitted := false
 	p := c.Plugin(func(abi.AdmitRequest) (abi.AdmitResult, error) { admitted = true; return abi.AdmitResult{}, nil }, nil)
@@ -107,47 +115,9 @@ func TestCheckedList(t *testing.T) {
 	}
 }
 
-func TestCheckEndpoints(t *testing.T) {
-	m := pricing.Model{ID: "img", Endpoints: []string{pricing.EndpointImages, pricing.EndpointImageEdit}}
-	if err := CheckEndpoints(m, "an image endpoint", pricing.EndpointImages, pricing.EndpointImageEdit); err != nil {
-		t.Fatalf("both allowed: %v", err)
-	}
-	err := CheckEndpoints(m, "an image generation endpoint", pricing.EndpointImages)
-	want := `endpoints[1]: "image_edit" is not an image generation endpoint (image_generation)`
-	if err == nil || err.Error() != want {
-		t.Fatalf("CheckEndpoints = %v, want %q", err, want)
-	}
-}
-
-func TestCheckPrices(t *testing.T) {
-	m := pricing.Model{
-		ID:        "m",
-		Routes:    map[string]pricing.Price{"standard": {Unit: pricing.PerImage}},
-		Reference: &pricing.Price{Unit: pricing.PerSecond},
-	}
-	perImage := func(p pricing.Price) error {
-		if p.Unit != pricing.PerImage {
-			return errors.New("not per image")
-		}
-		return nil
-	}
-	if err := CheckPrices(m, perImage); err == nil || err.Error() != "reference_price: not per image" {
-		t.Fatalf("reference: %v", err)
-	}
-	m.Routes["economy"] = pricing.Price{Unit: pricing.PerRequest}
-	if err := CheckPrices(m, perImage); err == nil || err.Error() != "routes.economy: not per image" {
-		t.Fatalf("route: %v", err)
-	}
-	m.Reference = nil
-	delete(m.Routes, "economy")
-	if err := CheckPrices(m, perImage); err != nil {
-		t.Fatalf("good model: %v", err)
-	}
-}
-
 func TestUnitRoute(t *testing.T) {
 	var l PriceList
-	if err := l.Load("demo", []byte(unitPrices), nil, nil); err != nil {
+	if err := l.load("demo", []byte(unitPrices), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -219,26 +189,4 @@ func TestHoldAndCharge(t *testing.T) {
 func isInternal(err error, prefix string) bool {
 	ae, ok := err.(*abi.Error)
 	return ok && ae.Code == abi.CodeInternal && strings.HasPrefix(ae.Message, prefix)
-}
-
-func TestCheckTiers(t *testing.T) {
-	want := []string{"1K", "2K"}
-	for _, tc := range []struct {
-		name   string
-		prices map[string]pricing.Nano
-		noun   string
-		err    string
-	}{
-		{"exact", map[string]pricing.Nano{"1K": 1, "2K": 2}, "tier", ""},
-		{"missing", map[string]pricing.Nano{"1K": 1}, "tier", `sizes: no price for tier "2K" (this plugin charges 1K, 2K)`},
-		{"extra", map[string]pricing.Nano{"1K": 1, "2K": 2, "4K": 4}, "tier", `sizes: tier "4K" is not one this plugin charges (1K, 2K)`},
-		{"no noun", map[string]pricing.Nano{"2K": 2}, "", `sizes: no price for "1K"`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := CheckTiers("sizes", tc.noun, tc.prices, want)
-			if (tc.err == "") != (err == nil) || (err != nil && !strings.HasPrefix(err.Error(), tc.err)) {
-				t.Fatalf("err = %v, want %q", err, tc.err)
-			}
-		})
-	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/modelrelay/modelrelay/plugins/internal/pricecheck"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
@@ -43,20 +44,20 @@ func (p *plugin) Plugin() sdk.Plugin { return p.list.Plugin(p.admit, p.settle) }
 // endpoints, and every route price (and the reference price) must be
 // per_image with exactly the tiers 1K and 2K.
 func checkModel(m pricing.Model) error {
-	if err := sdk.CheckEndpoints(m, "an image endpoint", endpoints...); err != nil {
+	if err := pricecheck.Endpoints(m, "an image endpoint", endpoints...); err != nil {
 		return err
 	}
 	if m.ContextWindow != 0 || m.MaxOutput != 0 {
 		return fmt.Errorf("context_window and max_output do not apply to an image model")
 	}
-	return sdk.CheckPrices(m, checkPrice)
+	return pricecheck.Prices(m, checkPrice)
 }
 
 func checkPrice(price pricing.Price) error {
 	if price.Unit != pricing.PerImage {
 		return fmt.Errorf("unit: %q, want %q", price.Unit, pricing.PerImage)
 	}
-	return sdk.CheckTiers("sizes", "tier", price.Sizes, tiers)
+	return pricecheck.Tiers("sizes", "tier", price.Sizes, tiers)
 }
 
 // admit validates the call and quotes tier price × n. An omitted or "auto"

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modelrelay/modelrelay/plugins/internal/param"
 	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
@@ -59,28 +60,25 @@ func parseParams(params []abi.Param) (request, *abi.Error) {
 			continue
 		}
 		if seen[i] {
-			return request{}, sdk.Invalid(prm.Name, "%s is given more than once", prm.Name)
+			return request{}, param.Repeated(prm.Name)
 		}
 		seen[i] = true
 		switch prm.Name {
 		case paramSize:
 			size, hasSize = prm.Value, true
 		case paramN:
-			n, ok := sdk.ParseInt(prm.Value)
-			if !ok {
-				return request{}, sdk.Invalid(paramN, "n must be an integer from %d to %d (got %s)", minN, maxN, sdk.QuoteValue(prm.Value))
-			}
-			if n < minN || n > maxN {
-				return request{}, sdk.Invalid(paramN, "n must be from %d to %d (got %s)", minN, maxN, sdk.QuoteValue(prm.Value))
+			n, aerr := param.Int(paramN, prm.Value, minN, maxN, "an integer", "")
+			if aerr != nil {
+				return request{}, aerr
 			}
 			r.n = n
 		case paramQuality:
-			if !slices.Contains(qualities, prm.Value) {
-				return request{}, sdk.Invalid(paramQuality, "quality must be one of %s (got %s)", strings.Join(qualities, ", "), sdk.QuoteValue(prm.Value))
+			if aerr := param.OneOf(paramQuality, prm.Value, qualities); aerr != nil {
+				return request{}, aerr
 			}
 		case paramResponseFormat:
-			if !slices.Contains(responseFormats, prm.Value) {
-				return request{}, sdk.Invalid(paramResponseFormat, "response_format must be one of %s (got %s)", strings.Join(responseFormats, ", "), sdk.QuoteValue(prm.Value))
+			if aerr := param.OneOf(paramResponseFormat, prm.Value, responseFormats); aerr != nil {
+				return request{}, aerr
 			}
 		case paramStream:
 			if !slices.Contains(booleans, prm.Value) {
@@ -144,7 +142,7 @@ func parseSize(s string) (w, h int64, _ *abi.Error) {
 }
 
 func dimension(which, d, size string) (int64, *abi.Error) {
-	if !sdk.Digits(d) {
+	if !param.Digits(d) {
 		return 0, sdk.Invalid(paramSize, "size %s must be a positive integer of decimal digits, like 1024x1024 (got %s)", which, sdk.QuoteValue(size))
 	}
 	if d[0] == '0' {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/modelrelay/modelrelay/plugins/internal/param"
 	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
@@ -111,7 +112,7 @@ func parseParams(params []abi.Param) (request, *abi.Error) {
 			if hasState {
 				return request{}, sdk.Internal("the host sent %s more than once", paramStateTokens)
 			}
-			n, ok := sdk.ParseCount(prm.Value)
+			n, ok := param.ParseCount(prm.Value)
 			if !ok {
 				return request{}, sdk.Internal("the host's %s is not a non-negative integer (%s)", paramStateTokens, sdk.QuoteValue(prm.Value))
 			}
@@ -194,7 +195,7 @@ func (q *question) set(prm abi.Param) *abi.Error {
 	case fieldMax:
 		q.max = value
 	case fieldOptions, fieldInstructions:
-		n, ok := sdk.ParseCount(value)
+		n, ok := param.ParseCount(value)
 		if !ok {
 			return sdk.Internal("the host's %s of question %s is not a non-negative integer (%s)", prm.Name, sdk.QuoteValue(q.name), sdk.QuoteValue(value))
 		}

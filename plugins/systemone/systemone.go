@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/modelrelay/modelrelay/plugins/internal/pricecheck"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
@@ -29,10 +30,10 @@ func (p *plugin) Plugin() sdk.Plugin { return p.list.Plugin(p.admit, p.list.Toke
 // prices: the typed-question usage is input tokens (and free output), and
 // the hold covers input only.
 func checkModel(m pricing.Model) error {
-	if err := sdk.CheckEndpoints(m, "the typed-question endpoint", pricing.EndpointSystemOne); err != nil {
+	if err := pricecheck.Endpoints(m, "the typed-question endpoint", pricing.EndpointSystemOne); err != nil {
 		return err
 	}
-	return sdk.CheckPrices(m, checkPrice)
+	return pricecheck.Prices(m, checkPrice)
 }
 
 func checkPrice(price pricing.Price) error {

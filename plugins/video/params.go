@@ -1,10 +1,7 @@
 package main
 
 import (
-	"slices"
-	"strings"
-
-	"github.com/modelrelay/modelrelay/sdk"
+	"github.com/modelrelay/modelrelay/plugins/internal/param"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
 
@@ -38,24 +35,21 @@ func parseParams(params []abi.Param) (request, *abi.Error) {
 		switch prm.Name {
 		case paramDuration:
 			if seenDuration {
-				return request{}, sdk.Invalid(paramDuration, "duration is given more than once")
+				return request{}, param.Repeated(paramDuration)
 			}
 			seenDuration = true
-			d, ok := sdk.ParseInt(prm.Value)
-			if !ok {
-				return request{}, sdk.Invalid(paramDuration, "duration must be a whole number of seconds from %d to %d (got %s)", minDuration, maxDuration, sdk.QuoteValue(prm.Value))
-			}
-			if d < minDuration || d > maxDuration {
-				return request{}, sdk.Invalid(paramDuration, "duration must be from %d to %d seconds (got %s)", minDuration, maxDuration, sdk.QuoteValue(prm.Value))
+			d, aerr := param.Int(paramDuration, prm.Value, minDuration, maxDuration, "a whole number of seconds", "seconds")
+			if aerr != nil {
+				return request{}, aerr
 			}
 			r.duration = d
 		case paramResolution:
 			if seenResolution {
-				return request{}, sdk.Invalid(paramResolution, "resolution is given more than once")
+				return request{}, param.Repeated(paramResolution)
 			}
 			seenResolution = true
-			if !slices.Contains(resolutions, prm.Value) {
-				return request{}, sdk.Invalid(paramResolution, "resolution must be one of %s (got %s)", strings.Join(resolutions, ", "), sdk.QuoteValue(prm.Value))
+			if aerr := param.OneOf(paramResolution, prm.Value, resolutions); aerr != nil {
+				return request{}, aerr
 			}
 			r.resolution = prm.Value
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modelrelay/modelrelay/plugins/internal/pricecheck"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
@@ -34,20 +35,20 @@ func (p *plugin) Plugin() sdk.Plugin { return p.list.Plugin(p.admit, p.settle) }
 // video_generation, and every route price (and the reference price) must be
 // per_second with exactly the resolutions 480p, 720p and 1080p.
 func checkModel(m pricing.Model) error {
-	if err := sdk.CheckEndpoints(m, "the video endpoint", pricing.EndpointVideo); err != nil {
+	if err := pricecheck.Endpoints(m, "the video endpoint", pricing.EndpointVideo); err != nil {
 		return err
 	}
 	if m.ContextWindow != 0 || m.MaxOutput != 0 {
 		return fmt.Errorf("context_window and max_output do not apply to a video model")
 	}
-	return sdk.CheckPrices(m, checkPrice)
+	return pricecheck.Prices(m, checkPrice)
 }
 
 func checkPrice(price pricing.Price) error {
 	if price.Unit != pricing.PerSecond {
 		return fmt.Errorf("unit: %q, want %q", price.Unit, pricing.PerSecond)
 	}
-	return sdk.CheckTiers("resolutions", "", price.Resolutions, resolutions)
+	return pricecheck.Tiers("resolutions", "", price.Resolutions, resolutions)
 }
 
 // admit validates the call and quotes duration × the resolution's price per

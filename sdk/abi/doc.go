@@ -9,5 +9,6 @@
 // since host and guests are built apart.
 //
 // Start reading at abi.go (exports, operations, envelopes); codec.go is the
-// binary encoding, fuzzed (FuzzDecode) so that no input panics.
+// binary encoding and envelopes.go each envelope's, fuzzed (FuzzDecode) so
+// that no input panics.
 package abi

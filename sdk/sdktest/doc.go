@@ -1,6 +1,6 @@
 // Package sdktest checks a plugin against recorded fixtures (sdk/fixture) in
 // one line of a plugin's own test, running its handlers natively through the
-// same dispatch (sdk.Call) and binary envelopes as the wasm build:
+// same dispatch (sdk/internal/guest) and binary envelopes as the wasm build:
 //
 //	func TestFixtures(t *testing.T) { sdktest.Run(t, "../../testdata/plugins/tokens") }
 //

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelrelay/modelrelay/sdk"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/sdk/fixture"
+	"github.com/modelrelay/modelrelay/sdk/internal/guest"
 )
 
 var update = flag.Bool("sdktest.update", false, "rewrite the expectations of plugin fixtures with what the plugin answers")
@@ -60,10 +60,10 @@ func Run(t *testing.T, dir string) {
 // or describe fails.
 func Setup(t testing.TB) abi.Description {
 	t.Helper()
-	p, ok := sdk.Registered()
+	p, ok := guest.Registered()
 	if !ok {
 		// Call reports why: nothing registered, or a bad registration.
-		_, gerr, _ := abi.DecodeResult(sdk.Call(abi.OpDescribe, nil))
+		_, gerr, _ := abi.DecodeResult(guest.Call(abi.OpDescribe, nil))
 		t.Fatalf("sdktest: no plugin: %v", gerr)
 	}
 	config, err := os.ReadFile(p.Name + ".json")
@@ -80,13 +80,13 @@ func Setup(t testing.TB) abi.Description {
 	return d
 }
 
-// Configure runs OpConfigure with config through sdk.Call.
+// Configure runs OpConfigure with config through the sdk's dispatch.
 func Configure(config []byte) error {
 	_, err := call(abi.OpConfigure, config)
 	return err
 }
 
-// Describe runs OpDescribe through sdk.Call.
+// Describe runs OpDescribe through the sdk's dispatch.
 func Describe() (abi.Description, error) {
 	var d abi.Description
 	payload, err := call(abi.OpDescribe, nil)
@@ -100,8 +100,8 @@ func Describe() (abi.Description, error) {
 }
 
 // Caller returns a fixture.Caller that runs the registered plugin through
-// sdk.Call: requests are encoded, dispatched and decoded exactly as in the
-// wasm build. A plugin's error is returned as an *abi.Error.
+// the sdk's dispatch: requests are encoded, dispatched and decoded exactly
+// as in the wasm build. A plugin's error is returned as an *abi.Error.
 func Caller() fixture.Caller { return nativeCaller{} }
 
 type nativeCaller struct{}
@@ -134,7 +134,7 @@ func callInto(op abi.Op, input []byte, res decoder) error {
 // call runs op and splits the envelope: a plugin error is an *abi.Error, a
 // malformed envelope a plain error.
 func call(op abi.Op, input []byte) ([]byte, error) {
-	payload, gerr, derr := abi.DecodeResult(sdk.Call(op, input))
+	payload, gerr, derr := abi.DecodeResult(guest.Call(op, input))
 	switch {
 	case derr != nil:
 		return nil, fmt.Errorf("malformed result envelope: %w", derr)

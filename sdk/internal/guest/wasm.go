@@ -1,6 +1,6 @@
 //go:build wasip1
 
-package sdk
+package guest
 
 import (
 	"unsafe"
@@ -36,7 +36,7 @@ func exportCall(op, ptr, length uint32) uint64 {
 	base := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(input[:cap(input)]))))
 	if cap(input) == 0 || ptr != base || int(length) > len(input) {
 		// The host must hand back the buffer mr_alloc returned.
-		output = abi.AppendError(output[:0], Internal("mr_call: input %d+%d is not the buffer mr_alloc returned (%d, %d bytes)", ptr, length, base, len(input)))
+		output = abi.AppendError(output[:0], internal("mr_call: input %d+%d is not the buffer mr_alloc returned (%d, %d bytes)", ptr, length, base, len(input)))
 	} else {
 		output = appendCall(output[:0], abi.Op(op), input[:length], &cache)
 	}
