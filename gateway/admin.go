@@ -199,7 +199,7 @@ func (g *Gateway) adminBalance(w http.ResponseWriter, r *http.Request, ps httpro
 // writeBalance answers with account id's balance, once the calls it has
 // in flight have settled.
 func (g *Gateway) writeBalance(w http.ResponseWriter, r *http.Request, id string) error {
-	g.waitSettled(r.Context(), id)
+	g.bill.WaitSettled(r.Context(), id)
 	a, err := g.store.Balance(r.Context(), id)
 	if err != nil {
 		return storeErr(err, "account "+apierr.Quote(id))
@@ -258,7 +258,7 @@ func (g *Gateway) adminCharges(w http.ResponseWriter, r *http.Request, ps httpro
 		limit = n
 	}
 	id := ps.ByName("account")
-	g.waitSettled(r.Context(), id)
+	g.bill.WaitSettled(r.Context(), id)
 	if _, err := g.store.Balance(r.Context(), id); err != nil {
 		return storeErr(err, "account "+apierr.Quote(id))
 	}
@@ -409,7 +409,7 @@ func (g *Gateway) routeNames() []string {
 func (g *Gateway) adminListKeys(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ *reqInfo) error {
 	account := r.URL.Query().Get("account")
 	if account != "" {
-		g.waitSettled(r.Context(), account) // the spend of the calls it answered
+		g.bill.WaitSettled(r.Context(), account) // the spend of the calls it answered
 	}
 	ks, err := g.store.ListKeys(r.Context(), account)
 	if err != nil {
@@ -431,7 +431,7 @@ func (g *Gateway) adminKey(w http.ResponseWriter, r *http.Request, ps httprouter
 	if err != nil {
 		return err
 	}
-	g.waitSettled(r.Context(), k.Account)
+	g.bill.WaitSettled(r.Context(), k.Account)
 	if k, err = g.keyByID(r, k.Account, id); err != nil {
 		return err
 	}

@@ -252,8 +252,10 @@ func (b *consoleBackend) Credit(ctx context.Context, account string, usd pricing
 	if err := b.g.credit(ctx, account, usd, note); err != nil {
 		return store.Account{}, consoleErr(err)
 	}
-	b.g.waitSettled(ctx, account)
+	b.g.bill.WaitSettled(ctx, account)
 	return b.g.store.Balance(ctx, account)
 }
 
-func (b *consoleBackend) Settled(ctx context.Context, account string) { b.g.waitSettled(ctx, account) }
+func (b *consoleBackend) Settled(ctx context.Context, account string) {
+	b.g.bill.WaitSettled(ctx, account)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
+	"github.com/modelrelay/modelrelay/gateway/billing"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
@@ -51,7 +52,7 @@ func newTryEnv(t *testing.T, rc config.RetryConfig, names ...string) *tryEnv {
 	g.lines = newLineSet(cfg, nil, log)
 	g.budget = newRetryBudget(cfg.Retry)
 	g.panic = newPanicMode(*cfg.Retry.PanicShare)
-	g.newStoreWrites()
+	g.bill = billing.New(billing.Options{Config: cfg, Logger: log})
 	g.met = newMetrics(g)
 	e.g = g
 	return e

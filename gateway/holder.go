@@ -42,7 +42,7 @@ func (g *Gateway) holder(r *http.Request, info *reqInfo) (store.Key, error) {
 	if err := g.limits.allowKey(ctx, k, g.now()); err != nil {
 		return store.Key{}, err
 	}
-	g.waitSettled(ctx, k.Account)
+	g.bill.WaitSettled(ctx, k.Account)
 	fresh, err := g.store.KeyByHash(ctx, k.Hash)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -217,7 +217,7 @@ func (g *Gateway) handleGeneration(w http.ResponseWriter, r *http.Request, ps ht
 		return missing
 	}
 	gen, err := g.store.Generation(r.Context(), k.Account, id)
-	if errors.Is(err, store.ErrNotFound) && g.streams.wait(r.Context(), id, k.Account) {
+	if errors.Is(err, store.ErrNotFound) && g.bill.WaitStream(r.Context(), id, k.Account) {
 		// A stream of this process whose last event the client has read
 		// is settled just after it: read again once it is.
 		gen, err = g.store.Generation(r.Context(), k.Account, id)

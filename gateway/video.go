@@ -13,6 +13,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
+	"github.com/modelrelay/modelrelay/gateway/billing"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/store"
@@ -36,16 +37,17 @@ func (g *Gateway) acceptVideo(ctx context.Context, w http.ResponseWriter, c *cal
 	if d, err := strconv.ParseInt(paramValue(c.params, "duration"), 10, 64); err == nil {
 		u.Seconds = d
 	}
-	amount, err := g.settle(ctx, c, u, "video job "+acc.RequestID+" accepted")
+	amount, err := c.ticket.Settle(ctx, u, "video job "+acc.RequestID+" accepted")
 	switch {
 	case errors.Is(err, store.ErrUnavailable):
 		// The last try may have landed with its answer lost: say so
 		// rather than "nothing was charged".
 		return apierr.Unavailable("store_unavailable", "the provider accepted video job %s, but the ledger did not answer for %s: the job is not recorded, and its charge, if it landed, is in the account's journal under request id %s; check it before you retry",
-			apierr.Quote(acc.RequestID), storeRetryFor, c.info.rid)
+			apierr.Quote(acc.RequestID), billing.StoreRetryFor, c.info.rid)
 	case err != nil:
 		return apierr.Internal("ledger_error", "the job was accepted but could not be settled")
 	}
+	c.info.charge = amount.Fixed()
 	job := store.Job{
 		RequestID: acc.RequestID, Account: c.key.Account, KeyID: c.key.ID, Model: c.model.ID,
 		Route: c.route, Line: up.line.cfg.Name, Amount: amount, Created: g.now(),
@@ -54,9 +56,7 @@ func (g *Gateway) acceptVideo(ctx context.Context, w http.ResponseWriter, c *cal
 	// not be read nor its failure refunded. A store that went down since
 	// the settle is waited for as a settle is; a record whose commit was
 	// lost with the connection is there (ErrExists on the retry, putJob).
-	rctx, cancel := context.WithTimeout(g.life, storeRetryFor)
-	defer cancel()
-	err = g.storeWrite(rctx, "job", c.info.rid, func() error { return g.putJob(ctx, job) })
+	err = g.bill.WriteOwed("job", c.info.rid, func() error { return g.putJob(ctx, job) })
 	if err != nil {
 		g.log.Error("record video job", "request_id", c.info.rid, "job", apierr.Quote(acc.RequestID), "error", err.Error())
 	}
