@@ -1060,7 +1060,7 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 	// its last event. Its hold covers it until then: a new hold in between
 	// sees it, and it reserves at least the charge unless the call overran
 	// its quote; an admin read of the account, and the key holder's reads
-	// (holder.go), wait for the settle (see settling). A settle that fails
+	// (holder.go), wait for the settle (see package billing). A settle that fails
 	// leaves the call unsettled, so its hold is released: the failure goes
 	// the customer's way. The settle goes on in the background
 	// (SettleAnswered): the client's connection does not wait for the

@@ -93,7 +93,7 @@ func (l *Ledger) Hold(ctx context.Context, c Call) (*Ticket, error) {
 	if !overlap {
 		return t, t.record(l.storeHold(ctx, h))
 	}
-	// A refused hold ends the upstream request at once (tryLines counts a
+	// A refused hold ends the upstream request at once (the gateway counts a
 	// cancelled try against no line); a taken one leaves it to the call.
 	sendCtx, stop := context.WithCancel(ctx)
 	held := make(chan error, 1)

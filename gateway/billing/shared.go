@@ -22,7 +22,7 @@ const settleTTL = 30 * time.Second
 // is about to) before it settled: a member "<request id> <deadline, unix
 // ms>" scored by its start (µs, Redis's clock, so replicas' clocks do not
 // matter). An admin read of the account on any replica waits for it
-// (waitSettled). It returns the member, which settleEnd removes. Numbers
+// (WaitSettled). It returns the member, which settleEnd removes. Numbers
 // go to Redis as %d text: a Lua number would be sent with 14 digits.
 var settleBeginScript = redis.NewScript(`
 local t = redis.call('TIME')
