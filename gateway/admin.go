@@ -29,7 +29,7 @@ func (g *Gateway) adminAPI() *admin.API {
 		ConsoleLines: func() []console.Line { return consoleLines(g.lines) },
 		Evict:        g.keys.evictID,
 		Publish:      g.publishKey,
-		Settled:      g.waitSettled,
+		Settled:      g.bill.WaitSettled,
 		Limit: func(ctx context.Context, kind, id string, rc config.RateConfig, msg string) error {
 			return g.limits.allow(ctx, buckets, kind, id, rc, g.now(), msg)
 		},

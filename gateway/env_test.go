@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/internal/shared"
@@ -416,7 +415,7 @@ func (e *env) key(account, route string, exclude ...string) string {
 
 func (e *env) balance(account string) store.Account {
 	e.t.Helper()
-	e.gw.settling.wait(context.Background(), account) // as the admin API does
+	e.gw.bill.WaitSettled(context.Background(), account) // as the admin API does
 	a, err := e.store.Balance(context.Background(), account)
 	if err != nil {
 		e.t.Fatal(err)
@@ -427,7 +426,7 @@ func (e *env) balance(account string) store.Account {
 // charges lists the account's journal, after its answered calls have
 // settled, as the admin API does.
 func (e *env) charges(account string, limit int) ([]store.Entry, error) {
-	e.gw.settling.wait(context.Background(), account)
+	e.gw.bill.WaitSettled(context.Background(), account)
 	return e.store.Charges(context.Background(), account, limit)
 }
 
@@ -502,7 +501,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 // does to the store.
 func checkNoneUncharged(t testing.TB, gw *Gateway) {
 	t.Helper()
-	if n := testutil.ToFloat64(gw.met.uncharged); n != 0 {
+	if n := gw.bill.Uncharged(); n != 0 {
 		t.Errorf("%v calls were answered and left uncharged (relay_calls_uncharged_total)", n)
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
-	"github.com/modelrelay/modelrelay/gateway/backlog"
+	"github.com/modelrelay/modelrelay/gateway/billing"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/console"
 	"github.com/modelrelay/modelrelay/gateway/lines"
@@ -71,25 +71,12 @@ type Gateway struct {
 	met    *metrics
 	sh     *shared.Client // nil: single replica (replicas.go)
 
-	settling *settling // calls answered but not yet settled, per account
-	// seen and overlap: a hold goes beside its upstream request
-	// (overlap.go).
-	seen     *creditSeen
-	overlap  bool
-	allot    *allotments // nil: calls hold in the store (allot.go)
-	streams  *streamsEnding
+	bill     *billing.Ledger // holds, settles and releases (package billing)
 	inflight sync.WaitGroup
 	closing  atomic.Bool
 	shed     *shedder
 	conns    *listen.Bounds   // open client connections (package listen)
 	console  *console.Console // nil: off (console.go)
-
-	// The ledger's writes under way, their retries, and what ends the
-	// retries when the gateway stops (storewrites.go).
-	writes  *backlog.Tracker
-	retrier *backlog.Retrier
-	life    context.Context
-	endLife context.CancelFunc
 }
 
 // New builds a Gateway.
@@ -114,17 +101,11 @@ func New(o Options) (*Gateway, error) {
 		now:   o.Now,
 		keys:  newKeyCache(),
 		sh:    o.Shared,
-
-		settling: newSettling(),
-		streams:  newStreamsEnding(),
-		seen:     newCreditSeen(),
-		overlap:  overlapsHolds(o.Config),
 	}
-	g.newStoreWrites()
-	if st, ok := o.Store.(allotStore); ok && g.overlap && allotsCredit(o.Config) {
-		g.allot = newAllotments(st, g.log.Warn)
-		g.allot.retrier = g.retrier
-	}
+	g.bill = billing.New(billing.Options{
+		Config: o.Config, Store: o.Store, Prices: o.Plugins, Logger: o.Logger, Now: o.Now, Shared: o.Shared,
+		NewID: newRequestID, ObservePlugin: g.observePlugin,
+	})
 	g.lines = lines.New(lines.Options{Config: o.Config, Transport: o.Transport, Log: o.Logger, Shared: o.Shared, Now: o.Now})
 	g.limits = newLimiters(o.Config, o.Shared)
 	g.shed = newShedder(o.Config.Limits.OverloadDelay)
@@ -161,16 +142,16 @@ func (g *Gateway) Handler() http.Handler { return g.front }
 func (g *Gateway) Drain(ctx context.Context) error {
 	g.closing.Store(true)
 	done := make(chan struct{})
-	go func() { g.inflight.Wait(); close(done) }()
+	go func() { g.inflight.Wait(); g.bill.Wait(); close(done) }()
 	var err error
 	select {
 	case <-done:
 	case <-ctx.Done():
 		err = ctx.Err()
 		// Writes still tried again end now: each answered call among
-		// them is counted and logged as uncharged (storewrites.go),
+		// them is counted and logged as uncharged (package billing),
 		// which takes them a moment.
-		g.endLife()
+		g.bill.Stop()
 		t := time.NewTimer(drainAfterStop)
 		select {
 		case <-done:
@@ -178,11 +159,9 @@ func (g *Gateway) Drain(ctx context.Context) error {
 		}
 		t.Stop()
 	}
-	if g.allot != nil {
-		// On a timeout this retires them; each is released once the
-		// carves of the calls still running return.
-		g.allot.close(ctx)
-	}
+	// The allotments: on a timeout this retires them; each is released
+	// once the carves of the calls still running return.
+	g.bill.Close(ctx)
 	return err
 }
 

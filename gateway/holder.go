@@ -15,9 +15,9 @@ import (
 // token from the key's rate-limit bucket.
 func (g *Gateway) holderRoutes(r *httprouter.Router) {
 	api := holder.New(holder.Deps{
-		Store: g.store, Now: g.now, Settled: g.waitSettled, Evict: g.keys.evictID,
+		Store: g.store, Now: g.now, Settled: g.bill.WaitSettled, Evict: g.keys.evictID,
 		Cache:        func(k store.Key) { g.keys.put(k, g.now()) },
-		StreamEnding: g.streams.wait,
+		StreamEnding: g.bill.WaitStream,
 	})
 	api.Routes(r, func(name string, h holder.Handler) httprouter.Handle {
 		return g.handle(name, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, info *reqInfo) error {

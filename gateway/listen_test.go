@@ -312,7 +312,7 @@ func TestBodyTimeout(t *testing.T) {
 	if after.Balance != before.Balance || after.Held != 0 {
 		t.Fatalf("balance %v held %v after a body timeout; before %v", after.Balance, after.Held, before.Balance)
 	}
-	if n := e.gw.met.openHolds.Load(); n != 0 {
+	if n := e.gw.bill.OpenHolds(); n != 0 {
 		t.Fatalf("%d holds open", n)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
-	"github.com/modelrelay/modelrelay/pricing"
 )
 
 // metrics are the series an operator watches, on a registry of the
@@ -23,26 +21,7 @@ type metrics struct {
 	requests  *prometheus.CounterVec   // endpoint, model, route, status
 	latency   *prometheus.HistogramVec // endpoint, part (gateway|upstream)
 	ttfb      *prometheus.HistogramVec // endpoint
-	tokens    *prometheus.CounterVec   // model, route, kind
-	charged   *prometheus.CounterVec   // model, route: nano-USD
 	pluginDur *prometheus.HistogramVec // plugin, op
-	openHolds atomic.Int64
-
-	// settleFallback counts calls charged by the settle fallback: plugin,
-	// reason (plugin_error, negative_charge), fallback (published_price,
-	// none).
-	settleFallback *prometheus.CounterVec
-	// storeRetries counts tries of a settle, release, carve, fallback hold
-	// or video job record made again because the store was unavailable: op.
-	storeRetries *prometheus.CounterVec
-	// storeDur times the ledger's steps on the request path: a hold, which
-	// the call waits for before it goes upstream, a carve out of an
-	// allotment (allot.go), which it does not, and a settle.
-	// uncharged counts calls answered whose charge could not be written
-	// (storewrites.go): 0 unless something is wrong.
-	uncharged                    prometheus.Counter
-	storeDur                     *prometheus.HistogramVec // op (hold|carve|settle)
-	holdDur, carveDur, settleDur prometheus.Observer      // its series
 }
 
 // latencyBuckets resolve the sub-millisecond overhead as well as long calls.
@@ -59,32 +38,12 @@ func newMetrics(g *Gateway) *metrics {
 	m.ttfb = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "relay_stream_first_byte_seconds", Help: "Time from request to the first event written to the client, for streams.", Buckets: latencyBuckets,
 	}, []string{"endpoint"})
-	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "relay_tokens_total", Help: "Tokens settled, by model, route and kind (input, cache_read, cache_write, cache_write_1h, output).",
-	}, []string{"model", "route", "kind"})
-	m.charged = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "relay_charged_nano_usd_total", Help: "Nano-USD charged (settled calls, net of nothing: refunds are separate journal entries).",
-	}, []string{"model", "route"})
 	m.pluginDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "relay_plugin_call_duration_seconds", Help: "Plugin call durations as the gateway sees them (including waiting for an instance).",
 		Buckets: []float64{.000005, .00001, .000025, .00005, .0001, .00025, .0005, .001, .005, .025, .1, .5},
 	}, []string{"plugin", "op"})
-	m.settleFallback = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "relay_settle_fallback_total", Help: "Calls whose plugin could not price the usage (after a retry on a fresh instance), charged by the fallback: the usage at the published price, or nothing when that cannot be computed.",
-	}, []string{"plugin", "reason", "fallback"})
-	m.storeRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "relay_store_retries_total", Help: "Settles, releases, carves, holds of calls whose allotment is gone and video job records (op: settle, release, carve, hold, job) tried again because the store was unavailable (a database that is down), under one budget (relay_store_retry_budget); a call answered meanwhile is charged once it is back.",
-	}, []string{"op"})
-	m.storeDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "relay_store_duration_seconds", Help: "Time the ledger took to hold (before the call goes upstream), to carve a call's hold out of an allotment (beside it; the call waits only before its settle) and to settle, as the gateway waits for it: on PostgreSQL a round trip and a commit, and the wait for the batch ahead.",
-		Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .1, .5, 2.5},
-	}, []string{"op"})
-	m.holdDur, m.carveDur, m.settleDur = m.storeDur.WithLabelValues("hold"), m.storeDur.WithLabelValues("carve"), m.storeDur.WithLabelValues("settle")
-	m.reg.MustRegister(m.requests, m.latency, m.ttfb, m.tokens, m.charged, m.pluginDur, m.settleFallback, m.storeRetries, m.storeDur,
+	m.reg.MustRegister(m.requests, m.latency, m.ttfb, m.pluginDur,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "relay_open_holds", Help: "Holds taken by this process and not yet settled or released.",
-	}, func() float64 { return float64(m.openHolds.Load()) }))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "relay_overload_queue_delay_seconds", Help: "How long the gateway's goroutines waited for a CPU: the 99th percentile of the last 25 ms window measured (limits.overload_delay).",
 	}, func() float64 { return g.shed.queueDelay().Seconds() }))
@@ -95,7 +54,7 @@ func newMetrics(g *Gateway) *metrics {
 		Name: "relay_overload_shed_total", Help: "Relayed calls refused with 503 overloaded, before any work was done for them.",
 	}, func() float64 { return float64(g.shed.shed.Load()) }))
 	m.reg.MustRegister(g.lines.Collectors()...)
-	m.registerStoreWrites(g)
+	m.reg.MustRegister(g.bill.Collectors()...) // the ledger's (package billing)
 	m.reg.MustRegister(&pluginCollector{g: g}, &alertCollector{g: g})
 	return m
 }
@@ -117,22 +76,6 @@ func (m *metrics) observeRequest(endpoint string, info *reqInfo, status int, tot
 	}
 	if info.ttfb > 0 {
 		m.ttfb.WithLabelValues(endpoint).Observe(info.ttfb.Seconds())
-	}
-}
-
-// observeSettle records what a settled call consumed and was charged.
-func (m *metrics) observeSettle(model, route string, u pricing.Usage, charge pricing.Nano) {
-	for _, t := range []struct {
-		kind string
-		n    int64
-	}{{"input", u.InputTokens}, {"cache_read", u.CacheReadTokens}, {"cache_write", u.CacheWriteTokens},
-		{"cache_write_1h", u.CacheWrite1hTokens}, {"output", u.OutputTokens}} {
-		if t.n > 0 {
-			m.tokens.WithLabelValues(model, route, t.kind).Add(float64(t.n))
-		}
-	}
-	if charge > 0 {
-		m.charged.WithLabelValues(model, route).Add(float64(charge))
 	}
 }
 

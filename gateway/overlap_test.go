@@ -68,7 +68,7 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 		return n
 	}}
 	r := e.replica(func(s Store) Store { w.Store = s; return w })
-	r.gw.overlap = true
+	r.gw.bill.ForceOverlap(nil)
 	call := func(extra ...string) (int, []byte) {
 		w.base.Store(w.upstream())
 		st, _, data := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello", extra...))
@@ -82,7 +82,7 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 	if n := w.overlaps.Load(); n != 0 {
 		t.Fatalf("the first call overlapped its hold (%d); no balance was seen yet", n)
 	}
-	r.gw.settling.wait(context.Background(), "acme")
+	r.gw.bill.WaitSettled(context.Background(), "acme")
 
 	// Its settle showed $100: the next call's hold goes beside its request.
 	if st, data := call(); st != 200 {
@@ -91,7 +91,7 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 	if n := w.overlaps.Load(); n != 1 {
 		t.Fatalf("overlapped holds: %d, want 1", n)
 	}
-	r.gw.settling.wait(context.Background(), "acme")
+	r.gw.bill.WaitSettled(context.Background(), "acme")
 
 	// A stream: its first byte comes after the hold is taken.
 	t0 := time.Now()
@@ -113,7 +113,7 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 	if held := time.Unix(0, w.done.Load()); headers.Before(held) || held.Before(t0) {
 		t.Fatalf("the stream's headers came at %v, its hold returned at %v", headers.Sub(t0), held.Sub(t0))
 	}
-	r.gw.settling.wait(context.Background(), "acme")
+	r.gw.bill.WaitSettled(context.Background(), "acme")
 	before := e.balance("acme")
 	entries, err := e.charges("acme", 100)
 	if err != nil {
@@ -145,7 +145,7 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 	if st, data := call(); st != 200 || w.overlaps.Load() != 3 {
 		t.Fatalf("after a refusal: %d %s, overlapped holds %d, want 3", st, data, w.overlaps.Load())
 	}
-	r.gw.settling.wait(context.Background(), "acme")
+	r.gw.bill.WaitSettled(context.Background(), "acme")
 
 	// A hold refused while the provider is still working ends the upstream
 	// request then, not when the provider answers.
@@ -159,78 +159,6 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 	}
 	if d := time.Since(t0); d > 3*time.Second {
 		t.Fatalf("a refused hold waited %v for the provider", d)
-	}
-}
-
-// TestOverlapOnlyWithAmpleCredit: a hold overlaps only on PostgreSQL (unless
-// billing.overlap_hold is false), for a call of a key with no spend limit whose account
-// last showed overlapMargin times the hold, lately.
-func TestOverlapOnlyWithAmpleCredit(t *testing.T) {
-	const minimalConfig = "admin_token: 0123456789abcdef0123\nroutes: [{name: standard}]\n" +
-		"lines: [{name: a, base_url: 'http://127.0.0.1:9090', models: ['*'], route: standard}]\n"
-	for _, tc := range []struct {
-		yaml string
-		want bool
-	}{
-		{"", false},
-		{"store: {driver: postgres, dsn: 'postgres://x@h/db'}\n", true},
-		{"store: {driver: postgres, dsn: 'postgres://x@h/db'}\nbilling: {overlap_hold: false}\n", false},
-		{"billing: {overlap_hold: true}\n", false},
-	} {
-		c, err := config.Parse([]byte(minimalConfig + tc.yaml))
-		if err != nil {
-			t.Fatalf("%q: %v", tc.yaml, err)
-		}
-		if got := overlapsHolds(c); got != tc.want {
-			t.Errorf("%q: holds overlap %v, want %v", tc.yaml, got, tc.want)
-		}
-	}
-	now := time.Now()
-	s := newCreditSeen()
-	hold := pricing.Nano(40_600)
-	s.saw("rich", overlapMargin*hold, now)
-	s.saw("short", overlapMargin*hold-1, now)
-	s.saw("stale", overlapMargin*hold*10, now.Add(-overlapFresh-time.Second))
-	s.saw("owing", -5, now)
-	for account, want := range map[string]bool{"rich": true, "short": false, "stale": false, "owing": false, "unseen": false} {
-		if got := s.ample(account, hold, now); got != want {
-			t.Errorf("ample(%s) = %v, want %v", account, got, want)
-		}
-	}
-	if !s.ample("rich", 0, now) {
-		t.Error("a free call of a rich account does not overlap")
-	}
-	s.forget("rich")
-	if s.ample("rich", hold, now) {
-		t.Error("a forgotten account still overlaps")
-	}
-	for i := range maxCreditSeen + 1 {
-		s.saw(string(rune('a'+i%26))+strings.Repeat("x", i%7)+string(rune(i)), 1, now)
-	}
-	if len(s.m) > maxCreditSeen {
-		t.Fatalf("creditSeen holds %d accounts, more than %d", len(s.m), maxCreditSeen)
-	}
-
-	g := &Gateway{seen: newCreditSeen(), overlap: true}
-	g.seen.saw("acme", 1_000_000*hold, time.Now())
-	chat := &endpoint{name: pricing.EndpointChat}
-	c := &call{ep: chat, key: store.Key{Account: "acme"}, hold: hold}
-	if !g.overlapHold(c) {
-		t.Fatal("a call of a rich account does not overlap")
-	}
-	c.key.Limit = pricing.Nano(1)
-	if g.overlapHold(c) {
-		t.Fatal("a call of a key with a spend limit overlaps")
-	}
-	c.key.Limit = 0
-	c.ep = &endpoint{name: pricing.EndpointVideo, accept: (*Gateway).acceptVideo}
-	if g.overlapHold(c) {
-		t.Fatal("a video job overlaps")
-	}
-	c.ep = chat
-	g.overlap = false
-	if g.overlapHold(c) {
-		t.Fatal("a call overlaps on a store that holds in memory")
 	}
 }
 
@@ -265,8 +193,10 @@ func TestHoldReleasedAfterPanic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gw.overlap = overlap
-		gw.seen.saw("acme", 1_000_000*pricing.NanoPerUSD, time.Now()) // ample for any hold
+		if overlap {
+			gw.bill.ForceOverlap(nil)
+		}
+		gw.bill.SawBalance("acme", 1_000_000*pricing.NanoPerUSD) // ample for any hold
 		r.serve(gw)
 		t.Cleanup(r.srv.Close)
 		return &r
@@ -284,7 +214,7 @@ func TestHoldReleasedAfterPanic(t *testing.T) {
 		if a := e.balance("acme"); a.Held != 0 || a.Balance != 100*pricing.NanoPerUSD {
 			t.Fatalf("overlap %v: after a panic upstream: balance %v held %v, want 100 held 0", overlap, a.Balance, a.Held)
 		}
-		if n := r.gw.met.openHolds.Load(); n != 0 {
+		if n := r.gw.bill.OpenHolds(); n != 0 {
 			t.Fatalf("overlap %v: %d open holds counted, want 0", overlap, n)
 		}
 	}

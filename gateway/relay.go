@@ -19,9 +19,9 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
+	"github.com/modelrelay/modelrelay/gateway/billing"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/lines"
-	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/store"
@@ -117,19 +117,9 @@ type call struct {
 	set      []abi.Param // what the plugin's quote set
 	hold     pricing.Nano
 	admitted time.Time // the gateway's clock at the quote: the hold's time
-	held     bool      // the hold is taken (holdAndSend)
-	// carve is the carve of the hold out of an allotment (allot.go), nil
-	// when the call held in the store; it is waited for before the
-	// hold's settle or release.
-	carve    *carving
-	settled  bool     // the charge is written (see settle)
-	answered *pending // the answer went out before the settle (see relayJSON)
-	// detached: the settle goes on in the background, which owns the hold
-	// from then on (see settleAnswered).
-	detached bool
-	// sharedSettle is the same in Redis, for the other replicas' admin
-	// reads (settleBegin); "" when not recorded.
-	sharedSettle string
+	// ticket is the call's hold (package billing), from holdAndSend on;
+	// nil before.
+	ticket *billing.Ticket
 
 	// callerBytes is the length of the body the caller sent, before the
 	// gateway's changes to it (a plugin's Set, include_usage): the hold's
@@ -149,7 +139,7 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 			return apierr.EarlyRefusal("overloaded", shedRetryAfter, "the gateway is overloaded; retry after %d second", shedRetryAfter)
 		}
 		if !ep.uncharged {
-			if err := g.admitStore(); err != nil {
+			if err := g.bill.Admit(); err != nil {
 				return err
 			}
 		}
@@ -168,17 +158,8 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 			return err
 		}
 		// Armed before the hold, so that it covers a panic on the way
-		// upstream too; it acts once the hold is taken (c.held).
-		defer func() {
-			if !c.held {
-				return
-			}
-			g.releaseUnsettled(c)
-			if c.answered != nil && !c.detached {
-				g.settling.end(c.key.Account, c.answered)
-				g.settleEnd(c.key.Account, c.sharedSettle)
-			}
-		}()
+		// upstream too; it acts once the hold is taken.
+		defer func() { c.ticket.Finish(ctx) }()
 		if err := prepareBody(c); err != nil {
 			return err
 		}
@@ -360,126 +341,40 @@ func (g *Gateway) quote(ctx context.Context, c *call) error {
 	return nil
 }
 
-// holdAndSend holds c's quote, then sends c's prepared body upstream
-// (sendOK); c.held says whether the hold was taken, whatever it returns.
-// Where holds commit in a database (overlapHold), the hold's commit and the
-// upstream request go at once; either way nothing reaches the client before
-// the hold is taken, and a refused hold is the call's answer, as if it had
-// been made first: the upstream request, if it was sent, is cancelled and
-// its answer dropped.
+// holdAndSend holds c's quote (package billing), then sends c's prepared
+// body upstream (sendOK); c.ticket is the hold, taken or not, whatever it
+// returns. Where the hold goes beside the upstream request (the ticket is
+// pending), the upstream request goes at once and the hold is waited for
+// before anything reaches the client; a refused hold is the call's answer,
+// as if it had been made first: the upstream request, if it was sent, is
+// cancelled and its answer dropped.
 func (g *Gateway) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
-	h := g.holdOf(c)
-	overlap := g.overlapHold(c)
-	if overlap && g.allot != nil {
-		if al := g.allot.take(c.key.Account, c.hold, g.seen.share(c.key.Account, allotShare), time.Now()); al != nil {
-			c.carve = g.carveHold(ctx, al, h)
-			_ = g.hold(c, nil) // taken, in memory
-			return g.sendOK(ctx, c)
-		}
+	t, err := g.bill.Hold(ctx, billing.Call{
+		RequestID: c.info.rid, Key: c.key, Model: c.model, Route: c.route, Endpoint: c.ep.name,
+		Params: c.params, Amount: c.hold, Admitted: c.admitted, ChargedFirst: c.ep.accept != nil,
+	})
+	c.ticket = t
+	if err != nil {
+		return nil, err
 	}
-	if !overlap {
-		if err := g.hold(c, g.storeHold(ctx, h)); err != nil {
-			return nil, err
-		}
+	if !t.Pending() {
 		return g.sendOK(ctx, c)
 	}
-	// A refused hold ends the upstream request at once (tryLines counts a
-	// cancelled try against no line); a taken one leaves it to the call.
-	sendCtx, stop := context.WithCancel(ctx)
-	held := make(chan error, 1)
-	go func() {
-		err := errHoldPanicked
-		defer func() {
-			if r := recover(); r != nil { // as the router's PanicHandler would have
-				g.log.Error("store hold panicked", "request_id", h.RequestID, "panic", apierr.Bound(fmt.Sprint(r), apierr.MaxMessage))
-			}
-			if err != nil {
-				stop()
-			}
-			held <- err
-		}()
-		err = g.storeHold(ctx, h)
-	}()
 	waited := false
 	defer func() {
 		if !waited { // a panic on the way upstream: the hold's outcome is still the call's
-			_ = g.hold(c, <-held)
+			_ = t.Wait()
 		}
 	}()
-	up, err := g.sendOK(sendCtx, c)
+	up, err := g.sendOK(t.SendContext(), c)
 	waited = true
-	if herr := g.hold(c, <-held); herr != nil {
+	if herr := t.Wait(); herr != nil {
 		if up != nil {
 			up.close()
 		}
 		return nil, herr
 	}
 	return up, err
-}
-
-// errHoldPanicked is the outcome of a hold whose store call panicked
-// beside the upstream request (the goroutine recovers it, as the router
-// does a handler's): the call fails with 500.
-var errHoldPanicked = errors.New("gateway: the store's Hold did not return")
-
-// holdOf is the hold of c's quote.
-func (g *Gateway) holdOf(c *call) store.Hold {
-	return store.Hold{
-		RequestID: c.info.rid,
-		Account:   c.key.Account,
-		KeyID:     c.key.ID,
-		Model:     c.model.ID,
-		Route:     c.route,
-		Endpoint:  c.ep.name,
-		Amount:    c.hold,
-		Created:   c.admitted,
-	}
-}
-
-// storeHold writes h, timed; it reads nothing of the call (it may run
-// beside the upstream request).
-//
-// A hold still waiting in the store's queue after billing.max_store_wait
-// leaves it unsent and the call is refused (the ledger is behind), as it
-// would have been at admission had it come a moment later.
-func (g *Gateway) storeHold(ctx context.Context, h store.Hold) error {
-	t0 := time.Now()
-	hctx, cancel := ctx, context.CancelFunc(func() {})
-	if d := g.cfg.Billing.MaxStoreWait; d > 0 {
-		hctx, cancel = context.WithTimeout(ctx, d)
-	}
-	err := g.holdWrite(func() error { return g.store.Hold(hctx, h) })
-	waited := hctx.Err() != nil && ctx.Err() == nil
-	cancel()
-	g.met.holdDur.Observe(time.Since(t0).Seconds())
-	if err != nil && waited && errors.Is(err, context.DeadlineExceeded) {
-		g.writes.Refuse()
-		return apierr.Refusal("store_unavailable", apierr.StoreRetryAfter,
-			"the ledger is behind (the call's hold waited %s in its queue); nothing was charged, retry after %d seconds",
-			time.Since(t0).Round(time.Millisecond), apierr.StoreRetryAfter)
-	}
-	g.storeDown(err)
-	return err
-}
-
-// hold records the outcome err of c's hold (storeHold): c.held when it
-// was taken, else the error the caller gets.
-func (g *Gateway) hold(c *call, err error) error {
-	if err == nil {
-		c.held = true
-		g.met.openHolds.Add(1)
-		return nil
-	}
-	if g.overlap && (errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInsufficient)) {
-		g.seen.forget(c.key.Account) // refused: the account's calls hold first again
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		return apierr.Errf(http.StatusPaymentRequired, "insufficient_quota", "insufficient_credit", "the account %q has no credit", c.key.Account)
-	}
-	if ie := (*store.InsufficientError)(nil); errors.As(err, &ie) && ie.Limit == store.LimitKey {
-		return apierr.KeyLimit(ie, &c.key, c.admitted)
-	}
-	return err
 }
 
 // observePlugin records a plugin call's duration under the model's plugin.
@@ -517,288 +412,6 @@ func mergeParams(ps, set []abi.Param) []abi.Param {
 		}
 	}
 	return append(out, set...)
-}
-
-// releaseUnsettled releases the hold of a call that ended without settling
-// (a failure before any response reached the client, or a settle that could
-// not be written): it is not charged.
-func (g *Gateway) releaseUnsettled(c *call) {
-	if c.settled || c.detached {
-		return
-	}
-	ctx := context.WithoutCancel(c.r.Context())
-	rid := c.info.rid
-	var err error
-	if c.carve.landedWithin(carveWaitMax) {
-		err = g.holdWrite(func() error { return g.releaseOnce(ctx, rid) })
-		if !errors.Is(err, store.ErrUnavailable) {
-			g.released(rid, err)
-			return
-		}
-	}
-	// The carve is retrying, or the release met the store unavailable:
-	// the failed call's answer does not wait; the release follows in the
-	// background, tried again until the store answers.
-	c.detached = true
-	carve, account, answered, shared := c.carve, c.key.Account, c.answered, c.sharedSettle
-	g.inflight.Add(1)
-	go func() {
-		defer g.inflight.Done()
-		carve.wait()
-		g.release(ctx, rid)
-		if answered != nil { // the handler leaves these to whoever owns the hold
-			g.settling.end(account, answered)
-			g.settleEnd(account, shared)
-		}
-	}()
-}
-
-// release releases the hold of request rid, uncharged, trying again while
-// the store is unavailable until the gateway stops.
-func (g *Gateway) release(ctx context.Context, rid string) {
-	g.released(rid, g.storeWrite(g.life, "release", rid, func() error { return g.releaseOnce(ctx, rid) }))
-}
-
-// releaseOnce is one try at releasing the hold of request rid.
-func (g *Gateway) releaseOnce(ctx context.Context, rid string) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	return g.store.Release(ctx, rid, "call failed")
-}
-
-// released records the outcome err of releasing request rid's hold.
-func (g *Gateway) released(rid string, err error) {
-	switch {
-	case err == nil:
-		g.met.openHolds.Add(-1)
-	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrNoHold):
-		// The request id already had an outcome (a settle whose write
-		// reported an error yet landed), or never had a hold in the
-		// store (a carve that failed for good, see carveHold): none is
-		// open.
-		g.met.openHolds.Add(-1)
-		g.log.Error("release hold", "request_id", rid, "error", err.Error())
-	case !errors.Is(err, store.ErrAlreadySettled):
-		g.log.Error("release hold", "request_id", rid, "error", err.Error())
-	}
-}
-
-// storeRetryFor bounds how long a settle whose answer waits for it (a
-// video job's, charged before its answer) is tried again while the store
-// is unavailable.
-const storeRetryFor = 5 * time.Minute
-
-// settle prices the usage with the model's plugin and charges it, exactly
-// once. It returns once the charge is written; should the write fail, the
-// call stays unsettled and releaseUnsettled releases its hold, uncharged.
-// A video job is settled with it, before its answer, which carries the fee;
-// a JSON answer and a stream after the client has them, with
-// settleAnswered.
-func (g *Gateway) settle(ctx context.Context, c *call, u pricing.Usage, note string) (pricing.Nano, error) {
-	st := g.settlement(ctx, c, u, note)
-	ctx = context.WithoutCancel(ctx)
-	c.carve.wait()
-	rctx, cancel := context.WithTimeout(g.life, storeRetryFor)
-	defer cancel()
-	err := g.storeWrite(rctx, "settle", c.info.rid, func() error { return g.writeSettle(ctx, st) })
-	if err != nil {
-		g.log.Error("settle", "request_id", c.info.rid, "error", err.Error())
-		return 0, err
-	}
-	g.recordSettled(c, st)
-	return st.Charge, nil
-}
-
-// settleAnswered settles a call whose answer the client already has (a JSON
-// answer, a stream to its last event), as settle does, but lets its
-// handler return without waiting for the write whenever it can: the call
-// is detached and the settle goes on in the background, with
-// storeWrite's retries, until the store answers. Should the store refuse
-// it for good (no hold to settle), the hold, if any, is released; should
-// the gateway stop first, the hold is left to the lease sweep (or the
-// restart's recovery); either way the call is counted in
-// relay_calls_uncharged_total. The drain waits for it like any call.
-//
-// A JSON answer (c.answered set: the admin reads of the account wait for
-// its settle, see settling) is always detached, so that its connection
-// serves the caller's next request at once instead of after the ledger's
-// write — a database round trip and commit on PostgreSQL, which a
-// keep-alive client's next call would otherwise wait for. A stream's
-// response ends when its handler returns, and a client that has seen the
-// end may read its charge: it is settled first, and detached only when
-// the store is unavailable, its settle takes longer than streamSettleWait
-// (a reader of its generation then waits for it, see streamsEnding), or
-// its hold's carve is still retrying (allot.go), so that neither the
-// stream nor the connection waits long for the database. It returns the error of a settle that failed for
-// good, nil when detached. st is the call's settlement, already priced
-// (settlement): a JSON answer's x-relay-cost-usd header says its charge.
-// The access log records the charge priced.
-func (g *Gateway) settleAnswered(ctx context.Context, c *call, st store.Settlement) error {
-	ctx = context.WithoutCancel(ctx)
-	// A stream's settle is waited for up to streamSettleWait; one that
-	// takes longer (the ledger is behind) is not sent again but followed
-	// in the background. A stream whose hold's carve is still retrying
-	// (the store is unavailable) is detached at once; the goroutine waits
-	// for the carve.
-	var first chan error
-	if c.answered == nil && c.carve.landedWithin(carveWaitMax) {
-		first = make(chan error, 1)
-		go func() { first <- g.holdWrite(func() error { return g.writeSettle(ctx, st) }) }()
-		t := time.NewTimer(streamSettleWait)
-		select {
-		case err := <-first:
-			t.Stop()
-			switch {
-			case err == nil:
-				g.recordSettled(c, st)
-				return nil
-			case !errors.Is(err, store.ErrUnavailable):
-				g.uncharged(c.info.rid, "settle", err)
-				return err
-			}
-			first = nil // tried again in the background
-		case <-t.C:
-		}
-	}
-	c.info.charge = st.Charge.Fixed()
-	// From here the goroutine owns the hold; it reads nothing of c that
-	// the handler may still change.
-	c.detached = true
-	rid, account, answered, shared, model, route, carve := c.info.rid, c.key.Account, c.answered, c.sharedSettle, c.model.ID, c.route, c.carve
-	g.inflight.Add(1)
-	go func() {
-		defer g.inflight.Done()
-		carve.wait()
-		// Tried until the store answers: the call was answered, so it
-		// is charged once the store is back (or counted uncharged if the
-		// gateway stops first, when its hold is left to the lease sweep
-		// or the restart's recovery).
-		// A stream's try under way (counted as under way by its own
-		// holdWrite) is the first.
-		try := func() error {
-			if first != nil {
-				err := <-first
-				first = nil
-				return err
-			}
-			return g.holdWrite(func() error { return g.writeSettle(ctx, st) })
-		}
-		err := g.storeRetry(g.life, "settle", rid, try)
-		switch {
-		case err == nil:
-			g.met.openHolds.Add(-1)
-			g.met.observeSettle(model, route, st.Usage, st.Charge)
-		case errors.Is(err, store.ErrUnavailable):
-			g.uncharged(rid, "settle", err)
-		default:
-			// Refused for good (no hold to settle): nothing is left to
-			// charge; the hold, if any, is released.
-			g.uncharged(rid, "settle", err)
-			g.release(ctx, rid)
-		}
-		if answered != nil {
-			g.settling.end(account, answered)
-			g.settleEnd(account, shared)
-		} else {
-			g.streams.end(rid) // a read of its generation waited for this
-		}
-	}()
-	return nil
-}
-
-// streamSettleWait is how long a stream's end waits for its settle before
-// leaving it to the background (settleAnswered).
-const streamSettleWait = time.Second
-
-// writeSettle is one try at writing st.
-func (g *Gateway) writeSettle(ctx context.Context, st store.Settlement) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	t0 := time.Now()
-	e, err := g.store.Settle(ctx, st)
-	g.met.settleDur.Observe(time.Since(t0).Seconds())
-	g.storeDown(err)
-	if err == nil && g.overlap { // the balance only decides overlap (overlap.go)
-		g.seen.saw(st.Account, e.BalanceAfter, time.Now())
-	}
-	return err
-}
-
-// recordSettled records that c is settled with st, written.
-func (g *Gateway) recordSettled(c *call, st store.Settlement) {
-	c.settled = true
-	c.info.charge = st.Charge.Fixed()
-	g.met.openHolds.Add(-1)
-	g.met.observeSettle(c.model.ID, c.route, st.Usage, st.Charge)
-}
-
-// settlement prices the usage with the model's plugin: c's settlement.
-//
-// A plugin that cannot price the usage (its settle failed, and failed again
-// on a fresh instance: see plugins.Host.Settle) does not decide the charge:
-// fallbackCharge does, and the journal note, an error log line and
-// relay_settle_fallback_total say so.
-func (g *Gateway) settlement(ctx context.Context, c *call, u pricing.Usage, note string) store.Settlement {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	t0 := time.Now()
-	res, err := g.host.Settle(ctx, abi.SettleRequest{
-		Now:      g.now().UnixNano(),
-		Endpoint: c.ep.name,
-		Model:    c.model.ID,
-		Route:    c.route,
-		Usage:    plugins.UsageToABI(u),
-		Params:   c.params,
-	})
-	g.observePlugin(c.model.ID, "settle", t0)
-	charge := pricing.Nano(res.Charge)
-	if err != nil || res.Charge < 0 {
-		reason := "plugin_error"
-		if err == nil {
-			reason, err = "negative_charge", fmt.Errorf("the plugin returned a negative charge %d", res.Charge)
-		}
-		var (
-			priced bool
-			how    string
-		)
-		charge, priced, how = fallbackCharge(c, u)
-		plugin := g.host.Catalog().PluginFor(c.model.ID)
-		if plugin == "" {
-			plugin = "unknown"
-		}
-		kind := "published_price"
-		if !priced {
-			kind = "none"
-		}
-		g.met.settleFallback.WithLabelValues(plugin, reason, kind).Inc()
-		g.log.Error("settle: the plugin could not price the usage; charged by the fallback",
-			"request_id", c.info.rid, "plugin", plugin, "model", c.model.ID, "route", c.route,
-			"fallback", how, "charge_usd", charge.Fixed(), "error", apierr.Bound(err.Error(), apierr.MaxMessage))
-		note = strings.TrimSpace(note + " the plugin could not price the usage; " + how)
-	}
-	return store.Settlement{RequestID: c.info.rid, Account: c.key.Account, Charge: charge, Usage: u, Note: note}
-}
-
-// fallbackCharge is the charge of a call whose plugin could not price its
-// usage: the usage at the published price of the call's model and route —
-// the price entry the plugin described at load, as the catalogue held it
-// when the call was admitted — which is exactly what the usage costs at the
-// published prices, never more. When that cannot be computed (no entry, a
-// usage the entry cannot price such as an image without its size tier, an
-// overflow) the call is charged nothing: the failure goes the customer's
-// way. Like any charge it is taken in full even above the hold. priced is
-// false when the call is charged nothing; how is the journal's wording of
-// the rule applied.
-func fallbackCharge(c *call, u pricing.Usage) (charge pricing.Nano, priced bool, how string) {
-	p, ok := c.model.Routes[c.route]
-	if !ok {
-		return 0, false, fmt.Sprintf("charged nothing: %q has no published price on route %q", c.model.ID, c.route)
-	}
-	charge, err := p.Charge(u)
-	if err != nil {
-		return 0, false, fmt.Sprintf("charged nothing: the published price cannot price it (%v)", err)
-	}
-	return charge, true, "charged the usage at the published price"
 }
 
 // upstream is the answer a call relays (lines.Upstream) and the line that
@@ -896,22 +509,23 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 	}
 	// Priced before the answer goes out, so that its headers can say what
 	// the call costs (x-relay-cost-usd): the charge settled below, exactly.
-	st := g.settlement(ctx, c, u, note)
+	st := c.ticket.Price(ctx, u, note)
 	w.Header().Set(costHeader, st.Charge.Fixed())
-	c.answered = g.settling.begin(c.key.Account)
-	c.sharedSettle = g.settleBegin(ctx, c.key.Account, c.info.rid)
+	c.ticket.Answering(ctx)
 	g.writeAnswer(w, up, data)
 	_ = http.NewResponseController(w).Flush()
 	// The answer is out; the call is settled after it, as a stream is after
 	// its last event. Its hold covers it until then: a new hold in between
 	// sees it, and it reserves at least the charge unless the call overran
 	// its quote; an admin read of the account, and the key holder's reads
-	// (holder.go), wait for the settle (see settling). A settle that fails
+	// (holder.go), wait for the settle (see package billing). A settle that fails
 	// leaves the call unsettled, so its hold is released: the failure goes
 	// the customer's way. The settle goes on in the background
-	// (settleAnswered): the client's connection does not wait for the
-	// ledger.
-	_ = g.settleAnswered(ctx, c, st) // a failure is logged; the hold is released
+	// (SettleAnswered): the client's connection does not wait for the
+	// ledger. A failure is logged; the hold is released.
+	if c.ticket.SettleAnswered(ctx, st) == nil {
+		c.info.charge = st.Charge.Fixed()
+	}
 	return nil
 }
 

@@ -25,13 +25,9 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *cal
 	stripUsage := c.ep.name == pricing.EndpointChat && !c.sum.IncludeUsage
 	meter := c.ep.meter()
 	// A read of this call's generation waits for its settle (or release).
-	// A settle left to the background ends it there (settleAnswered).
-	g.streams.begin(c.info.rid, c.key.Account)
-	defer func() {
-		if !c.detached {
-			g.streams.end(c.info.rid)
-		}
-	}()
+	// A settle left to the background ends it there (SettleAnswered).
+	c.ticket.BeginStream()
+	defer c.ticket.EndStream()
 	h := w.Header()
 	g.copyResponseHeaders(h, up.resp.Header)
 	h.Set("Cache-Control", "no-cache")
@@ -52,8 +48,11 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *cal
 			note = fmt.Sprintf("estimated: the stream ended without usage after %d events", events)
 		}
 	}
-	if err := g.settleAnswered(ctx, c, g.settlement(ctx, c, u, note)); err != nil {
+	st := c.ticket.Price(ctx, u, note)
+	if err := c.ticket.SettleAnswered(ctx, st); err != nil {
 		g.log.Error("stream settled with error", "request_id", c.info.rid, "error", err.Error())
+	} else {
+		c.info.charge = st.Charge.Fixed()
 	}
 	if readErr != nil {
 		up.line.RecordFailure(g.now(), fmt.Errorf("stream cut: %w", readErr))

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/holder"
@@ -60,7 +58,7 @@ func TestStoreBehindRefusesNewCalls(t *testing.T) {
 	}
 	rids := []string{hdr.Get("X-Request-Id")}
 	eventually(t, "the first call's settle under way past max_store_wait", func() bool {
-		return r.gw.writes.State(time.Now()).Oldest > 150*time.Millisecond
+		return r.gw.bill.Backlog().State(time.Now()).Oldest > 150*time.Millisecond
 	})
 	sent := r.requests()
 	status, hdr, data = r.do("POST", "/v1/chat/completions", key, body)
@@ -74,12 +72,12 @@ func TestStoreBehindRefusesNewCalls(t *testing.T) {
 			t.Fatalf("the refused call reached line %s's provider", line)
 		}
 	}
-	if n := r.gw.writes.Refused(); n != 1 {
+	if n := r.gw.bill.Backlog().Refused(); n != 1 {
 		t.Fatalf("relay_store_behind_refused_total %d, want 1", n)
 	}
 
 	close(gate)
-	eventually(t, "the held settle lands", func() bool { return r.gw.writes.State(time.Now()).Writes == 0 })
+	eventually(t, "the held settle lands", func() bool { return r.gw.bill.Backlog().State(time.Now()).Writes == 0 })
 	status, hdr, data = r.do("POST", "/v1/chat/completions", key, body)
 	if status != 200 {
 		t.Fatalf("a call once the ledger caught up: %d %s", status, data)
@@ -89,7 +87,7 @@ func TestStoreBehindRefusesNewCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkEachChargedOnce(t, e, rids)
-	if n := testutil.ToFloat64(r.gw.met.uncharged); n != 0 {
+	if n := r.gw.bill.Uncharged(); n != 0 {
 		t.Fatalf("relay_calls_uncharged_total %v", n)
 	}
 }
@@ -166,7 +164,7 @@ func TestQueuedHoldGivesUp(t *testing.T) {
 			t.Fatalf("the refused call reached line %s's provider", line)
 		}
 	}
-	if n := r.gw.writes.Refused(); n != 1 {
+	if n := r.gw.bill.Backlog().Refused(); n != 1 {
 		t.Fatalf("relay_store_behind_refused_total %d, want 1", n)
 	}
 	if a := e.balance("acme"); a.Held != 0 || a.Balance != 5_000_000_000 {
@@ -242,7 +240,7 @@ func TestEarlyRefusalsAreWarnings(t *testing.T) {
 	status, hdr, _ := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "one"))
 	answered := hdr.Get("X-Request-Id")
 	eventually(t, "the settle under way past max_store_wait", func() bool {
-		return r.gw.writes.State(time.Now()).Oldest > 100*time.Millisecond
+		return r.gw.bill.Backlog().State(time.Now()).Oldest > 100*time.Millisecond
 	})
 	status2, hdr2, _ := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "two"))
 	if status != 200 || status2 != 503 {

@@ -13,6 +13,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
+	"github.com/modelrelay/modelrelay/gateway/billing"
 	"github.com/modelrelay/modelrelay/gateway/lines"
 	"github.com/modelrelay/modelrelay/store"
 	"github.com/modelrelay/modelrelay/wire"
@@ -30,16 +31,17 @@ func (g *Gateway) acceptVideo(ctx context.Context, w http.ResponseWriter, c *cal
 	if jobID == "" {
 		return apierr.Unavailable("upstream_error", "the provider accepted the job without a request_id; it was not charged")
 	}
-	amount, err := g.settle(ctx, c, wire.VideoUsage(c.params), "video job "+jobID+" accepted")
+	amount, err := c.ticket.Settle(ctx, wire.VideoUsage(c.params), "video job "+jobID+" accepted")
 	switch {
 	case errors.Is(err, store.ErrUnavailable):
 		// The last try may have landed with its answer lost: say so
 		// rather than "nothing was charged".
 		return apierr.Unavailable("store_unavailable", "the provider accepted video job %s, but the ledger did not answer for %s: the job is not recorded, and its charge, if it landed, is in the account's journal under request id %s; check it before you retry",
-			apierr.Quote(jobID), storeRetryFor, c.info.rid)
+			apierr.Quote(jobID), billing.StoreRetryFor, c.info.rid)
 	case err != nil:
 		return apierr.Internal("ledger_error", "the job was accepted but could not be settled")
 	}
+	c.info.charge = amount.Fixed()
 	job := store.Job{
 		RequestID: jobID, Account: c.key.Account, KeyID: c.key.ID, Model: c.model.ID,
 		Route: c.route, Line: up.line.Name(), Amount: amount, Created: g.now(),
@@ -48,9 +50,7 @@ func (g *Gateway) acceptVideo(ctx context.Context, w http.ResponseWriter, c *cal
 	// not be read nor its failure refunded. A store that went down since
 	// the settle is waited for as a settle is; a record whose commit was
 	// lost with the connection is there (ErrExists on the retry, putJob).
-	rctx, cancel := context.WithTimeout(g.life, storeRetryFor)
-	defer cancel()
-	err = g.storeWrite(rctx, "job", c.info.rid, func() error { return g.putJob(ctx, job) })
+	err = g.bill.WriteOwed("job", c.info.rid, func() error { return g.putJob(ctx, job) })
 	if err != nil {
 		g.log.Error("record video job", "request_id", c.info.rid, "job", apierr.Quote(jobID), "error", err.Error())
 	}

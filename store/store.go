@@ -165,7 +165,7 @@ type Ledger interface {
 // replicas share (store/postgres). A replica sets aside some of an
 // account's credit as one hold, an allotment; it admits that account's
 // calls against it in memory, and carves each call's own hold out of it
-// off the call's path (gateway/allot.go), so that no call waits for a
+// off the call's path (gateway/billing/allot.go), so that no call waits for a
 // database commit before its upstream answer reaches the caller.
 type Allotter interface {
 	// Allot takes h as an allotment: checked and reserved as Hold does

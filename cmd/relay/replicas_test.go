@@ -875,7 +875,7 @@ type requestEntries struct {
 }
 
 // journalByRequest sorts the journal by request, and wants no entries for
-// a request none of the calls of all made. An allotment (gateway/allot.go)
+// a request none of the calls of all made. An allotment (gateway/billing/allot.go)
 // swept while the database was away has a recovery entry, and nothing
 // else: never a charge.
 func journalByRequest(t *testing.T, entries []entry, all []callResult) map[string]*requestEntries {

@@ -82,13 +82,13 @@ type BillingConfig struct {
 	// max_tokens. Default 4096.
 	DefaultOutputTokens int64 `yaml:"default_output_tokens"`
 	// OverlapHold lets a hold's commit run beside the upstream request on
-	// PostgreSQL, for an account that plainly has the credit (overlap.go).
+	// PostgreSQL, for an account that plainly has the credit (billing/overlap.go).
 	// Default true; false holds every call before it goes upstream. Badger
 	// holds in memory and never overlaps.
 	OverlapHold *bool `yaml:"overlap_hold"`
 	// Allot lets calls that may overlap their hold be admitted in memory
 	// against an allotment of the account's credit this replica holds in
-	// PostgreSQL (allot.go). Default true; false holds each such call in
+	// PostgreSQL (billing/allot.go). Default true; false holds each such call in
 	// the database beside its upstream request. Needs overlap_hold.
 	Allot *bool `yaml:"allot"`
 	// MaxStoreBacklog is how many ledger writes (holds, carves, settles,

@@ -1,4 +1,4 @@
-package gateway
+package billing
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 const settleWaitMax = 5 * time.Second
 
 // settling follows, per account, the calls whose JSON answer the client
-// already has but whose settle has not ended (see relayJSON). The admin reads
+// already has but whose settle has not ended (see Ticket.Answering). The admin reads
 // of an account wait for them, so that a balance or charges read made after
 // a call's answer shows its charge, as it did when the answer waited for the
 // settle. A new call's hold does not wait: it sees the open hold.
@@ -121,7 +121,7 @@ func (s *settling) wait(ctx context.Context, account string) {
 // streamsEnding follows, by request id, this process's streams whose
 // settle has not been written. A stream is settled after its last event,
 // and a client may read that event and ask GET /v1/generations/{id} before
-// the settle lands: the read waits for it (see package holder) instead of
+// the settle lands: the read waits for it (see Ledger.WaitStream) instead of
 // answering 404. Streams are not in settling: an admin read must not wait
 // for a stream still running.
 type streamsEnding struct {

@@ -1,4 +1,4 @@
-package gateway
+package billing
 
 import (
 	"sync"
@@ -15,7 +15,7 @@ import (
 // waits for before it goes upstream (about 0.6 ms on an idle database, a
 // millisecond or more under load). Where the account plainly has the
 // credit, the gateway sends the hold and the upstream request at once and
-// waits for both before the answer's first byte (holdAndSend): the client
+// waits for both before the answer's first byte (Hold, Ticket.Wait): the client
 // sees the hold's commit only where it outlasts the provider's answer. Every
 // guarantee of a hold stands — it is the same statement, taken before
 // anything reaches the client, and a refused hold is the call's answer, the
@@ -88,14 +88,14 @@ func (s *creditSeen) ample(account string, hold pricing.Nano, t time.Time) bool 
 	return b.balance/overlapMargin >= need
 }
 
-// overlapHold reports whether c's hold goes beside its upstream request
-// (see holdAndSend): on a store whose holds commit in a database, for a
-// call answered from its upstream response (not a video job, whose job
-// the store records before the answer), on a key with no spend limit, of
-// an account that plainly has the credit.
-func (g *Gateway) overlapHold(c *call) bool {
-	return g.overlap && c.ep.accept == nil && c.key.Limit == 0 &&
-		g.seen.ample(c.key.Account, c.hold, time.Now())
+// overlaps reports whether c's hold goes beside its upstream request
+// (see Hold): on a store whose holds commit in a database, for a call
+// answered from its upstream response (not one charged before its answer,
+// a video job, whose job the store records before the answer), on a key
+// with no spend limit, of an account that plainly has the credit.
+func (l *Ledger) overlaps(c Call) bool {
+	return l.overlap && !c.ChargedFirst && c.Key.Limit == 0 &&
+		l.seen.ample(c.Key.Account, c.Amount, time.Now())
 }
 
 // allotsCredit reports whether calls that may overlap their hold are

@@ -1,4 +1,4 @@
-package gateway
+package billing
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // database.
 //
 // Where the store is an Allotter (PostgreSQL), a call that may overlap its
-// hold (overlapHold: an account that plainly has the credit, a key with no
+// hold (overlaps: an account that plainly has the credit, a key with no
 // spend limit, an answer that is not a video job) is admitted against an
 // allotment instead: a hold this replica took of 1/allotShare of the
 // account's balance as it last saw it. The admission is a subtraction in
@@ -57,8 +57,8 @@ const allotIdle = 10 * time.Second
 // allotEndpoint is the endpoint an allotment's hold records.
 const allotEndpoint = "allotment"
 
-// allotStore is what allotments need of the store.
-type allotStore interface {
+// AllotStore is what allotments need of the store: store/postgres.
+type AllotStore interface {
 	store.Allotter
 	Release(ctx context.Context, requestID, reason string) error
 }
@@ -66,8 +66,9 @@ type allotStore interface {
 // allotments are this replica's open allotments, one per account at most
 // that calls are admitted against, and those retired but still carving.
 type allotments struct {
-	st      allotStore
-	retrier *backlog.Retrier // the gateway's, shared by every store write
+	st      AllotStore
+	newID   func() string    // a request id ("req_…"), an allotment's is made of
+	retrier *backlog.Retrier // the ledger's, shared by every store write
 	log     func(msg string, args ...any)
 	idle    time.Duration // allotIdle; shorter in tests
 	// releaseFor: allotReleaseFor; shorter in tests
@@ -102,8 +103,8 @@ type allotment struct {
 	timer   *time.Timer
 }
 
-func newAllotments(st allotStore, log func(string, ...any)) *allotments {
-	return &allotments{st: st, retrier: backlog.NewRetrier(func(err error) bool { return errors.Is(err, store.ErrUnavailable) }), log: log, idle: allotIdle, releaseFor: allotReleaseFor, open: map[string]*allotment{}, all: map[*allotment]bool{},
+func newAllotments(st AllotStore, log func(string, ...any), newID func() string) *allotments {
+	return &allotments{st: st, newID: newID, retrier: backlog.NewRetrier(func(err error) bool { return errors.Is(err, store.ErrUnavailable) }), log: log, idle: allotIdle, releaseFor: allotReleaseFor, open: map[string]*allotment{}, all: map[*allotment]bool{},
 		taking: map[string]bool{}, cool: map[string]time.Time{}}
 }
 
@@ -141,7 +142,7 @@ func (a *allotments) take(account string, amount, size pricing.Nano, now time.Ti
 
 // allot takes an allotment of size for account.
 func (a *allotments) allot(account string, size pricing.Nano) {
-	al := &allotment{id: "allot_" + strings.TrimPrefix(newRequestID(), "req_"), account: account, left: size, used: time.Now()}
+	al := &allotment{id: "allot_" + strings.TrimPrefix(a.newID(), "req_"), account: account, left: size, used: time.Now()}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := a.st.Allot(ctx, store.Hold{RequestID: al.id, Account: account, Endpoint: allotEndpoint, Amount: size, Created: time.Now()})
@@ -299,9 +300,9 @@ func (a *allotments) down() {
 // storeDown retires every allotment if err says the store is unavailable
 // (a hold, a settle or a carve met it), so that no call is admitted in
 // memory while the database may be down.
-func (g *Gateway) storeDown(err error) {
-	if g.allot != nil && errors.Is(err, store.ErrUnavailable) {
-		g.allot.down()
+func (l *Ledger) storeDown(err error) {
+	if l.allot != nil && errors.Is(err, store.ErrUnavailable) {
+		l.allot.down()
 	}
 }
 
@@ -352,15 +353,15 @@ func (cv *carving) landedWithin(d time.Duration) bool {
 // try has a deadline of its own: waiting in the store's queue is not
 // failing (the store bounds each statement it sends, and admission bounds
 // the queue, see storewrites.go).
-func (g *Gateway) carveHold(ctx context.Context, al *allotment, h store.Hold) *carving {
+func (l *Ledger) carveHold(al *allotment, h store.Hold) *carving {
 	cv := &carving{done: make(chan struct{})}
 	go func() {
 		defer close(cv.done)
-		err := g.storeWrite(g.life, "carve", h.RequestID, func() error {
+		err := l.storeWrite(l.life, "carve", h.RequestID, func() error {
 			t0 := time.Now()
-			err := g.allot.st.Carve(g.life, al.id, h)
-			g.met.carveDur.Observe(time.Since(t0).Seconds())
-			g.storeDown(err)
+			err := l.allot.st.Carve(l.life, al.id, h)
+			l.met.carveDur.Observe(time.Since(t0).Seconds())
+			l.storeDown(err)
 			return err
 		})
 		// ErrExists: the request id already has its hold, or an outcome:
@@ -369,11 +370,11 @@ func (g *Gateway) carveHold(ctx context.Context, al *allotment, h store.Hold) *c
 		if errors.Is(err, store.ErrExists) {
 			err = nil
 		}
-		g.allot.carved(al, err)
+		l.allot.carved(al, err)
 		if errors.Is(err, store.ErrNoHold) {
-			err = g.storeWrite(g.life, "hold", h.RequestID, func() error {
-				err := g.allot.st.HoldAdmitted(g.life, h)
-				g.storeDown(err)
+			err = l.storeWrite(l.life, "hold", h.RequestID, func() error {
+				err := l.allot.st.HoldAdmitted(l.life, h)
+				l.storeDown(err)
 				return err
 			})
 			if errors.Is(err, store.ErrExists) {
@@ -383,7 +384,7 @@ func (g *Gateway) carveHold(ctx context.Context, al *allotment, h store.Hold) *c
 		if err != nil {
 			// The call's settle (or release) finds no hold and says
 			// whether an answered call went uncharged (storewrites.go).
-			g.log.Error("carve: the call's hold could not be written", "request_id", h.RequestID, "error", err.Error())
+			l.log.Error("carve: the call's hold could not be written", "request_id", h.RequestID, "error", err.Error())
 		}
 	}()
 	return cv
