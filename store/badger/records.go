@@ -15,8 +15,8 @@ import (
 // The records below are the on-disk encoding. They are separate from the
 // API types so that the format is owned here: amounts are plain int64
 // nano-USD, and renaming an API field cannot change what old data means.
-// Each has its binary layout (fields, for enc; decode, which reads the same
-// fields in the same order) and keeps the JSON tags of the records that
+// Each has its binary layout (fields, which encodeRecord writes after the
+// layout's tag; decode, which reads the same fields in the same order) and keeps the JSON tags of the records that
 // builds before the binary format wrote, so that those are still read.
 
 type accountRec struct {
@@ -207,22 +207,18 @@ func (r outcomeRec) api() store.Outcome {
 // Account v1: id, balance, held, seq, created.
 // Account v2 (written since): v1's fields, then alert below.
 
-func (r *accountRec) fields(e *enc) {
+func (r *accountRec) fields(e enc) enc {
 	e.str(r.ID)
 	e.varint(r.Balance)
 	e.varint(r.Held)
 	e.uvarint(r.Seq)
 	e.time("created", r.Created)
 	e.varint(r.AlertBelow)
+	return e
 }
 
 func (r *accountRec) encode(key []byte) ([]byte, error) {
-	var e enc
-	r.fields(&e)
-	if e.start(tagAccountV2) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagAccountV2, r.fields)
 }
 
 func (r *accountRec) decode(key, val []byte) error {
@@ -250,7 +246,7 @@ func (r *accountRec) decode(key, val []byte) error {
 // Key v2 (written since): v1's fields, then label, limit, reset, expires,
 // allow (count, then each).
 
-func (r *keyRec) fields(e *enc) {
+func (r *keyRec) fields(e enc) enc {
 	e.str(r.ID)
 	e.str(r.Hash)
 	e.str(r.Account)
@@ -263,15 +259,11 @@ func (r *keyRec) fields(e *enc) {
 	e.str(r.Reset)
 	e.time("expires", r.Expires)
 	e.strs(r.Allow)
+	return e
 }
 
 func (r *keyRec) encode(key []byte) ([]byte, error) {
-	var e enc
-	r.fields(&e)
-	if e.start(tagKeyV2) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagKeyV2, r.fields)
 }
 
 func (r *keyRec) decode(key, val []byte) error {
@@ -302,18 +294,14 @@ func (r *keyRec) decode(key, val []byte) error {
 
 // Key spend v1: spent, period start.
 
-func (r *spendRec) fields(e *enc) {
+func (r *spendRec) fields(e enc) enc {
 	e.varint(r.Spent)
 	e.time("period_start", r.PeriodStart)
+	return e
 }
 
 func (r *spendRec) encode(key []byte) ([]byte, error) {
-	var e enc
-	r.fields(&e)
-	if e.start(tagSpendV1) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagSpendV1, r.fields)
 }
 
 func (r *spendRec) decode(key, val []byte) error {
@@ -332,7 +320,7 @@ func (r *spendRec) decode(key, val []byte) error {
 // Hold v1: request id, account, key id, model, route, endpoint, amount,
 // created, owner.
 
-func (r *holdRec) fields(e *enc) {
+func (r *holdRec) fields(e enc) enc {
 	e.str(r.RequestID)
 	e.str(r.Account)
 	e.str(r.KeyID)
@@ -342,15 +330,11 @@ func (r *holdRec) fields(e *enc) {
 	e.varint(r.Amount)
 	e.time("created", r.Created)
 	e.str(r.Owner)
+	return e
 }
 
 func (r *holdRec) encode(key []byte) ([]byte, error) {
-	var e enc
-	r.fields(&e)
-	if e.start(tagHoldV1) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagHoldV1, r.fields)
 }
 
 func (r *holdRec) decode(key, val []byte) error {
@@ -405,7 +389,7 @@ func (u *usageRec) decode(d *dec) {
 // Journal entry v1: seq, kind, request id, account, key id, model, route,
 // endpoint, usage, hold, amount, balance after, time, note.
 
-func (r *entryRec) fields(e *enc) {
+func (r *entryRec) fields(e enc) enc {
 	e.uvarint(r.Seq)
 	e.str(r.Kind)
 	e.str(r.RequestID)
@@ -414,21 +398,17 @@ func (r *entryRec) fields(e *enc) {
 	e.str(r.Model)
 	e.str(r.Route)
 	e.str(r.Endpoint)
-	r.Usage.fields(e)
+	r.Usage.fields(&e)
 	e.varint(r.HoldAmount)
 	e.varint(r.Amount)
 	e.varint(r.BalanceAfter)
 	e.time("time", r.Time)
 	e.str(r.Note)
+	return e
 }
 
 func (r *entryRec) encode(key []byte) ([]byte, error) {
-	var e enc
-	r.fields(&e)
-	if e.start(tagEntryV1) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagEntryV1, r.fields)
 }
 
 func (r *entryRec) decode(key, val []byte) error {
@@ -459,7 +439,7 @@ func (r *entryRec) decode(key, val []byte) error {
 // Job v1: request id, account, key id, model, route, line, amount, refunded,
 // created.
 
-func (r *jobRec) fields(e *enc) {
+func (r *jobRec) fields(e enc) enc {
 	e.str(r.RequestID)
 	e.str(r.Account)
 	e.str(r.KeyID)
@@ -469,15 +449,11 @@ func (r *jobRec) fields(e *enc) {
 	e.varint(r.Amount)
 	e.boolean(r.Refunded)
 	e.time("created", r.Created)
+	return e
 }
 
 func (r *jobRec) encode(key []byte) ([]byte, error) {
-	var e enc
-	r.fields(&e)
-	if e.start(tagJobV1) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagJobV1, r.fields)
 }
 
 func (r *jobRec) decode(key, val []byte) error {
@@ -513,14 +489,15 @@ func (r *jobRec) decode(key, val []byte) error {
 // v1's size, and outcomes are kept for good, one per call. The owner of a
 // settled call's hold is not kept.
 
-func (r *outcomeRec) settledFields(e *enc) {
+func (r *outcomeRec) settledFields(e enc) enc {
 	e.str(r.Account)
 	e.varint(r.Charge)
 	e.uvarint(r.Seq)
 	e.time("time", r.Time)
+	return e
 }
 
-func (r *outcomeRec) fields(e *enc) {
+func (r *outcomeRec) fields(e enc) enc {
 	e.str(r.RequestID)
 	e.str(r.Account)
 	e.str(r.State)
@@ -534,22 +511,14 @@ func (r *outcomeRec) fields(e *enc) {
 	e.str(r.Model)
 	e.str(r.Route)
 	e.str(r.Endpoint)
+	return e
 }
 
 func (r *outcomeRec) encode(key []byte) ([]byte, error) {
-	var e enc
 	if r.State == store.OutcomeSettled {
-		r.settledFields(&e)
-		if e.start(tagSettledV2) {
-			r.settledFields(&e)
-		}
-		return e.finish(key)
+		return encodeRecord(key, tagSettledV2, r.settledFields)
 	}
-	r.fields(&e)
-	if e.start(tagOutcomeV3) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagOutcomeV3, r.fields)
 }
 
 func (r *outcomeRec) decode(key, val []byte) error {
