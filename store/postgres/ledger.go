@@ -304,14 +304,8 @@ func (s *Store) HoldAdmitted(ctx context.Context, h store.Hold) error {
 // this replica's to renew unless it fails.
 func (s *Store) hold(ctx context.Context, op *ledgerOp, allotment bool) (err error) {
 	h := op.hold
-	if err := store.CheckID("request", h.RequestID); err != nil {
+	if err := store.CheckHold(h); err != nil {
 		return err
-	}
-	if err := store.CheckAccountID(h.Account); err != nil {
-		return err
-	}
-	if h.Amount < 0 {
-		return fmt.Errorf("postgres: hold %q: amount %d nano-USD is negative", h.RequestID, h.Amount)
 	}
 	if s.addLive(h.RequestID, h.Account, allotment) {
 		defer func() {
