@@ -12,17 +12,8 @@ import (
 	"github.com/modelrelay/modelrelay/store"
 )
 
-// Store is what the kit tests: the three interfaces the gateway uses, and
-// Close.
-type Store interface {
-	store.Ledger
-	store.Keys
-	store.KeyLimits
-	store.Books
-	store.Jobs
-	store.Console
-	Close() error
-}
+// Store is what the kit tests: all of store.Store.
+type Store = store.Store
 
 // Options tunes Run.
 type Options struct {
@@ -32,7 +23,8 @@ type Options struct {
 	// and reopen the directory under a new owner and call RecoverHolds; for
 	// a shared database, let the holds' lease expire and sweep them from
 	// another replica. s then belongs to Crash (close it or not); the kit
-	// closes the returned store. Nil skips the recovery subtest.
+	// closes the returned store. Every store recovers such holds
+	// (RecoverHolds), so nil fails the recovery subtest.
 	Crash func(t *testing.T, s Store) Store
 	// Callers is the number of goroutines in the concurrency subtests; 0
 	// means 64.
@@ -43,6 +35,12 @@ type Options struct {
 	// goroutines of one. The kit closes the peers. Nil runs them on s
 	// alone.
 	Peers func(t *testing.T, s Store, n int) []Store
+	// Claims are the optional interfaces of package store (Allotter,
+	// Exporter) that the store implements. The Capabilities subtest fails
+	// a store that lacks one it claims or has one it does not claim; the
+	// subtests of a claimed one fail when the store is not one, and those
+	// of one not claimed are skipped.
+	Claims []Capability
 }
 
 const usd = pricing.NanoPerUSD
@@ -60,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) Store, opts Options) {
 		fn   func(t *testing.T, s Store)
 	}{
 		{"Credit", k.credit},
+		{"Capabilities", k.capabilities},
 		{"CreateAccount", k.createAccount},
 		{"Hold", k.hold},
 		{"Insufficient", k.insufficient},
@@ -1023,7 +1022,7 @@ func (k *kit) concurrentCreate(t *testing.T, s Store) {
 // entry of amount 0, never charged; what was settled stays settled.
 func (k *kit) recovery(t *testing.T, s Store) {
 	if k.opts.Crash == nil {
-		t.Skip("storetest: Options.Crash is nil: this store's recovery of dead owners' holds is not tested")
+		t.Fatal("storetest: Options.Crash is nil: every store recovers the holds of owners that died, and the kit must be told how this one's die")
 	}
 	mustCredit(t, s, "acme", 10*usd)
 	mustCredit(t, s, "beta", 10*usd)
@@ -1130,13 +1129,10 @@ func (x *exported) Login(l store.Login) error {
 // in store.Sink's order: accounts by id with their journal counter (Held
 // counting open holds), keys by hash, each account's journal oldest first
 // (accounts in id order, though "acme-eu/" sorts before "acme/"), jobs and
-// outcomes by request id (console logins: see the Console group). Other
-// stores skip this subtest.
+// outcomes by request id (console logins: see the Console group). A store
+// that does not claim Exporter skips this subtest.
 func (k *kit) export(t *testing.T, s Store) {
-	ex, ok := s.(store.Exporter)
-	if !ok {
-		t.Skip("the store is not a store.Exporter")
-	}
+	ex := claimed[store.Exporter](t, k, s, Exporter)
 	seedExport(t, s)
 	var x exported
 	if err := ex.Export(ctx, &x); err != nil {
