@@ -136,12 +136,7 @@ func (r *sessionRec) decode(key, val []byte) error {
 }
 
 func putLogin(txn *badger.Txn, r *loginRec) error {
-	key := loginKey(r.Email)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
+	return put(txn, loginKey(r.Email), r.encode)
 }
 
 // loadLogin reads the login of email; ErrNotFound if none.

@@ -2,14 +2,11 @@ package badger
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"github.com/modelrelay/modelrelay/store"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/store"
 )
 
 // The records below are the on-disk encoding. They are separate from the
@@ -558,115 +555,4 @@ func (r *outcomeRec) decode(key, val []byte) error {
 		r.Endpoint = d.str("endpoint")
 	}
 	return d.close(key)
-}
-
-// Reading and writing records in a transaction. The getters return
-// badger.ErrKeyNotFound for a missing key; callers turn it into the API's
-// error for what they were looking up.
-
-func getAccount(txn *badger.Txn, key []byte) (r accountRec, err error) {
-	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
-	return r, err
-}
-
-func getKey(txn *badger.Txn, key []byte) (r keyRec, err error) {
-	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
-	return r, err
-}
-
-func getHold(txn *badger.Txn, key []byte) (r holdRec, err error) {
-	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
-	return r, err
-}
-
-func getJob(txn *badger.Txn, key []byte) (r jobRec, err error) {
-	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
-	return r, err
-}
-
-func getOutcome(txn *badger.Txn, key []byte) (r outcomeRec, err error) {
-	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
-	return r, err
-}
-
-func putAccount(txn *badger.Txn, r *accountRec) error {
-	key := accountKey(r.ID)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
-}
-
-func putKey(txn *badger.Txn, r *keyRec) error {
-	key := keyKey(r.Hash)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
-}
-
-// getSpend reads the spend record of key id: zero when it has none.
-func getSpend(txn *badger.Txn, id string) (r spendRec, err error) {
-	key := spendKey(id)
-	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return spendRec{}, nil
-	}
-	return r, err
-}
-
-// getKeySpent reads the key record under key and its spend record.
-func getKeySpent(txn *badger.Txn, key []byte) (keyRec, error) {
-	r, err := getKey(txn, key)
-	if err == nil {
-		r.spend, err = getSpend(txn, r.ID)
-	}
-	return r, err
-}
-
-func putSpend(txn *badger.Txn, id string, r *spendRec) error {
-	key := spendKey(id)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
-}
-
-func putHold(txn *badger.Txn, r *holdRec) error {
-	key := holdKey(r.RequestID)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
-}
-
-func putEntry(txn *badger.Txn, r *entryRec) error {
-	key := journalKey(r.Account, r.Seq)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
-}
-
-func putJob(txn *badger.Txn, r *jobRec) error {
-	key := jobKey(r.RequestID)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
-}
-
-func putOutcome(txn *badger.Txn, r *outcomeRec) error {
-	key := doneKey(r.RequestID)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
 }
