@@ -250,17 +250,17 @@ var ErrUnavailable = errors.New("store unavailable")
 // its admin API and the console's logins (gateway.Store is this). It is
 // the one list of the store's parts: Store adds what opening, recovering
 // and closing a store takes, and the conformance kit checks all of Store.
-// The optional parts the gateway finds by type assertion (Allotter,
-// Exporter) are not in it; each store that has one says so with a
-// compile-time guard, and claims it to storetest.Run, which fails when a
-// claimed part is missing.
+// The optional parts (Allotter, which the gateway finds by type assertion;
+// Exporter, which relay store copy reads) are in neither: a store that has
+// one says so with a compile-time guard and claims it to storetest.Run,
+// which fails when a claimed part is missing.
 type Service interface {
 	Ledger
 	Keys
 	KeyLimits
-	Books // the key holder's reads, the console's journal
+	Books // what account holders read of their books
 	Jobs
-	Console // console logins and sessions
+	Console // the web console's logins and sessions
 }
 
 // Store is all that the gateway, the admin API, relay serve and crash
