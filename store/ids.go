@@ -107,6 +107,18 @@ func CheckHold(h Hold) error {
 	return nil
 }
 
+// CheckSettlement checks a settlement before a store settles it: its
+// request id is well formed and its charge is not negative.
+func CheckSettlement(s Settlement) error {
+	if err := CheckID("request", s.RequestID); err != nil {
+		return err
+	}
+	if s.Charge < 0 {
+		return fmt.Errorf("store: settle %q: charge %d nano-USD is negative", s.RequestID, s.Charge)
+	}
+	return nil
+}
+
 // CheckJob checks a video job before PutJob records it: its request and
 // account ids are well formed and its amount is not negative.
 func CheckJob(j Job) error {

@@ -209,11 +209,8 @@ func (b *Store) Hold(ctx context.Context, h store.Hold) error {
 // its books must close (a client that went away must not cancel its charge).
 func (b *Store) Settle(ctx context.Context, s store.Settlement) (store.Entry, error) {
 	ctx = context.WithoutCancel(ctx)
-	if err := store.CheckID("request", s.RequestID); err != nil {
+	if err := store.CheckSettlement(s); err != nil {
 		return store.Entry{}, err
-	}
-	if s.Charge < 0 {
-		return store.Entry{}, fmt.Errorf("store: settle %q: charge %d nano-USD is negative", s.RequestID, s.Charge)
 	}
 	h, unlock, err := b.takeHold(ctx, s.RequestID, s.Account)
 	if err != nil {

@@ -370,11 +370,8 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.Entry, e
 }
 
 func (s *Store) settle(ctx context.Context, st store.Settlement) (store.Entry, error) {
-	if err := store.CheckID("request", st.RequestID); err != nil {
+	if err := store.CheckSettlement(st); err != nil {
 		return store.Entry{}, err
-	}
-	if st.Charge < 0 {
-		return store.Entry{}, fmt.Errorf("postgres: settle %q: charge %d nano-USD is negative", st.RequestID, st.Charge)
 	}
 	usage, err := usageJSON(st.Usage)
 	if err != nil {
