@@ -28,8 +28,8 @@ type capability struct {
 	has func(s Store) bool
 }
 
-// capabilities are the optional interfaces of package store.
-var capabilities = []capability{
+// optionals are the optional interfaces of package store.
+var optionals = []capability{
 	{Allotter, is[store.Allotter]},
 	{Exporter, is[store.Exporter]},
 }
@@ -44,11 +44,11 @@ func is[T any](s Store) bool {
 // mistake too.
 func (k *kit) capabilities(t *testing.T, s Store) {
 	for _, c := range k.opts.Claims {
-		if !slices.ContainsFunc(capabilities, func(o capability) bool { return o.c == c }) {
+		if !slices.ContainsFunc(optionals, func(o capability) bool { return o.c == c }) {
 			t.Errorf("Options.Claims has %q, which is no optional interface of package store", c)
 		}
 	}
-	for _, o := range capabilities {
+	for _, o := range optionals {
 		switch claims := slices.Contains(k.opts.Claims, o.c); {
 		case claims && !o.has(s):
 			t.Errorf("the store claims %s and is not one: a method is missing or its signature differs", o.c)
