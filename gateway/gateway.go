@@ -27,16 +27,9 @@ import (
 	"github.com/modelrelay/modelrelay/store"
 )
 
-// Store is what the gateway needs of the store package.
-type Store interface {
-	store.Ledger
-	store.Keys
-	store.KeyLimits
-	store.Books
-	store.Jobs
-	store.Books   // the key holder's reads (holder.go)
-	store.Console // console logins (admin.go)
-}
+// Store is what the gateway needs of the store package: store.Service,
+// declared there once.
+type Store = store.Service
 
 // Options wires a Gateway. Config must already be resolved (config.Load does).
 type Options struct {

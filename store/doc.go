@@ -2,9 +2,10 @@
 // their balances, API keys (by hash), holds taken at admission, the journal
 // of credits, charges, refunds and recoveries, video jobs, and the web
 // console's logins and sessions. store.go has the types, errors and
-// interfaces (Ledger, Keys, Jobs, and Store, all that the gateway, the admin
-// API, relay serve and crash recovery use); console.go the Console contract,
-// setup tokens and email rules; ids.go the rules for ids and notes;
+// interfaces (Ledger, Keys, Jobs; Service, all that the gateway serves
+// calls with; Store, Service and what relay serve and crash recovery use;
+// the optional Allotter); console.go the Console contract, setup tokens and
+// email rules; ids.go the rules for ids, notes, keys, holds and jobs;
 // keygen.go how API keys are made and hashed; export.go the Sink and
 // Exporter through which the books of one store are read out, in a fixed
 // order, to be copied into another (relay store copy).

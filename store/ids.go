@@ -90,3 +90,46 @@ func CheckKey(k Key) error {
 	}
 	return nil
 }
+
+// CheckHold checks a hold before a store takes it (Hold, and an
+// Allotter's Allot, Carve and HoldAdmitted): its request and account ids
+// are well formed and its amount is not negative.
+func CheckHold(h Hold) error {
+	if err := CheckID("request", h.RequestID); err != nil {
+		return err
+	}
+	if err := CheckAccountID(h.Account); err != nil {
+		return err
+	}
+	if h.Amount < 0 {
+		return fmt.Errorf("store: hold %q: amount %d nano-USD is negative", h.RequestID, h.Amount)
+	}
+	return nil
+}
+
+// CheckSettlement checks a settlement before a store settles it: its
+// request id is well formed and its charge is not negative.
+func CheckSettlement(s Settlement) error {
+	if err := CheckID("request", s.RequestID); err != nil {
+		return err
+	}
+	if s.Charge < 0 {
+		return fmt.Errorf("store: settle %q: charge %d nano-USD is negative", s.RequestID, s.Charge)
+	}
+	return nil
+}
+
+// CheckJob checks a video job before PutJob records it: its request and
+// account ids are well formed and its amount is not negative.
+func CheckJob(j Job) error {
+	if err := CheckID("job request", j.RequestID); err != nil {
+		return err
+	}
+	if err := CheckAccountID(j.Account); err != nil {
+		return err
+	}
+	if j.Amount < 0 {
+		return fmt.Errorf("store: job %q: amount %d nano-USD is negative", j.RequestID, j.Amount)
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelrelay/modelrelay/pricing"
 )
@@ -114,6 +115,33 @@ func CheckAllow(allow []string) ([]string, error) {
 
 // MaxAllow bounds a key's allow-list.
 const MaxAllow = 64
+
+// CheckKeySettings checks a key's settings before a store keeps them, and
+// puts them in the form the stores keep: a limit of at least 0, a known
+// reset period, a label of at most MaxNoteLen bytes of UTF-8, the expiry in
+// UTC, and networks as CheckAllow writes them (nil for none).
+func CheckKeySettings(k *Key) error {
+	if k.Limit < 0 {
+		return fmt.Errorf("store: key %q: limit %d nano-USD is negative", k.ID, k.Limit)
+	}
+	if err := CheckReset(k.Reset); err != nil {
+		return fmt.Errorf("store: key %q: %w", k.ID, err)
+	}
+	if len(k.Label) > MaxNoteLen || !utf8.ValidString(k.Label) {
+		return fmt.Errorf("store: key %q: label: want at most %d bytes of UTF-8", k.ID, MaxNoteLen)
+	}
+	k.Expires = k.Expires.UTC()
+	if len(k.Allow) == 0 {
+		k.Allow = nil
+		return nil
+	}
+	allow, err := CheckAllow(k.Allow)
+	if err != nil {
+		return fmt.Errorf("store: key %q: %w", k.ID, err)
+	}
+	k.Allow = allow
+	return nil
+}
 
 // KeyUpdate changes a key's settings; nil fields stay as they are.
 type KeyUpdate struct {

@@ -246,16 +246,28 @@ type Jobs interface {
 // the store answers (a replayed settle changes nothing).
 var ErrUnavailable = errors.New("store unavailable")
 
+// Service is what serving calls needs of a store: the gateway's requests,
+// its admin API and the console's logins (gateway.Store is this). It is
+// the one list of the store's parts: Store adds what opening, recovering
+// and closing a store takes, and the conformance kit checks all of Store.
+// The optional parts (Allotter, which the gateway finds by type assertion;
+// Exporter, which relay store copy reads) are in neither: a store that has
+// one says so with a compile-time guard and claims it to storetest.Run,
+// which fails when a claimed part is missing.
+type Service interface {
+	Ledger
+	Keys
+	KeyLimits
+	Books // what account holders read of their books
+	Jobs
+	Console // the web console's logins and sessions
+}
+
 // Store is all that the gateway, the admin API, relay serve and crash
 // recovery need of a store; store/badger and store/postgres implement it
 // and store/storetest checks both.
 type Store interface {
-	Ledger
-	Keys
-	KeyLimits
-	Books
-	Jobs
-	Console
+	Service
 	// RecoverHolds releases, uncharged, the open holds whose owner has
 	// ended (Badger: every hold left by an earlier process, at start-up;
 	// PostgreSQL: holds whose lease has run out), each with a KindRecovery

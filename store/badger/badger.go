@@ -360,6 +360,8 @@ func (g badgerLogger) debug(f string, v ...any) {
 	g.l.Debug(strings.TrimSpace(fmt.Sprintf(f, v...)))
 }
 
+// Badger is a store.Store (its Exporter guard is in export.go); it takes
+// no allotments (store.Allotter): its holds commit where the gateway runs.
 var _ store.Store = (*Store)(nil)
 
 // Ping reports whether the store is open.

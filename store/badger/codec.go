@@ -223,6 +223,19 @@ func (e *enc) finish(key []byte) ([]byte, error) {
 	return e.b, nil
 }
 
+// encodeRecord writes a record under key: tag, then the fields that fields
+// appends, counted in a first pass and written in a second into a slice of
+// exactly their size, the only allocation. fields takes the enc and returns
+// it by value, so that calling it through a func value does not put the enc
+// on the heap.
+func encodeRecord(key []byte, tag byte, fields func(e enc) enc) ([]byte, error) {
+	e := fields(enc{})
+	if e.start(tag) {
+		e = fields(e)
+	}
+	return e.finish(key)
+}
+
 func (e *enc) uvarint(v uint64) {
 	if e.b == nil {
 		e.n += uvarintLen(v)

@@ -39,6 +39,7 @@ func TestBadgerConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Store {
 		return openBadgerAt(t, t.TempDir(), "")
 	}, storetest.Options{
+		Claims: []storetest.Capability{storetest.Exporter},
 		Crash: func(t *testing.T, s storetest.Store) storetest.Store {
 			old := s.(*badgerDir)
 			if err := old.Close(); err != nil {
@@ -109,9 +110,17 @@ func TestBrokenStore(t *testing.T) {
 	if fault == "" {
 		t.Skip("run by TestConformanceKitFails")
 	}
+	claims := []storetest.Capability{storetest.Exporter}
+	switch fault {
+	case "claims-allotter": // claims what it is not
+		claims = append(claims, storetest.Allotter)
+	case "unclaimed-export": // is what it does not claim
+		claims = nil
+	}
 	storetest.Run(t, func(t *testing.T) storetest.Store {
 		return &broken{openBadgerAt(t, t.TempDir(), ""), fault}
 	}, storetest.Options{
+		Claims: claims,
 		Crash: func(t *testing.T, s storetest.Store) storetest.Store {
 			old := s.(*broken)
 			if err := old.Close(); err != nil {
@@ -145,6 +154,8 @@ func TestConformanceKitFails(t *testing.T) {
 		{"refund-always", "RefundJobOnce", []string{"RefundJobOnce"}},
 		{"no-recovery", "Recovery", []string{"Recovery"}},
 		{"token-reuse", "Console", []string{"Console"}},
+		{"claims-allotter", "Capabilities|Allotments", []string{"Capabilities", "Allotments"}},
+		{"unclaimed-export", "Capabilities", []string{"Capabilities"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.fault, func(t *testing.T) {

@@ -51,7 +51,7 @@ func (r loginRec) api() store.Login {
 		SetupExpires: r.SetupExpires, Created: r.Created, Updated: r.Updated}
 }
 
-func (r *loginRec) fields(e *enc) {
+func (r *loginRec) fields(e enc) enc {
 	e.str(r.Email)
 	e.str(r.Account)
 	e.str(r.PasswordHash)
@@ -59,15 +59,11 @@ func (r *loginRec) fields(e *enc) {
 	e.time("setup_expires", r.SetupExpires)
 	e.time("created", r.Created)
 	e.time("updated", r.Updated)
+	return e
 }
 
 func (r *loginRec) encode(key []byte) ([]byte, error) {
-	var e enc
-	r.fields(&e)
-	if e.start(tagLoginV1) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagLoginV1, r.fields)
 }
 
 func (r *loginRec) decode(key, val []byte) error {
@@ -104,7 +100,7 @@ func (r sessionRec) api() store.Session {
 		Created: r.Created, Seen: r.Seen, Expires: r.Expires}
 }
 
-func (r *sessionRec) fields(e *enc) {
+func (r *sessionRec) fields(e enc) enc {
 	e.str(r.ID)
 	e.boolean(r.Operator)
 	e.str(r.Email)
@@ -113,15 +109,11 @@ func (r *sessionRec) fields(e *enc) {
 	e.time("created", r.Created)
 	e.time("seen", r.Seen)
 	e.time("expires", r.Expires)
+	return e
 }
 
 func (r *sessionRec) encode(key []byte) ([]byte, error) {
-	var e enc
-	r.fields(&e)
-	if e.start(tagSessionV1) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagSessionV1, r.fields)
 }
 
 func (r *sessionRec) decode(key, val []byte) error {
@@ -144,12 +136,7 @@ func (r *sessionRec) decode(key, val []byte) error {
 }
 
 func putLogin(txn *badger.Txn, r *loginRec) error {
-	key := loginKey(r.Email)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
+	return put(txn, loginKey(r.Email), r.encode)
 }
 
 // loadLogin reads the login of email; ErrNotFound if none.

@@ -14,7 +14,8 @@
 //   - holdlog.go: why holds live in memory, and the hold log that lets
 //     them survive a crash; recovery.go releases them at start-up.
 //   - codec.go: the key layout and the binary record format (records.go
-//     has each record's field order); older formats are still read.
+//     has each record's field order, recordtxn.go reads and writes them
+//     in a transaction); older formats are still read.
 //   - keyspend.go: key spend limits, held like an account's credit.
 //   - badger.go: Open, badger's sizing for a gateway within 200 MB;
 //     tables_linux.go keeps the ledger's tables out of the resident set.

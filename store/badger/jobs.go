@@ -16,14 +16,8 @@ import (
 // a job can never be rewritten (and its Refunded flag never reset). A zero
 // j.Created is set to now.
 func (b *Store) PutJob(ctx context.Context, j store.Job) error {
-	if err := store.CheckID("job request", j.RequestID); err != nil {
+	if err := store.CheckJob(j); err != nil {
 		return err
-	}
-	if err := store.CheckAccountID(j.Account); err != nil {
-		return err
-	}
-	if j.Amount < 0 {
-		return fmt.Errorf("store: job %q: amount %d nano-USD is negative", j.RequestID, j.Amount)
 	}
 	if j.Created.IsZero() {
 		j.Created = now()

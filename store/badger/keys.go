@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/modelrelay/modelrelay/store"
 	"sort"
-	"unicode/utf8"
+
+	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/store"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -59,30 +60,14 @@ func (b *Store) CreateKey(ctx context.Context, k store.Key) error {
 	return nil
 }
 
-// checkSettings checks a key's settings and puts them in the form the
-// ledger keeps: a limit of at least 0, a known reset period, a label of at
-// most store.MaxNoteLen bytes of UTF-8, an expiry and networks that
-// store.CheckAllow accepts (as it writes them).
+// checkSettings checks a key record's settings and puts them in the form
+// the ledger keeps (store.CheckKeySettings).
 func checkSettings(r *keyRec) error {
-	if r.Limit < 0 {
-		return fmt.Errorf("store: key %q: limit %d nano-USD is negative", r.ID, r.Limit)
+	k := store.Key{ID: r.ID, Label: r.Label, Limit: pricing.Nano(r.Limit), Reset: r.Reset, Expires: r.Expires, Allow: r.Allow}
+	if err := store.CheckKeySettings(&k); err != nil {
+		return err
 	}
-	if err := store.CheckReset(r.Reset); err != nil {
-		return fmt.Errorf("store: key %q: %w", r.ID, err)
-	}
-	if len(r.Label) > store.MaxNoteLen || !utf8.ValidString(r.Label) {
-		return fmt.Errorf("store: key %q: label: want at most %d bytes of UTF-8", r.ID, store.MaxNoteLen)
-	}
-	r.Expires = r.Expires.UTC()
-	if len(r.Allow) == 0 {
-		r.Allow = nil
-		return nil
-	}
-	allow, err := store.CheckAllow(r.Allow)
-	if err != nil {
-		return fmt.Errorf("store: key %q: %w", r.ID, err)
-	}
-	r.Allow = allow
+	r.Expires, r.Allow = k.Expires, k.Allow
 	return nil
 }
 

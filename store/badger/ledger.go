@@ -138,14 +138,8 @@ func (b *Store) Credit(ctx context.Context, account string, amount pricing.Nano,
 // so it cannot see that a request id has already ended; the hold's Settle
 // or Release does, and refuses it with ErrExists.
 func (b *Store) Hold(ctx context.Context, h store.Hold) error {
-	if err := store.CheckID("request", h.RequestID); err != nil {
+	if err := store.CheckHold(h); err != nil {
 		return err
-	}
-	if err := store.CheckAccountID(h.Account); err != nil {
-		return err
-	}
-	if h.Amount < 0 {
-		return fmt.Errorf("store: hold %q: amount %d nano-USD is negative", h.RequestID, h.Amount)
 	}
 	h.Owner = b.owner
 	if h.Created.IsZero() {
@@ -215,11 +209,8 @@ func (b *Store) Hold(ctx context.Context, h store.Hold) error {
 // its books must close (a client that went away must not cancel its charge).
 func (b *Store) Settle(ctx context.Context, s store.Settlement) (store.Entry, error) {
 	ctx = context.WithoutCancel(ctx)
-	if err := store.CheckID("request", s.RequestID); err != nil {
+	if err := store.CheckSettlement(s); err != nil {
 		return store.Entry{}, err
-	}
-	if s.Charge < 0 {
-		return store.Entry{}, fmt.Errorf("store: settle %q: charge %d nano-USD is negative", s.RequestID, s.Charge)
 	}
 	h, unlock, err := b.takeHold(ctx, s.RequestID, s.Account)
 	if err != nil {

@@ -2,21 +2,18 @@ package badger
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"github.com/modelrelay/modelrelay/store"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/modelrelay/modelrelay/pricing"
+	"github.com/modelrelay/modelrelay/store"
 )
 
 // The records below are the on-disk encoding. They are separate from the
 // API types so that the format is owned here: amounts are plain int64
 // nano-USD, and renaming an API field cannot change what old data means.
-// Each has its binary layout (fields, for enc; decode, which reads the same
-// fields in the same order) and keeps the JSON tags of the records that
+// Each has its binary layout (fields, which encodeRecord writes after the
+// layout's tag; decode, which reads the same fields in the same order) and keeps the JSON tags of the records that
 // builds before the binary format wrote, so that those are still read.
 
 type accountRec struct {
@@ -207,22 +204,18 @@ func (r outcomeRec) api() store.Outcome {
 // Account v1: id, balance, held, seq, created.
 // Account v2 (written since): v1's fields, then alert below.
 
-func (r *accountRec) fields(e *enc) {
+func (r *accountRec) fields(e enc) enc {
 	e.str(r.ID)
 	e.varint(r.Balance)
 	e.varint(r.Held)
 	e.uvarint(r.Seq)
 	e.time("created", r.Created)
 	e.varint(r.AlertBelow)
+	return e
 }
 
 func (r *accountRec) encode(key []byte) ([]byte, error) {
-	var e enc
-	r.fields(&e)
-	if e.start(tagAccountV2) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagAccountV2, r.fields)
 }
 
 func (r *accountRec) decode(key, val []byte) error {
@@ -250,7 +243,7 @@ func (r *accountRec) decode(key, val []byte) error {
 // Key v2 (written since): v1's fields, then label, limit, reset, expires,
 // allow (count, then each).
 
-func (r *keyRec) fields(e *enc) {
+func (r *keyRec) fields(e enc) enc {
 	e.str(r.ID)
 	e.str(r.Hash)
 	e.str(r.Account)
@@ -263,15 +256,11 @@ func (r *keyRec) fields(e *enc) {
 	e.str(r.Reset)
 	e.time("expires", r.Expires)
 	e.strs(r.Allow)
+	return e
 }
 
 func (r *keyRec) encode(key []byte) ([]byte, error) {
-	var e enc
-	r.fields(&e)
-	if e.start(tagKeyV2) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagKeyV2, r.fields)
 }
 
 func (r *keyRec) decode(key, val []byte) error {
@@ -302,18 +291,14 @@ func (r *keyRec) decode(key, val []byte) error {
 
 // Key spend v1: spent, period start.
 
-func (r *spendRec) fields(e *enc) {
+func (r *spendRec) fields(e enc) enc {
 	e.varint(r.Spent)
 	e.time("period_start", r.PeriodStart)
+	return e
 }
 
 func (r *spendRec) encode(key []byte) ([]byte, error) {
-	var e enc
-	r.fields(&e)
-	if e.start(tagSpendV1) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagSpendV1, r.fields)
 }
 
 func (r *spendRec) decode(key, val []byte) error {
@@ -332,7 +317,7 @@ func (r *spendRec) decode(key, val []byte) error {
 // Hold v1: request id, account, key id, model, route, endpoint, amount,
 // created, owner.
 
-func (r *holdRec) fields(e *enc) {
+func (r *holdRec) fields(e enc) enc {
 	e.str(r.RequestID)
 	e.str(r.Account)
 	e.str(r.KeyID)
@@ -342,15 +327,11 @@ func (r *holdRec) fields(e *enc) {
 	e.varint(r.Amount)
 	e.time("created", r.Created)
 	e.str(r.Owner)
+	return e
 }
 
 func (r *holdRec) encode(key []byte) ([]byte, error) {
-	var e enc
-	r.fields(&e)
-	if e.start(tagHoldV1) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagHoldV1, r.fields)
 }
 
 func (r *holdRec) decode(key, val []byte) error {
@@ -405,7 +386,7 @@ func (u *usageRec) decode(d *dec) {
 // Journal entry v1: seq, kind, request id, account, key id, model, route,
 // endpoint, usage, hold, amount, balance after, time, note.
 
-func (r *entryRec) fields(e *enc) {
+func (r *entryRec) fields(e enc) enc {
 	e.uvarint(r.Seq)
 	e.str(r.Kind)
 	e.str(r.RequestID)
@@ -414,21 +395,17 @@ func (r *entryRec) fields(e *enc) {
 	e.str(r.Model)
 	e.str(r.Route)
 	e.str(r.Endpoint)
-	r.Usage.fields(e)
+	r.Usage.fields(&e)
 	e.varint(r.HoldAmount)
 	e.varint(r.Amount)
 	e.varint(r.BalanceAfter)
 	e.time("time", r.Time)
 	e.str(r.Note)
+	return e
 }
 
 func (r *entryRec) encode(key []byte) ([]byte, error) {
-	var e enc
-	r.fields(&e)
-	if e.start(tagEntryV1) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagEntryV1, r.fields)
 }
 
 func (r *entryRec) decode(key, val []byte) error {
@@ -459,7 +436,7 @@ func (r *entryRec) decode(key, val []byte) error {
 // Job v1: request id, account, key id, model, route, line, amount, refunded,
 // created.
 
-func (r *jobRec) fields(e *enc) {
+func (r *jobRec) fields(e enc) enc {
 	e.str(r.RequestID)
 	e.str(r.Account)
 	e.str(r.KeyID)
@@ -469,15 +446,11 @@ func (r *jobRec) fields(e *enc) {
 	e.varint(r.Amount)
 	e.boolean(r.Refunded)
 	e.time("created", r.Created)
+	return e
 }
 
 func (r *jobRec) encode(key []byte) ([]byte, error) {
-	var e enc
-	r.fields(&e)
-	if e.start(tagJobV1) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagJobV1, r.fields)
 }
 
 func (r *jobRec) decode(key, val []byte) error {
@@ -513,14 +486,15 @@ func (r *jobRec) decode(key, val []byte) error {
 // v1's size, and outcomes are kept for good, one per call. The owner of a
 // settled call's hold is not kept.
 
-func (r *outcomeRec) settledFields(e *enc) {
+func (r *outcomeRec) settledFields(e enc) enc {
 	e.str(r.Account)
 	e.varint(r.Charge)
 	e.uvarint(r.Seq)
 	e.time("time", r.Time)
+	return e
 }
 
-func (r *outcomeRec) fields(e *enc) {
+func (r *outcomeRec) fields(e enc) enc {
 	e.str(r.RequestID)
 	e.str(r.Account)
 	e.str(r.State)
@@ -534,22 +508,14 @@ func (r *outcomeRec) fields(e *enc) {
 	e.str(r.Model)
 	e.str(r.Route)
 	e.str(r.Endpoint)
+	return e
 }
 
 func (r *outcomeRec) encode(key []byte) ([]byte, error) {
-	var e enc
 	if r.State == store.OutcomeSettled {
-		r.settledFields(&e)
-		if e.start(tagSettledV2) {
-			r.settledFields(&e)
-		}
-		return e.finish(key)
+		return encodeRecord(key, tagSettledV2, r.settledFields)
 	}
-	r.fields(&e)
-	if e.start(tagOutcomeV3) {
-		r.fields(&e)
-	}
-	return e.finish(key)
+	return encodeRecord(key, tagOutcomeV3, r.fields)
 }
 
 func (r *outcomeRec) decode(key, val []byte) error {
@@ -589,115 +555,4 @@ func (r *outcomeRec) decode(key, val []byte) error {
 		r.Endpoint = d.str("endpoint")
 	}
 	return d.close(key)
-}
-
-// Reading and writing records in a transaction. The getters return
-// badger.ErrKeyNotFound for a missing key; callers turn it into the API's
-// error for what they were looking up.
-
-func getAccount(txn *badger.Txn, key []byte) (r accountRec, err error) {
-	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
-	return r, err
-}
-
-func getKey(txn *badger.Txn, key []byte) (r keyRec, err error) {
-	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
-	return r, err
-}
-
-func getHold(txn *badger.Txn, key []byte) (r holdRec, err error) {
-	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
-	return r, err
-}
-
-func getJob(txn *badger.Txn, key []byte) (r jobRec, err error) {
-	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
-	return r, err
-}
-
-func getOutcome(txn *badger.Txn, key []byte) (r outcomeRec, err error) {
-	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
-	return r, err
-}
-
-func putAccount(txn *badger.Txn, r *accountRec) error {
-	key := accountKey(r.ID)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
-}
-
-func putKey(txn *badger.Txn, r *keyRec) error {
-	key := keyKey(r.Hash)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
-}
-
-// getSpend reads the spend record of key id: zero when it has none.
-func getSpend(txn *badger.Txn, id string) (r spendRec, err error) {
-	key := spendKey(id)
-	err = getValue(txn, key, func(val []byte) error { return r.decode(key, val) })
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return spendRec{}, nil
-	}
-	return r, err
-}
-
-// getKeySpent reads the key record under key and its spend record.
-func getKeySpent(txn *badger.Txn, key []byte) (keyRec, error) {
-	r, err := getKey(txn, key)
-	if err == nil {
-		r.spend, err = getSpend(txn, r.ID)
-	}
-	return r, err
-}
-
-func putSpend(txn *badger.Txn, id string, r *spendRec) error {
-	key := spendKey(id)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
-}
-
-func putHold(txn *badger.Txn, r *holdRec) error {
-	key := holdKey(r.RequestID)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
-}
-
-func putEntry(txn *badger.Txn, r *entryRec) error {
-	key := journalKey(r.Account, r.Seq)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
-}
-
-func putJob(txn *badger.Txn, r *jobRec) error {
-	key := jobKey(r.RequestID)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
-}
-
-func putOutcome(txn *badger.Txn, r *outcomeRec) error {
-	key := doneKey(r.RequestID)
-	val, err := r.encode(key)
-	if err != nil {
-		return err
-	}
-	return txn.Set(key, val)
 }

@@ -21,6 +21,7 @@ func TestConformance(t *testing.T) {
 		}
 		return s
 	}, storetest.Options{
+		Claims: []storetest.Capability{storetest.Allotter, storetest.Exporter},
 		Peers: func(t *testing.T, ss storetest.Store, n int) []storetest.Store {
 			var peers []storetest.Store
 			for range n {

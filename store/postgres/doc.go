@@ -13,7 +13,7 @@
 // Where to start reading:
 //   - postgres.go: Open, the options, isolation and how copies are made.
 //   - ledger.go: Hold, Settle and Release as single statements, and the
-//     late settle of a hold a sweep recovered.
+//     late settle of a hold a sweep recovered; reads.go the ledger's reads.
 //   - holds.go: hold leases renewed while their calls are alive, and the
 //     sweep that releases a dead replica's holds.
 //   - batch.go: one batch of holds and settles in flight per account.

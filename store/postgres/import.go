@@ -269,7 +269,7 @@ func (im *importer) Key(k store.Key) error {
 	if k.Route == "" {
 		return fmt.Errorf("key %q: route is empty", k.ID)
 	}
-	if err := checkSettings(&k); err != nil {
+	if err := store.CheckKeySettings(&k); err != nil {
 		return err
 	}
 	if k.Held != 0 {

@@ -14,14 +14,8 @@ import (
 // PutJob records a video job. Its account must exist (ErrNotFound); a job
 // with the same request id returns ErrExists.
 func (s *Store) PutJob(ctx context.Context, j store.Job) error {
-	if err := store.CheckID("job request", j.RequestID); err != nil {
+	if err := store.CheckJob(j); err != nil {
 		return err
-	}
-	if err := store.CheckAccountID(j.Account); err != nil {
-		return err
-	}
-	if j.Amount < 0 {
-		return fmt.Errorf("postgres: job %q: amount %d nano-USD is negative", j.RequestID, j.Amount)
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO jobs (request_id, account, key_id, model, route, line, amount, refunded, created)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -59,32 +58,6 @@ func nonNil(l []string) []string {
 	return l
 }
 
-// checkSettings checks a key's settings and puts them in the form the
-// ledger keeps: a limit of at least 0, a known reset period, a label of at
-// most store.MaxNoteLen bytes of UTF-8, networks as store.CheckAllow
-// writes them.
-func checkSettings(k *store.Key) error {
-	if k.Limit < 0 {
-		return fmt.Errorf("postgres: key %q: limit %d nano-USD is negative", k.ID, k.Limit)
-	}
-	if err := store.CheckReset(k.Reset); err != nil {
-		return fmt.Errorf("postgres: key %q: %w", k.ID, err)
-	}
-	if len(k.Label) > store.MaxNoteLen || !utf8.ValidString(k.Label) {
-		return fmt.Errorf("postgres: key %q: label: want at most %d bytes of UTF-8", k.ID, store.MaxNoteLen)
-	}
-	if len(k.Allow) == 0 {
-		k.Allow = nil
-		return nil
-	}
-	allow, err := store.CheckAllow(k.Allow)
-	if err != nil {
-		return fmt.Errorf("postgres: key %q: %w", k.ID, err)
-	}
-	k.Allow = allow
-	return nil
-}
-
 // CreateKey stores k (whose Hash is set) with its settings (label, limit,
 // reset, expiry, allow-list) and no spend. Its account must exist
 // (ErrNotFound); a duplicate hash or id returns ErrExists (the unique
@@ -93,7 +66,7 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 	if err := store.CheckKey(k); err != nil {
 		return err
 	}
-	if err := checkSettings(&k); err != nil {
+	if err := store.CheckKeySettings(&k); err != nil {
 		return err
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO keys (id, hash, account, route, exclude, revoked, created, label, limit_nano, reset, expires, allow)
@@ -133,7 +106,7 @@ func (s *Store) UpdateKey(ctx context.Context, id string, u store.KeyUpdate) (st
 	if u.Allow != nil {
 		c.Allow = *u.Allow
 	}
-	if err := checkSettings(&c); err != nil {
+	if err := store.CheckKeySettings(&c); err != nil {
 		return store.Key{}, err
 	}
 	if u.Allow != nil {

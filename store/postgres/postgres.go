@@ -99,6 +99,13 @@ type Options struct {
 	Logger       *slog.Logger
 }
 
+// PostgreSQL is a store.Store, and a store.Allotter, whose allotments the
+// gateway finds by type assertion (its Exporter guard is in export.go).
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Allotter = (*Store)(nil)
+)
+
 // Store is the ledger in PostgreSQL.
 type Store struct {
 	dsn        string

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -18,13 +17,10 @@ import (
 // a carve larger than what is left or from no open allotment is refused
 // with ErrNoHold and writes nothing, one of an ended request id with
 // ErrExists; concurrent carves never take more than the allotment has;
-// its release gives back only what was not carved. A store that takes
-// none skips.
+// its release gives back only what was not carved. A store that does not
+// claim Allotter (its holds commit where the gateway runs) skips.
 func (k *kit) allotments(t *testing.T, s Store) {
-	al, ok := s.(store.Allotter)
-	if !ok {
-		t.Skip("the store takes no allotments (store.Allotter): its holds commit where the gateway runs")
-	}
+	al := claimed[store.Allotter](t, k, s, Allotter)
 	mustCredit(t, s, "acme", 100*usd)
 	key := mustKey(t, s, store.Key{ID: "key_a", Account: "acme"})
 	if err := al.Allot(ctx, store.Hold{RequestID: "allot_1", Account: "acme", Endpoint: "allotment", Amount: 10 * usd}); err != nil {
@@ -74,6 +70,7 @@ func (k *kit) allotments(t *testing.T, s Store) {
 		t.Fatalf("a carve of a settled request id: %v, want ErrExists", err)
 	}
 	k.allotmentRest(t, s, carve, held)
+	k.holdAdmitted(t, s, al, held)
 }
 
 // allotmentRest is allotments' second half: the 7 USD left of allot_1
@@ -112,26 +109,20 @@ func (k *kit) allotmentRest(t *testing.T, s Store, carve func(from, id string, a
 	if a, _ := s.Balance(ctx, "acme"); a.Balance != 98*usd {
 		t.Fatalf("balance %v, want 98 USD", a.Balance)
 	}
-	if au, ok := s.(interface {
-		Audit(ctx context.Context, account string) (store.AuditReport, error)
-	}); ok {
-		r, err := au.Audit(ctx, "acme")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Err(); err != nil {
-			t.Fatal(err)
-		}
+	r, err := s.Audit(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
 	}
-	k.holdAdmitted(t, s, held)
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // holdAdmitted: a call admitted against an allotment that is gone is held
 // without a credit check (HoldAdmitted), even beyond the available
 // credit, counted in the account's and the key's held, and settled like
 // any; an ended request id is ErrExists, an unknown account ErrNotFound.
-func (k *kit) holdAdmitted(t *testing.T, s Store, held func(account, keyHeld pricing.Nano)) {
-	al := s.(store.Allotter)
+func (k *kit) holdAdmitted(t *testing.T, s Store, al store.Allotter, held func(account, keyHeld pricing.Nano)) {
 	big := keyHold("acme", "key_a", "admitted_1", 500*usd, march) // the balance is 98 USD
 	if err := al.HoldAdmitted(ctx, big); err != nil {
 		t.Fatalf("HoldAdmitted beyond the credit: %v", err)
