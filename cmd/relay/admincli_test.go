@@ -17,6 +17,7 @@ import (
 )
 
 func TestParseInterleaved(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args   []string
 		server string
@@ -113,6 +114,7 @@ func (a *adminRecorder) serve(t *testing.T) *httptest.Server {
 // given, and only those (an update keeps the rest): amounts as decimal
 // text, -allow repeated or comma-separated, and none, 0 clearing.
 func TestKeySettingsFlags(t *testing.T) {
+	t.Parallel()
 	rec := &adminRecorder{}
 	srv := rec.serve(t)
 	for _, tc := range []struct {
@@ -152,6 +154,7 @@ func TestKeySettingsFlags(t *testing.T) {
 // TestAccountsUpdateFlags: accounts update -alert-below-usd sends the
 // threshold as decimal text; without it, nothing is sent.
 func TestAccountsUpdateFlags(t *testing.T) {
+	t.Parallel()
 	rec := &adminRecorder{}
 	srv := rec.serve(t)
 	if err := runAccounts([]string{"update", "-account", "acme", "-alert-below-usd", "5", "-server", srv.URL}); err != nil {
@@ -219,6 +222,7 @@ func TestAccountsLogin(t *testing.T) {
 // TestPrintKeys: keys list shows each key's settings and its spend in the
 // current period, "-" where there is none.
 func TestPrintKeys(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	err := printKeys(&b, []gateway.KeyView{
 		{ID: "key_a", Account: "acme", Route: "auto", Label: "ci", LimitUSD: "5.000000000", LimitReset: "monthly", SpentUSD: "1.250000000",
