@@ -114,7 +114,6 @@ func (a *adminRecorder) serve(t *testing.T) *httptest.Server {
 // given, and only those (an update keeps the rest): amounts as decimal
 // text, -allow repeated or comma-separated, and none, 0 clearing.
 func TestKeySettingsFlags(t *testing.T) {
-	t.Parallel()
 	rec := &adminRecorder{}
 	srv := rec.serve(t)
 	for _, tc := range []struct {
@@ -154,7 +153,6 @@ func TestKeySettingsFlags(t *testing.T) {
 // TestAccountsUpdateFlags: accounts update -alert-below-usd sends the
 // threshold as decimal text; without it, nothing is sent.
 func TestAccountsUpdateFlags(t *testing.T) {
-	t.Parallel()
 	rec := &adminRecorder{}
 	srv := rec.serve(t)
 	if err := runAccounts([]string{"update", "-account", "acme", "-alert-below-usd", "5", "-server", srv.URL}); err != nil {

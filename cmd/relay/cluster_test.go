@@ -269,11 +269,7 @@ func TestClusterBehindNginx(t *testing.T) {
 	// admin read may reach another replica than the one that answered, so
 	// it waits for the settle (read after answer across replicas is the
 	// Redis work's promise, not this example's).
-	for deadline := time.Now().Add(10 * time.Second); chargesOf(t, c.lb, rid) == 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("(b) no charge for %s in the journal after 10 s", rid)
-		}
-	}
+	waitUntil(t, "(b) a charge for "+rid+" in the journal", 10*time.Second, func() bool { return chargesOf(t, c.lb, rid) != 0 })
 
 	before := checkSpread(t, c, key)
 	if n := chargesOf(t, c.lb, rid); n != 1 {
