@@ -40,6 +40,7 @@ func imageModel(id string) abi.Model {
 }
 
 func TestValidateDescription(t *testing.T) {
+	t.Parallel()
 	modelCaps := []string{abi.CapValidate, abi.CapQuote, abi.CapPrice}
 	cases := []struct {
 		name    string
@@ -95,6 +96,7 @@ func TestValidateDescription(t *testing.T) {
 }
 
 func TestConvertModel(t *testing.T) {
+	t.Parallel()
 	am := tokenModel("modela-opus-5-5")
 	m, err := convertModel(&am)
 	if err != nil {
@@ -140,6 +142,7 @@ func fakeVersion(t *testing.T, name string, d abi.Description) *version {
 }
 
 func TestBuildCatalog(t *testing.T) {
+	t.Parallel()
 	modelCaps := []string{abi.CapQuote, abi.CapPrice}
 	a := fakeVersion(t, "alpha", abi.Description{Implements: modelCaps, Models: []abi.Model{tokenModel("z-model"), tokenModel("b-model")}})
 	b := fakeVersion(t, "beta", abi.Description{Implements: modelCaps, Models: []abi.Model{imageModel("a-image")}})
@@ -200,6 +203,7 @@ func TestBuildCatalog(t *testing.T) {
 }
 
 func TestErrorMessage(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		err  *Error

@@ -68,6 +68,7 @@ var (
 )
 
 func TestCheckExports(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rt := wazero.NewRuntime(ctx)
 	defer rt.Close(ctx)

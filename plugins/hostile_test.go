@@ -179,9 +179,11 @@ func TestLoopingGuestLetsGCRun(t *testing.T) {
 		_, err := h.Admit(context.Background(), hostileAdmit("loop-model", "loop"))
 		done <- err
 	}()
-	for stats(t, h, "loop").Idle != 0 { // the instance is taken: the call is on its way in
-		time.Sleep(time.Millisecond)
-	}
+	// The instance is taken: the call is on its way in.
+	waitFor(t, 10*time.Second, "the looping call takes the instance", func() bool { return stats(t, h, "loop").Idle == 0 })
+	// Nothing outside the guest marks its entry into the loop, so this
+	// pause is the test's window for it to get there (a collection that
+	// came first would pass without testing anything).
 	time.Sleep(50 * time.Millisecond)
 	runtime.GC()
 	select {
@@ -324,10 +326,14 @@ func TestPoolBounded(t *testing.T) {
 	t.Run("a caller waits on its own context", func(t *testing.T) {
 		// Occupy both instances with looping calls (1s deadline).
 		var wg sync.WaitGroup
+		calls := stats(t, h, "loop").Calls
 		for range 2 {
 			wg.Go(func() { h.Admit(ctx, hostileAdmit("loop-model", "loop")) })
 		}
-		time.Sleep(100 * time.Millisecond)
+		waitFor(t, 10*time.Second, "both looping calls hold an instance", func() bool {
+			s := stats(t, h, "loop")
+			return s.Calls == calls+2 && s.Instances == 2 && s.Idle == 0
+		})
 		before := stats(t, h, "loop").Failures
 		short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 		defer cancel()
@@ -364,7 +370,7 @@ func TestPoolGrowsForCallersThatGaveUp(t *testing.T) {
 		h.Admit(ctx, hostileAdmit("loop-model", "loop"))
 	}()
 	defer func() { <-done }()
-	time.Sleep(50 * time.Millisecond)
+	waitFor(t, 10*time.Second, "the looping call takes the instance", func() bool { return stats(t, h, "loop").Idle == 0 })
 
 	// This caller starts a second instance and gives up long before it is
 	// ready; the instance still joins the pool.
@@ -373,17 +379,10 @@ func TestPoolGrowsForCallersThatGaveUp(t *testing.T) {
 	if _, err := h.Admit(short, hostileAdmit("loop-model", "")); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the caller's deadline", err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	waitFor(t, 20*time.Second, "the second instance idle in the pool", func() bool {
 		s := stats(t, h, "loop")
-		if s.Instances == 2 && s.Idle == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stats = %+v, want the second instance idle in the pool", s)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return s.Instances == 2 && s.Idle == 1
+	})
 	if s := stats(t, h, "loop"); s.Failures != 0 {
 		t.Errorf("failures = %d", s.Failures)
 	}
@@ -441,7 +440,7 @@ func TestClose(t *testing.T) {
 		_, err := h.Admit(ctx, hostileAdmit("loop-model", "loop"))
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	waitFor(t, 10*time.Second, "the looping call takes the instance", func() bool { return stats(t, h, "loop").Idle == 0 })
 	start := time.Now()
 	if err := h.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)

@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,17 +14,12 @@ import (
 // waitParked waits until plugin is parked (or not, per want).
 func waitParked(t *testing.T, h *Host, plugin string, want bool) PoolStats {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := stats(t, h, plugin)
-		if s.Parked == want {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: parked = %v after 10s, want %v (%+v)", plugin, s.Parked, want, s)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var s PoolStats
+	waitFor(t, 10*time.Second, fmt.Sprintf("%s: parked = %v", plugin, want), func() bool {
+		s = stats(t, h, plugin)
+		return s.Parked == want
+	})
+	return s
 }
 
 // A plugin with no calls for IdleRelease is parked: its instances are
@@ -223,11 +219,7 @@ func TestUnparkFromMeteredCopy(t *testing.T) {
 		t.Helper()
 		// A call may leave the pool creating an instance in the background,
 		// which holds the version until it is done.
-		for deadline := time.Now().Add(10 * time.Second); !v.park(0, time.Now().Add(time.Hour)); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("park")
-			}
-		}
+		waitFor(t, 10*time.Second, "park", func() bool { return v.park(0, time.Now().Add(time.Hour)) })
 		got, err := h.Admit(context.Background(), tokensAdmit())
 		if err != nil || got.Hold != want.Hold {
 			t.Fatalf("Admit after unparking: %+v, %v; want hold %d", got, err, want.Hold)

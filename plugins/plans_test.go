@@ -8,6 +8,7 @@ import (
 )
 
 func TestCheckPlan(t *testing.T) {
+	t.Parallel()
 	req := &abi.SelectRequest{Model: "m", Route: "standard", Lines: []abi.Line{
 		{Name: "a", Weight: 1}, {Name: "b", Weight: 1}, {Name: "c", Open: true},
 	}}
@@ -41,6 +42,7 @@ func TestCheckPlan(t *testing.T) {
 }
 
 func TestPlanKey(t *testing.T) {
+	t.Parallel()
 	base := abi.SelectRequest{Now: 1, Model: "m", Route: "standard", Lines: []abi.Line{{Name: "a", Models: []string{"m"}, Weight: 1}}}
 	key := func(r abi.SelectRequest) string { return string(planKey(nil, &r)) }
 	later := base
@@ -75,6 +77,7 @@ func TestPlanKey(t *testing.T) {
 }
 
 func TestPlanCache(t *testing.T) {
+	t.Parallel()
 	c := newPlanCache()
 	plan := []abi.Step{{Line: "a", Weight: 1}, {Line: "b", Tier: 1, Weight: 1}}
 	c.put([]byte("k"), plan)

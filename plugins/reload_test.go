@@ -87,13 +87,15 @@ func TestHotReloadUnderLoad(t *testing.T) {
 	oldInfo := info(t, h, "tokens")
 
 	load := admitInLoop(h, req, 4)
-	time.Sleep(100 * time.Millisecond)
+	waitFor(t, 10*time.Second, "the load answered at the old price", func() bool { return load.seen(before.Hold) > 0 })
 	// Deploy: the same tokens.wasm copied over, with a tokens.json that
 	// raises the standard input price.
 	writeFile(t, filepath.Join(dir, "tokens.wasm"), wasmBytes(t, "tokens"))
 	writeFile(t, filepath.Join(dir, "tokens.json"), repriced(t, req.Model, "97.5"))
 	after, err := admitOnceReloaded(t, h, req, oldInfo.Config)
-	time.Sleep(100 * time.Millisecond) // keep calling on the new version
+	if err == nil && after.Hold > before.Hold { // the load goes on calling on the new version
+		waitFor(t, 10*time.Second, "the load answered at the new price", func() bool { return load.seen(after.Hold) > 0 })
+	}
 	holds := load.stop()
 
 	if n := load.failures.Load(); n > 0 {
@@ -150,6 +152,13 @@ func admitInLoop(h *Host, req abi.AdmitRequest, callers int) *admitLoad {
 	return l
 }
 
+// seen is how many calls so far answered hold.
+func (l *admitLoad) seen(hold int64) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.holds[hold]
+}
+
 // stop stops the callers, waits for them and returns the holds they saw.
 func (l *admitLoad) stop() map[int64]int {
 	l.halt.Store(true)
@@ -164,12 +173,18 @@ func (l *admitLoad) stop() map[int64]int {
 // zero result and a nil error mean the reload never came.
 func admitOnceReloaded(t *testing.T, h *Host, req abi.AdmitRequest, oldConfig string) (abi.AdmitResult, error) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if info(t, h, "tokens").Config != oldConfig {
-			return h.Admit(context.Background(), req)
+	reloaded := time.NewTimer(30 * time.Second)
+	defer reloaded.Stop()
+	look := time.NewTicker(5 * time.Millisecond)
+	defer look.Stop()
+	for info(t, h, "tokens").Config == oldConfig {
+		select {
+		case <-reloaded.C:
+			return abi.AdmitResult{}, nil
+		case <-look.C:
 		}
 	}
-	return abi.AdmitResult{}, nil
+	return h.Admit(context.Background(), req)
 }
 
 func TestReloadBrokenReplacementKeepsServing(t *testing.T) {
@@ -354,7 +369,7 @@ func TestReloadDrainsCallsInFlight(t *testing.T) {
 		_, err := h.Admit(inFlight, hostileAdmit("loop-model", "loop"))
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	waitFor(t, 10*time.Second, "the looping call takes the instance", func() bool { return stats(t, h, "loop").Idle == 0 })
 	// Replace loop.wasm with another plugin entirely.
 	writeFile(t, filepath.Join(dir, "loop.wasm"), wasmBytes(t, "hog"))
 	if err := h.Reload(ctx); err != nil {

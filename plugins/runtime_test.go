@@ -14,6 +14,7 @@ import (
 )
 
 func TestStderrLog(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	w := newStderrLog(logger, "p")
@@ -58,6 +59,7 @@ func TestStderrLog(t *testing.T) {
 }
 
 func TestConfigDefaults(t *testing.T) {
+	t.Parallel()
 	cfg, err := Config{Dir: "x"}.withDefaults()
 	if err != nil {
 		t.Fatal(err)

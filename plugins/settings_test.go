@@ -7,6 +7,7 @@ import (
 )
 
 func TestSettingsResolve(t *testing.T) {
+	t.Parallel()
 	var s Settings
 	if err := s.Resolve("/var/lib/relay"); err != nil {
 		t.Fatal(err)

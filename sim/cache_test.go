@@ -44,6 +44,7 @@ func cachedOf(t *testing.T, path string, body []byte) (prompt, cached int64) {
 // another key, another sim (another account) or five minutes later is a
 // miss. Without a key the stateless rule holds.
 func TestKeyedPromptCache(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("a long shared system prompt. ", 200) // 1,450 tokens
 	chat := func(key string, turns int) string {
 		msgs := []map[string]string{{"role": "system", "content": long}}

@@ -36,6 +36,7 @@ type chatUsage struct {
 }
 
 func TestChatJSON(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	long := strings.Repeat("abcd", 1500) // 1500 tokens
 	cases := []struct {
@@ -141,6 +142,7 @@ func TestChatJSON(t *testing.T) {
 }
 
 func TestChatErrors(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	cases := []struct {
 		name   string
@@ -198,6 +200,7 @@ type chatChunk struct {
 }
 
 func TestChatStream(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{Chunks: 5})
 	cases := []struct {
 		name         string

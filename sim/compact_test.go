@@ -24,6 +24,7 @@ const claudeCodeBody = `{"model":"modela-sonnet-5-5","max_tokens":32000,"stream"
 	`"output_config":{"effort":"high"},"metadata":{"user_id":"user_1"},"temperature":1,"a_field_from_next_year":{"x":[1]}}`
 
 func TestMessagesAcceptClientShapes(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	want, err := MessagesUsage([]byte(claudeCodeBody))
 	if err != nil {
@@ -60,6 +61,7 @@ func TestMessagesAcceptClientShapes(t *testing.T) {
 }
 
 func TestCountTokens(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	full, err := MessagesUsage([]byte(claudeCodeBody))
 	if err != nil {
@@ -141,6 +143,7 @@ type compaction struct {
 }
 
 func TestCompact(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	items := `[{"type":"message","role":"developer","content":[{"type":"input_text","text":"sandbox rules"}]},` +
 		`{"type":"message","role":"user","content":[{"type":"input_text","text":"fix the bug canary-5150"}]},` +
@@ -243,6 +246,7 @@ func TestCompact(t *testing.T) {
 // Codex CLI's remote compaction v2: a responses call whose input ends with
 // a compaction_trigger item answers one compaction item, JSON or streamed.
 func TestResponsesCompactionTrigger(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	body := `{"model":"modelb-6.1-sol","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"read notes canary-31"}]},` +
 		`{"type":"function_call","name":"exec_command","arguments":"{}","call_id":"c1"},{"type":"function_call_output","call_id":"c1","output":"hi"},{"type":"compaction_trigger"}],` +

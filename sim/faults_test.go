@@ -25,6 +25,7 @@ const (
 )
 
 func TestFaultStatus(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		opts       Options
@@ -78,6 +79,7 @@ func TestFaultStatus(t *testing.T) {
 }
 
 func TestFaultsSpareModelsAndAuth(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{Status: 500, APIKey: "sk-sim"})
 	if status, _, b := call(t, ts, http.MethodGet, "/v1/models", "", map[string]string{"Authorization": "Bearer sk-sim"}); status != 200 {
 		t.Errorf("models under faults: %d %s", status, b)
@@ -88,6 +90,7 @@ func TestFaultsSpareModelsAndAuth(t *testing.T) {
 }
 
 func TestErrorRateIsExact(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		rate   float64
@@ -141,6 +144,7 @@ func equalInts(a, b []int) bool {
 }
 
 func TestSetOptionsRestartsSequence(t *testing.T) {
+	t.Parallel()
 	s, ts := newTestServer(t, Options{ErrorRate: 0.5})
 	first, _, _ := call(t, ts, http.MethodPost, "/v1/chat/completions", chatBody, nil)
 	second, _, _ := call(t, ts, http.MethodPost, "/v1/chat/completions", chatBody, nil)
@@ -159,6 +163,7 @@ func TestSetOptionsRestartsSequence(t *testing.T) {
 }
 
 func TestHangReturnsWhenClientGoes(t *testing.T) {
+	t.Parallel()
 	s, ts := newTestServer(t, Options{Hang: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
@@ -184,6 +189,7 @@ func TestHangReturnsWhenClientGoes(t *testing.T) {
 }
 
 func TestCloseReleasesHang(t *testing.T) {
+	t.Parallel()
 	s, ts := newTestServer(t, Options{Hang: true})
 	done := make(chan error, 1)
 	go func() {
@@ -193,9 +199,7 @@ func TestCloseReleasesHang(t *testing.T) {
 		}
 		done <- err
 	}()
-	for s.Requests() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, 10*time.Second, "the request reaches the hang", func() bool { return s.Requests() > 0 })
 	s.Close()
 	select {
 	case err := <-done:
@@ -208,6 +212,7 @@ func TestCloseReleasesHang(t *testing.T) {
 }
 
 func TestCutAfter(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		path    string
@@ -265,6 +270,7 @@ func TestCutAfter(t *testing.T) {
 }
 
 func TestTiming(t *testing.T) {
+	t.Parallel()
 	const d = 60 * time.Millisecond
 	_, ts := newTestServer(t, Options{Latency: d, FirstChunk: d, ChunkGap: d / 4, Chunks: 4})
 	start := time.Now()
@@ -285,6 +291,7 @@ func TestTiming(t *testing.T) {
 }
 
 func TestLatencyCancelled(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{Latency: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -296,6 +303,7 @@ func TestLatencyCancelled(t *testing.T) {
 }
 
 func TestConcurrentSetOptions(t *testing.T) {
+	t.Parallel()
 	s, ts := newTestServer(t, Options{})
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
@@ -328,6 +336,7 @@ func TestConcurrentSetOptions(t *testing.T) {
 // in a row at 0.5), the same seed replays the same sequence and another
 // seed gives another.
 func TestSeededErrorRate(t *testing.T) {
+	t.Parallel()
 	const n = 10000
 	draws := func(rate float64, seed uint64) []bool {
 		c := newConfig(Options{ErrorRate: rate, Seed: seed})
@@ -377,6 +386,7 @@ func TestSeededErrorRate(t *testing.T) {
 // TestSeededErrorRateOverHTTP: -seed reaches the server's answers, and
 // SetOptions restarts the sequence.
 func TestSeededErrorRateOverHTTP(t *testing.T) {
+	t.Parallel()
 	s, ts := newTestServer(t, Options{ErrorRate: 0.5, Seed: 7})
 	seq := func() []int {
 		var st []int

@@ -54,6 +54,7 @@ func checkImages(t *testing.T, ts interface{ Client() *http.Client }, b []byte, 
 }
 
 func TestImageGenerations(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	cases := []struct {
 		name   string
@@ -113,6 +114,7 @@ func editForm(t *testing.T, fields map[string]string, files map[string][]byte) (
 }
 
 func TestImageEdits(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	img := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 1<<16) // 256 KiB
 	ok := map[string]string{"model": "modelb-image-2.5-sunburst", "prompt": "add a hat", "size": "1024x1536", "n": "2"}
@@ -153,6 +155,7 @@ func TestImageEdits(t *testing.T) {
 }
 
 func TestImageEditTooLarge(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	body, ctype := editForm(t, map[string]string{"model": "modelb-image-2.5-flare", "prompt": "x"},
 		map[string][]byte{"image": make([]byte, maxEditBody)})

@@ -34,6 +34,7 @@ type anthMessage struct {
 }
 
 func TestMessagesJSON(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	cases := []struct {
 		name   string
@@ -95,6 +96,7 @@ func TestMessagesJSON(t *testing.T) {
 }
 
 func TestMessagesErrors(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	ok := `{"model":"modela-fable-5-1","max_tokens":10,"messages":[{"role":"user","content":"x"}]}`
 	cases := []struct {
@@ -129,6 +131,7 @@ func TestMessagesErrors(t *testing.T) {
 }
 
 func TestMessagesStream(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{Chunks: 3})
 	body := `{"model":"modela-fable-5-1","max_tokens":50,"stream":true,"system":[{"type":"text","text":"` +
 		strings.Repeat("s", 40) + `","cache_control":{"type":"ephemeral","ttl":"1h"}}],"messages":[{"role":"user","content":"stream canary-8"}]}`
@@ -218,6 +221,7 @@ func cacheReq(model, sysTTL string, turns ...string) string {
 }
 
 func TestMessagesCaching(t *testing.T) {
+	t.Parallel()
 	_, ts, clk := newClockServer(t, Options{})
 	type want struct{ input, read, w5m, w1h int64 }
 	// Token layout: system 100; each user turn 4 + Tokens(turn); assistant "ok" 4 + 1.
@@ -261,6 +265,7 @@ func TestMessagesCaching(t *testing.T) {
 }
 
 func TestPromptCacheBounded(t *testing.T) {
+	t.Parallel()
 	var c promptCache
 	for i := uint64(0); i < cacheShards*cacheShardMax*2; i++ {
 		c.put(i, ttl5m, 0)

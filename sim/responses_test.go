@@ -40,6 +40,7 @@ type responseObj struct {
 }
 
 func TestResponsesJSON(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	cases := []struct {
 		name     string
@@ -112,6 +113,7 @@ func TestResponsesJSON(t *testing.T) {
 }
 
 func TestResponsesErrors(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	cases := []struct {
 		name   string
@@ -138,6 +140,7 @@ func TestResponsesErrors(t *testing.T) {
 }
 
 func TestResponsesStream(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{Chunks: 4})
 	for _, tc := range []struct {
 		name  string

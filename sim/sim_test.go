@@ -10,6 +10,7 @@ import (
 )
 
 func TestModelsList(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	status, _, b := call(t, ts, http.MethodGet, "/v1/models", "", nil)
 	if status != http.StatusOK {
@@ -39,6 +40,7 @@ func TestModelsList(t *testing.T) {
 }
 
 func TestRouting(t *testing.T) {
+	t.Parallel()
 	s, ts := newTestServer(t, Options{})
 	cases := []struct {
 		name         string
@@ -78,6 +80,7 @@ func TestRouting(t *testing.T) {
 }
 
 func TestAPIKey(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{APIKey: "sk-sim-123"})
 	cases := []struct {
 		name   string
@@ -120,6 +123,7 @@ func TestAPIKey(t *testing.T) {
 }
 
 func TestRegisterFlags(t *testing.T) {
+	t.Parallel()
 	o := Options{Chunks: 3}
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	o.RegisterFlags(fs)
@@ -142,6 +146,7 @@ func TestRegisterFlags(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		o    Options
@@ -167,6 +172,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		s    string
 		want int64
@@ -181,6 +187,7 @@ func TestTokens(t *testing.T) {
 }
 
 func TestReplyChunks(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		echo  string
@@ -222,6 +229,7 @@ func TestReplyChunks(t *testing.T) {
 }
 
 func TestAppendString(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "plain", `q"b\s`, "\n\r\t\x00\x1f", "é ü 日本", "\u2028\u2029", "bad\xffutf8", "<&>"} {
 		b := appendString(nil, s)
 		var got string

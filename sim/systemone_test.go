@@ -26,6 +26,7 @@ type soResponse struct {
 }
 
 func TestSystemOne(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	body := `{"model":"sysmodel-1.13.0","state":"the user asked for a refund twice","questions":{` +
 		`"angry":{"type":"noul","instructions":"is the user angry?"},` +
@@ -82,6 +83,7 @@ func TestSystemOne(t *testing.T) {
 }
 
 func TestSystemOneErrors(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	long := strings.Repeat("w", 4*StateTokenLimit+4*10+1) // 32768+10+1 tokens
 	cases := []struct {
@@ -133,6 +135,7 @@ func TestSystemOneErrors(t *testing.T) {
 }
 
 func TestSystemOneStateAtLimit(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	state := strings.Repeat("w", 4*(StateTokenLimit+10))
 	body := `{"model":"sysmodel-preview","state":"` + state + `","questions":{"q":{"type":"noul","instructions":"` + strings.Repeat("i", 40) + `"}}}`

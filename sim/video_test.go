@@ -24,6 +24,7 @@ type videoDoc struct {
 }
 
 func TestVideoLifecycle(t *testing.T) {
+	t.Parallel()
 	const step = 10 * time.Second
 	cases := []struct {
 		name   string
@@ -121,6 +122,7 @@ func checkMP4(t *testing.T, b []byte) {
 }
 
 func TestVideoErrors(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t, Options{})
 	cases := []struct {
 		name         string
@@ -151,6 +153,7 @@ func TestVideoErrors(t *testing.T) {
 }
 
 func TestVideoStoreBounded(t *testing.T) {
+	t.Parallel()
 	var vs videoStore
 	for i := 0; i < maxVideoJobs+10; i++ {
 		vs.add(&videoJob{id: "vid_" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)})

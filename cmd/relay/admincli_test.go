@@ -17,6 +17,7 @@ import (
 )
 
 func TestParseInterleaved(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args   []string
 		server string
@@ -219,6 +220,7 @@ func TestAccountsLogin(t *testing.T) {
 // TestPrintKeys: keys list shows each key's settings and its spend in the
 // current period, "-" where there is none.
 func TestPrintKeys(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	err := printKeys(&b, []admin.KeyView{
 		{ID: "key_a", Account: "acme", Route: "auto", Label: "ci", LimitUSD: "5.000000000", LimitReset: "monthly", SpentUSD: "1.250000000",

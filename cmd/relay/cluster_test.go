@@ -269,11 +269,7 @@ func TestClusterBehindNginx(t *testing.T) {
 	// admin read may reach another replica than the one that answered, so
 	// it waits for the settle (read after answer across replicas is the
 	// Redis work's promise, not this example's).
-	for deadline := time.Now().Add(10 * time.Second); chargesOf(t, c.lb, rid) == 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("(b) no charge for %s in the journal after 10 s", rid)
-		}
-	}
+	waitUntil(t, "(b) a charge for "+rid+" in the journal", 10*time.Second, func() bool { return chargesOf(t, c.lb, rid) != 0 })
 
 	before := checkSpread(t, c, key)
 	if n := chargesOf(t, c.lb, rid); n != 1 {
@@ -435,9 +431,9 @@ func checkSpread(t *testing.T, c *cluster, key string) []int {
 }
 
 // streamThroughKill runs four callers streaming through the balancer in a
-// loop, kills replica victim (SIGKILL) after a second, and goes on past
-// nginx's fail_timeout; it returns the calls and when the replica stopped
-// answering (a connection to it refused).
+// loop, kills replica victim (SIGKILL) once they have streamed twice each,
+// and goes on past nginx's fail_timeout; it returns the calls and when the
+// replica stopped answering (a connection to it refused).
 func streamThroughKill(t *testing.T, c *cluster, key string, victim int) ([]streamCall, time.Time) {
 	t.Helper()
 	var (
@@ -464,7 +460,12 @@ func streamThroughKill(t *testing.T, c *cluster, key string, victim int) ([]stre
 		}()
 	}
 	stopCallers := func() { close(stop); wg.Wait() }
-	time.Sleep(time.Second)
+	// The kill comes under load: once each caller has streamed twice.
+	waitUntil(t, "(d) eight streams through the balancer before the kill", 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(calls) >= 8
+	})
 	if err := syscall.Kill(c.pid(t, fmt.Sprintf("replica-%d", victim+1)), syscall.SIGKILL); err != nil {
 		stopCallers()
 		t.Fatal(err)

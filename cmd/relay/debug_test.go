@@ -98,6 +98,7 @@ func TestServeDebugListenRefusesSharedAddress(t *testing.T) {
 }
 
 func TestCheckDebugListen(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name                         string
 		listen, metrics, debug, want string

@@ -145,16 +145,17 @@ func startGatewayCmd(t *testing.T, cmd *exec.Cmd, addr string) *gatewayProc {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	var out string
+	waitUntil(t, "gateway started", 120*time.Second, func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			return g
+		if err != nil {
+			out = g.output()
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway did not start: %s", g.output())
-		}
-	}
+		resp.Body.Close()
+		return true
+	}, &out)
+	return g
 }
 
 func (g *gatewayProc) output() string {
@@ -290,17 +291,12 @@ func TestCrashRecovery(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		go crashCall(addr, key, true)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var out string
+	waitUntil(t, "holds appear", 30*time.Second, func() bool {
+		out = g.output()
 		_, h := acmeBalance(addr)
-		if h != "" && h != "0.000000000" && slow.Requests() >= 9 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("holds never appeared: %s", g.output())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return h != "" && h != "0.000000000" && slow.Requests() >= 9
+	}, &out)
 	balBefore, heldBefore := acmeBalance(addr)
 	if err := g.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -104,11 +104,11 @@ func startFloodGateway(t *testing.T) (*gatewayProc, *sim.Server) {
 	}
 	// Go raises the soft limit to the hard one at start: lower both.
 	g := startGatewayCmd(t, exec.Command("sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" serve -config "$1"`, floodFDLimit), relayBin, config), addr)
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(g.output(), `"max_connections":96`); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) { // the log is written every 100 ms
-			t.Fatalf("the bound derived from %d descriptors should be 96:\n%s", floodFDLimit, g.output())
-		}
-	}
+	var out string // the log is written every 100 ms
+	waitUntil(t, fmt.Sprintf("the bound derived from %d descriptors is 96", floodFDLimit), 10*time.Second, func() bool {
+		out = g.output()
+		return strings.Contains(out, `"max_connections":96`)
+	}, &out)
 	return g, slowSim
 }
 
@@ -149,11 +149,7 @@ func startLongStream(t *testing.T, client *http.Client, base, ecoKey string, slo
 		status, out, err := postChat(client, base, ecoKey, `{"model":"modelf-flash","messages":[{"role":"user","content":"a long story"}],"stream":true}`)
 		longStream <- fmt.Sprintf("%d %v %s", status, err, out)
 	}()
-	for deadline := time.Now().Add(20 * time.Second); slowSim.Requests() < 1; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the long stream did not start")
-		}
-	}
+	waitUntil(t, "the long stream starts", 20*time.Second, func() bool { return slowSim.Requests() >= 1 })
 	return longStream
 }
 

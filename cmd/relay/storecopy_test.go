@@ -484,6 +484,7 @@ func TestStoreCopyRefusesBooks(t *testing.T) {
 // A ledger another store has open (a running gateway) is refused, clearly,
 // before the destination is touched.
 func TestStoreCopyLockedSource(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b, err := badger.Open(filepath.Join(dir, "ledger"), badger.Options{Logger: quiet})
 	if err != nil {
@@ -501,6 +502,7 @@ func TestStoreCopyLockedSource(t *testing.T) {
 }
 
 func TestLedgerDir(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	ledger := filepath.Join(data, "ledger")
 	b, err := badger.Open(ledger, badger.Options{Logger: quiet})
@@ -626,6 +628,7 @@ func (m *memBooks) clone() *memBooks {
 // verifyCopy finds every kind of difference, names records by id, never
 // shows a key hash, and takes the microseconds PostgreSQL keeps as equal.
 func TestVerifyCopy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 6_007_008, time.UTC)
 	hash := strings.Repeat("ab", 32)
@@ -705,6 +708,7 @@ func TestVerifyCopy(t *testing.T) {
 // verifyCopy counts and compares console logins, and reports a hash that
 // differs without showing either.
 func TestVerifyCopyLogins(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 6_007_008, time.UTC)
 	src := &memBooks{

@@ -7,6 +7,7 @@ import (
 )
 
 func TestText(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		n    int

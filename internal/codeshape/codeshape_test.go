@@ -18,6 +18,7 @@ const maxLines = 80
 
 // TestFunctionLength fails naming every function over maxLines lines.
 func TestFunctionLength(t *testing.T) {
+	t.Parallel()
 	root := moduleRoot(t)
 	long, err := longFunctions(root, maxLines)
 	if err != nil {
@@ -32,6 +33,7 @@ func TestFunctionLength(t *testing.T) {
 // long and one short function, so that a scan that finds nothing cannot
 // pass for a clean module.
 func TestLongFunctionsFound(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	body := strings.Repeat("\t_ = 1\n", maxLines-1)
 	src := "package p\n\nfunc long() {\n" + body + "}\n\nfunc short() {}\n"

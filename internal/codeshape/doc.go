@@ -1,5 +1,7 @@
 // Package codeshape holds tests about the shape of the module's code rather
-// than its behaviour: today, that no function is longer than maxLines.
+// than its behaviour: that no function is longer than maxLines, and that no
+// Markdown file refers to a work session or an issue by number (a document
+// says what is decided and why; the git history keeps how it came about).
 //
 // The test parses every non-test, non-generated .go file of the module
 // (files ending in _test.go are exempt for now: table-driven tests run

@@ -122,6 +122,9 @@ func TestPause(t *testing.T) {
 
 	p.Pause()
 	_, _ = c.Write([]byte("lost"))
+	// Nothing outside the proxy marks the bytes' arrival, so this pause is
+	// the window for the pipe to take them and wait on the pause (a Cut
+	// that comes first closes the connection all the same).
 	time.Sleep(50 * time.Millisecond)
 	p.Cut()
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))

@@ -9,6 +9,7 @@ import (
 )
 
 func TestMember(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		body        string
@@ -75,6 +76,7 @@ func FuzzMember(f *testing.F) {
 }
 
 func TestElements(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		arr  string
@@ -139,6 +141,7 @@ func FuzzElements(f *testing.F) {
 }
 
 func TestStringLen(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		s    string
 		n    int

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -73,6 +74,7 @@ func repeated(t *testing.T, m map[string]any) int {
 // A storm of one warning with a different request_id each is two lines: the
 // first record whole, then a summary with the last record's attributes.
 func TestStormIsTwoLines(t *testing.T) {
+	t.Parallel()
 	log, h, o := newLog(t, time.Hour)
 	for i := range 10000 {
 		log.Warn(storm, "request_id", fmt.Sprintf("r%05d", i))
@@ -98,6 +100,7 @@ func TestStormIsTwoLines(t *testing.T) {
 // Different messages, and one message at different levels, are different
 // kinds.
 func TestKindsAreNotMerged(t *testing.T) {
+	t.Parallel()
 	log, h, o := newLog(t, time.Hour)
 	for i := range 3 {
 		log.Warn("a", "i", i)
@@ -123,6 +126,7 @@ func TestKindsAreNotMerged(t *testing.T) {
 
 // Records below WARN are written at once, every one.
 func TestInfoPassesThrough(t *testing.T) {
+	t.Parallel()
 	log, _, o := newLog(t, time.Hour)
 	for i := range 1000 {
 		log.Info("request", "request_id", i)
@@ -161,6 +165,7 @@ func (h nopHandler) WithGroup(string) slog.Handler           { return h }
 // After an interval ends, the first record of a kind passes through again,
 // and an interval with nothing counted writes no summary.
 func TestNextIntervalStartsFresh(t *testing.T) {
+	t.Parallel()
 	log, h, o := newLog(t, time.Hour)
 	for i := range 3 {
 		log.Warn(storm, "request_id", i)
@@ -181,31 +186,31 @@ func TestNextIntervalStartsFresh(t *testing.T) {
 // The ticker writes the summary of a storm that stopped within about one
 // interval, without Flush.
 func TestTickerWritesSummary(t *testing.T) {
-	log, _, o := newLog(t, 20*time.Millisecond)
-	for i := range 5 {
-		log.Warn(storm, "request_id", i)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const every = 20 * time.Millisecond
+		log, _, o := newLog(t, every)
+		for i := range 5 {
+			log.Warn(storm, "request_id", i)
+		}
+		time.Sleep(2 * every) // the bubble's clock: the ticker fires twice at once
+		synctest.Wait()
 		lines := o.lines(t)
 		total := 0
 		for _, m := range lines {
 			total += max(1, repeated(t, m))
 		}
-		if total == 5 {
-			break
+		if total != 5 {
+			t.Fatalf("no summary from the ticker after two intervals: %v", lines)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no summary from the ticker: %v", lines)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	})
 }
 
 // Loggers derived with With and WithGroup count with their parent, and
 // each line keeps the attributes and groups of the logger that wrote its
 // record; "repeated" and "interval" stay at the top level.
 func TestDerivedHandlersShareCounts(t *testing.T) {
+	t.Parallel()
 	log, h, o := newLog(t, time.Hour)
 	store := log.With("component", "store")
 	http := log.With("component", "http")
@@ -240,6 +245,7 @@ func TestDerivedHandlersShareCounts(t *testing.T) {
 // Writers on 8 goroutines, with intervals ending under them, lose nothing:
 // the lines written plus the summaries' counts add up to the records logged.
 func TestConcurrentCounts(t *testing.T) {
+	t.Parallel()
 	log, h, o := newLog(t, time.Millisecond)
 	const writers, each = 8, 5000
 	var wg sync.WaitGroup
@@ -266,6 +272,7 @@ func TestConcurrentCounts(t *testing.T) {
 // Past MaxKeys kinds in an interval, further kinds fold into one overflow
 // kind whose summary names the last one's message; the table stays bounded.
 func TestOverflowKind(t *testing.T) {
+	t.Parallel()
 	log, h, o := newLog(t, time.Hour)
 	const extra = 50
 	for i := range MaxKeys + extra {
@@ -297,6 +304,7 @@ func TestOverflowKind(t *testing.T) {
 // Close writes what is pending; after it records pass straight through,
 // and a second Close does nothing.
 func TestClose(t *testing.T) {
+	t.Parallel()
 	log, h, o := newLog(t, time.Hour)
 	log.Warn(storm, "request_id", 1)
 	log.Warn(storm, "request_id", 2)
@@ -313,6 +321,7 @@ func TestClose(t *testing.T) {
 // A record carrying Each is written every time, and does not count towards
 // its kind's summary; the same message without it still aggregates.
 func TestEachIsWrittenEveryTime(t *testing.T) {
+	t.Parallel()
 	log, h, o := newLog(t, time.Hour)
 	for i := range 100 {
 		log.Error("uncharged", "request_id", fmt.Sprintf("r%03d", i), Each)

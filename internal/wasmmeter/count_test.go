@@ -211,6 +211,7 @@ func checkCounts(t *testing.T, p program) {
 const maxCharges = 20_000
 
 func TestMeterCountsExactly(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	n := 300
 	if testing.Short() {

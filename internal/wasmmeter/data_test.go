@@ -40,6 +40,7 @@ func memoryAfter(t *testing.T, rt wazero.Runtime, wasm []byte) ([]byte, error) {
 }
 
 func TestJoinDataSegments(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		wasm   []byte
@@ -86,6 +87,7 @@ func TestJoinDataSegments(t *testing.T) {
 // TestDataNotJoined: a module that imports its memory, or writes an offset
 // wazero refuses, keeps its data section as it was.
 func TestDataNotJoined(t *testing.T) {
+	t.Parallel()
 	segs := sec(secData, vec(seg(10, "ab"), seg(12, "cd")))
 	imported := wasmModule(sec(secImport, vec(cat(name("env"), name("mem"), []byte{0x02, 0x00, 0x01}))), segs)
 	// i32.const 0 as five bytes whose last does not sign-extend bit 31.
@@ -105,6 +107,7 @@ func TestDataNotJoined(t *testing.T) {
 // TestJoinGoDataSegments: a Go module (a first-party plugin, when built)
 // starts with the same memory with its data segments joined, and has few.
 func TestJoinGoDataSegments(t *testing.T) {
+	t.Parallel()
 	wasm := tokensWasm(t)
 	metered, st, err := Instrument(wasm, 0)
 	if err != nil {

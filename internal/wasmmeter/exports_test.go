@@ -53,6 +53,7 @@ func sameExports(t *testing.T, rt wazero.Runtime, wasm []byte) {
 // exported under two names, a global export, a memory) and of the
 // project's built plugins are what wazero reads.
 func TestReadExports(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
 	defer rt.Close(ctx)
@@ -91,6 +92,7 @@ func TestReadExports(t *testing.T) {
 // TestReadExportsRefuses: an export naming a function the module does not
 // have is an error, not a panic or a guess.
 func TestReadExportsRefuses(t *testing.T) {
+	t.Parallel()
 	i32 := []byte{typeI32}
 	for name, wasm := range map[string][]byte{
 		"function index": wasmModule(

@@ -125,6 +125,7 @@ func arithModule() []byte {
 
 // TestSameResults runs the same calls on a module and its metered copy.
 func TestSameResults(t *testing.T) {
+	t.Parallel()
 	wasm := arithModule()
 	metered, st := instrument(t, wasm, 100)
 	if st != (Stats{Functions: 3, Loops: 1, Bulk: 2}) {
@@ -152,6 +153,7 @@ func TestSameResults(t *testing.T) {
 // the start function, element segments (indices and ref.func expressions),
 // global initialisers and the name section.
 func TestRenumbered(t *testing.T) {
+	t.Parallel()
 	wasm := renumberModule()
 	metered, st := instrument(t, wasm, 0)
 	if st.Functions != 5 {
@@ -214,6 +216,7 @@ func renumberModule() []byte {
 // a binary recursion with no loop at all (2⁶⁰ calls), a loop of bulk fills —
 // and checks that each one calls the host function, which ends it.
 func TestTerminates(t *testing.T) {
+	t.Parallel()
 	void := funcType(nil, nil)
 	loop := body(noLocals, op(opLoop, blockEmpty), br(0), op(opEnd, opEnd))
 	recurse := body(noLocals,
@@ -256,6 +259,7 @@ func TestTerminates(t *testing.T) {
 // TestBulkCharged: a fill of 64 KiB costs 64 units, so a loop of them ticks
 // about 65 times as often as an empty loop.
 func TestBulkCharged(t *testing.T) {
+	t.Parallel()
 	mk := func(fill bool) []byte {
 		code := [][]byte{localGet(0), op(i32Eqz), op(opIf, blockEmpty), op(0x0f), op(opEnd),
 			op(opLoop, blockEmpty)}
@@ -289,6 +293,7 @@ func TestBulkCharged(t *testing.T) {
 
 // TestRefused: what the meter cannot rewrite is refused with a reason.
 func TestRefused(t *testing.T) {
+	t.Parallel()
 	i32 := []byte{typeI32}
 	valid := func(code ...[]byte) []byte {
 		return wasmModule(
@@ -328,6 +333,7 @@ func TestRefused(t *testing.T) {
 // TestMissingSections: a module with no type, import or global section gets
 // them, in their places.
 func TestMissingSections(t *testing.T) {
+	t.Parallel()
 	wasm := wasmModule(
 		sec(secCustom, cat(name("first"), []byte("x"))),
 		sec(secFunction, vec()),
@@ -344,6 +350,7 @@ func TestMissingSections(t *testing.T) {
 // make test): each must still be valid (the interpreter validates as the
 // compiler does, and compiles much faster). The plugins package runs them.
 func TestPlugins(t *testing.T) {
+	t.Parallel()
 	files := builtPlugins(t)
 	rt := newRuntimeConfig(t, &ticker{}, wazero.NewRuntimeConfigInterpreter())
 	for _, f := range files {
@@ -362,6 +369,7 @@ func TestPlugins(t *testing.T) {
 // TestHugeDeclarations: a length larger than what follows it is refused in
 // every section, before wazero's decoder (which would allocate it) sees it.
 func TestHugeDeclarations(t *testing.T) {
+	t.Parallel()
 	huge := u32(1 << 31)
 	for _, c := range []struct {
 		name string
@@ -449,6 +457,7 @@ func BenchmarkInstrument(b *testing.B) {
 // fuel global would never tick; one that could hide bytes from the meter
 // could hide a loop.
 func TestNoWayAroundTheMeter(t *testing.T) {
+	t.Parallel()
 	void := funcType(nil, nil)
 	module := func(code ...[]byte) []byte {
 		return wasmModule(
@@ -503,6 +512,7 @@ func TestNoWayAroundTheMeter(t *testing.T) {
 // call into one, direct or through a table, is preceded by a check of the
 // deadline: exactly one tick per call, with fuel to spare otherwise.
 func TestImportCallsTick(t *testing.T) {
+	t.Parallel()
 	tk := &ticker{}
 	m := instantiate(t, newRuntime(t, tk), mustInstrument(t, renumberModule()))
 	for _, c := range []struct {
@@ -528,6 +538,7 @@ func mustInstrument(t testing.TB, wasm []byte) []byte {
 // that one (growing past it fails, as the specification allows), and one
 // that needs more is refused.
 func TestTablesCapped(t *testing.T) {
+	t.Parallel()
 	i32 := []byte{typeI32}
 	grow := body(noLocals, op(0xd0, 0x70), localGet(0), fc(15, 0x00), op(opEnd)) // table.grow 0 (ref.null func, n)
 	module := func(table []byte) []byte {
@@ -557,6 +568,7 @@ func TestTablesCapped(t *testing.T) {
 
 // TestSecondReview: what a second review of the meter found.
 func TestSecondReview(t *testing.T) {
+	t.Parallel()
 	void := funcType(nil, nil)
 	t.Run("the table cap holds for all tables together", func(t *testing.T) {
 		full := cat([]byte{0x70, 0x00}, u32(MaxTableSize))

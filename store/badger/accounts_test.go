@@ -10,6 +10,7 @@ import (
 // TestListAccounts: accounts come in id order, a page at a time, with
 // their balance and the open holds, loaded in memory or not.
 func TestListAccounts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	b := openAt(t, dir, "", false)

@@ -16,6 +16,7 @@ import (
 // admitted, none fails for any other reason, and after settling them the
 // balance is exactly the credits plus the journal.
 func TestConcurrentHoldsOneAccount(t *testing.T) {
+	t.Parallel()
 	b := openTemp(t)
 	const (
 		callers = 200
@@ -142,6 +143,7 @@ func checkBooksAddUp(t *testing.T, b *Store, credits, charged pricing.Nano) {
 
 // Many accounts, mixed operations, all at once: every account's books hold.
 func TestConcurrentMixedAccounts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	const accounts, perAccount = 8, 40

@@ -60,6 +60,7 @@ func (c *collect) Login(l store.Login) error {
 }
 
 func TestExport(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	seedExport(t, b)
@@ -220,6 +221,7 @@ func keysEqual(a, b store.Key) bool {
 // A journal entry whose account does not exist is damage: Export says so
 // rather than leave it behind.
 func TestExportRefusesOrphanJournal(t *testing.T) {
+	t.Parallel()
 	b := openTemp(t)
 	credit(t, b, "acme", usd)
 	if err := b.db.Update(func(txn *badger.Txn) error {
@@ -235,6 +237,7 @@ func TestExportRefusesOrphanJournal(t *testing.T) {
 
 // Open names a ledger in use as ErrLocked.
 func TestOpenLocked(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	openAt(t, dir, "", false)
 	_, err := Open(dir, Options{})
@@ -246,6 +249,7 @@ func TestOpenLocked(t *testing.T) {
 // A damaged key record stops the export with an error that does not show
 // the key's hash (it is the record's badger key).
 func TestExportDamagedKeyHidesHash(t *testing.T) {
+	t.Parallel()
 	b := openTemp(t)
 	credit(t, b, "acme", usd)
 	hash := store.HashKey("secret")

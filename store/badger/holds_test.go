@@ -23,6 +23,7 @@ import (
 // never reserve more than the balance: exactly ⌊balance / amount⌋ of them
 // succeed and every other one is refused as insufficient.
 func TestHoldsNeverOverReserve(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		sync    bool
@@ -91,6 +92,7 @@ func TestHoldsNeverOverReserve(t *testing.T) {
 // A Settle or Release right after its Hold, in the same goroutine, finds
 // the hold, and the account ends as the charges say.
 func TestHoldThenSettleAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, fsync := range []bool{false, true} {
 		t.Run(fmt.Sprintf("sync=%v", fsync), func(t *testing.T) {
 			ctx := context.Background()
@@ -182,6 +184,7 @@ func segments(t *testing.T, dir string) []string {
 // request and the cause, and holds nothing; the holds before it stay open,
 // and the log works again once the cause is gone.
 func TestHoldLogWriteFails(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	b := openAt(t, dir, "", false)
@@ -236,6 +239,7 @@ func TestHoldLogWriteFails(t *testing.T) {
 // holds and waits for the one being written, so every Hold that returned
 // nil is recovered.
 func TestHoldsSurviveTheProcess(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	b, err := Open(dir, Options{SyncWrites: true, Owner: "first", Logger: slog.New(slog.DiscardHandler)})
@@ -351,6 +355,7 @@ func checkRecoveryEntries(t *testing.T, b *Store, owner string, held, sum int64)
 // The log starts a new segment past its size limit and deletes a segment
 // once it is no longer written to and every hold in it has ended.
 func TestHoldLogSegments(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	b := openAt(t, dir, "", false)
@@ -393,6 +398,7 @@ func TestHoldLogSegments(t *testing.T) {
 // bytes are still zeros) yields the holds before the tear, and the tear is
 // logged; a frame that fails its checksum ends the segment the same way.
 func TestHoldLogDamage(t *testing.T) {
+	t.Parallel()
 	for damage, want := range map[string]string{
 		"zeroed":   "fails its checksum", // its last bytes never reached the disk (a mapped segment)
 		"cut":      "is cut short",       // the file ends inside it (a segment written with write(2))
@@ -449,6 +455,7 @@ func TestHoldLogDamage(t *testing.T) {
 // ended; the hold's Settle finds the outcome, refuses it with ErrExists and
 // drops it, and the ended call's records are untouched.
 func TestHoldOnEndedRequestID(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	credit(t, b, "acme", usd)
@@ -481,6 +488,7 @@ func TestHoldOnEndedRequestID(t *testing.T) {
 // taken back: nothing of it is read, and the next frame follows the one
 // before it.
 func TestSegmentUnwrite(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), segmentName(1))
 	seg, err := createSegment(path, 4096)
 	if err != nil {
@@ -517,6 +525,7 @@ func TestSegmentUnwrite(t *testing.T) {
 // the log and lost the account's commit) is logged and skipped: it must not
 // stop the start.
 func TestRecoverHoldOfUnknownAccount(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	first := openAt(t, dir, "first", false)

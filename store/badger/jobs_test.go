@@ -13,6 +13,7 @@ import (
 )
 
 func TestJobs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	credit(t, b, "acme", usd)
@@ -62,6 +63,7 @@ func TestJobs(t *testing.T) {
 }
 
 func TestRefundJobOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	credit(t, b, "acme", 2*usd)

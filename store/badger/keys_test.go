@@ -15,6 +15,7 @@ import (
 )
 
 func TestNewKey(t *testing.T) {
+	t.Parallel()
 	plainRE := regexp.MustCompile(`^sk-[0-9A-Za-z]{48}$`)
 	idRE := regexp.MustCompile(`^key_[0-9A-Za-z]{12}$`)
 	hashRE := regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -55,6 +56,7 @@ func TestNewKey(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	b, err := Open(dir, Options{})
@@ -204,6 +206,7 @@ func checkListKeys(t *testing.T, b *Store, id1, id2, id3 string) {
 // after Close (the tables). It looks for every 16-character window of the
 // key's secret, not only the whole key.
 func TestNoPlaintextOnDisk(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	b, err := Open(dir, Options{SyncWrites: true})

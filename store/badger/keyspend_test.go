@@ -62,6 +62,7 @@ func settle(t *testing.T, b *Store, reqID string, charge pricing.Nano) {
 // left reserve nothing on the key after it, and their recovery charges it
 // nothing.
 func TestKeySpendAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	first, err := Open(dir, Options{Owner: "boot-A"})
@@ -115,6 +116,7 @@ func TestKeySpendAcrossProcesses(t *testing.T) {
 // hold named its id limits the next hold; an update of its limit applies to
 // the next hold; a key of another account limits nothing and counts nothing.
 func TestKeyChangesReachHold(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	credit(t, b, "acme", 10*usd)
@@ -161,6 +163,7 @@ func TestKeyChangesReachHold(t *testing.T) {
 // A hold's period is its Created time's: the first in a later period starts
 // it (persisted), and one dated before the key's period counts in it.
 func TestKeyPeriods(t *testing.T) {
+	t.Parallel()
 	b := openTemp(t)
 	credit(t, b, "acme", 100*usd)
 	key := mustCreateKey(t, b, store.Key{ID: "key_d", Account: "acme", Limit: usd, Reset: store.ResetDaily})
@@ -193,6 +196,7 @@ func TestKeyPeriods(t *testing.T) {
 // UpdateKey and CreateKey refuse settings the ledger cannot keep, and write
 // networks in the form Allows reads.
 func TestKeySettings(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	credit(t, b, "acme", usd)
@@ -234,6 +238,7 @@ func TestKeySettings(t *testing.T) {
 // Export gives a key's settings, its spend and its open holds as KeyByHash
 // does, and an account's threshold.
 func TestExportKeyLimits(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	credit(t, b, "acme", 10*usd)
@@ -271,6 +276,7 @@ func TestExportKeyLimits(t *testing.T) {
 // account takes a threshold, and its released call reads back without the
 // model the outcome did not keep.
 func TestLedgerBeforeKeyLimits(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	writeBeforeKeyLimits(t, b)
@@ -354,6 +360,7 @@ func writeBeforeKeyLimits(t *testing.T, b *Store) {
 // its limit (every charge is its hold), and memory and the ledger agree at
 // the end.
 func TestKeyConcurrentPeriods(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	credit(t, b, "acme", 1000*usd)
@@ -412,6 +419,7 @@ func TestKeyConcurrentPeriods(t *testing.T) {
 // Audit compares the keys Hold has in memory with their open holds and the
 // ledger.
 func TestAuditKeys(t *testing.T) {
+	t.Parallel()
 	b := openTemp(t)
 	credit(t, b, "acme", usd)
 	mustCreateKey(t, b, store.Key{ID: "key_a", Account: "acme", Limit: usd, Reset: store.ResetDaily})

@@ -15,6 +15,7 @@ import (
 )
 
 func TestHoldSettleRelease(t *testing.T) {
+	t.Parallel()
 	usage := pricing.Usage{InputTokens: 1200, CacheReadTokens: 300, OutputTokens: 450}
 	cases := []struct {
 		name        string
@@ -106,6 +107,7 @@ func TestHoldSettleRelease(t *testing.T) {
 }
 
 func TestSettleExactlyOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
 		name    string
@@ -191,6 +193,7 @@ func TestSettleExactlyOnce(t *testing.T) {
 }
 
 func TestSettleConcurrentOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	credit(t, b, "acme", 10*usd)
@@ -240,6 +243,7 @@ func TestSettleConcurrentOnce(t *testing.T) {
 }
 
 func TestHoldRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
 		name    string
@@ -337,6 +341,7 @@ func TestHoldRefused(t *testing.T) {
 }
 
 func TestOverrunBound(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	credit(t, b, "acme", usd)
@@ -361,6 +366,7 @@ func TestOverrunBound(t *testing.T) {
 }
 
 func TestSettleRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	credit(t, b, "acme", usd)
@@ -387,6 +393,7 @@ func TestSettleRefused(t *testing.T) {
 }
 
 func TestCreditAndAccounts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	for _, amount := range []pricing.Nano{0, -1} {
@@ -430,6 +437,7 @@ func TestCreditAndAccounts(t *testing.T) {
 }
 
 func TestAccountIDs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	cases := []struct {
@@ -457,6 +465,7 @@ func TestAccountIDs(t *testing.T) {
 }
 
 func TestChargesOrderAndLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	for i := 1; i <= 120; i++ {
@@ -497,6 +506,7 @@ func TestChargesOrderAndLimit(t *testing.T) {
 // Sequence numbers whose bytes are 0xff still list newest first: the reverse
 // seek starts past every 8-byte sequence number of the prefix.
 func TestChargesHighSequence(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := openTemp(t)
 	const base = uint64(0xffffffffffffff00)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestRecoverHolds(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	crashWithHolds(t, dir, "boot-A")
@@ -125,6 +126,7 @@ func checkRecoveredHold(t *testing.T, b *Store, account, request string, amount 
 }
 
 func TestOpenBadgerOptions(t *testing.T) {
+	t.Parallel()
 	if _, err := Open("", Options{}); err == nil {
 		t.Error("Open with no dir and not in memory succeeded")
 	}

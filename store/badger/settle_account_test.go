@@ -9,6 +9,7 @@ import (
 // A settlement may name its hold's account (saving a lookup); a wrong
 // account is refused and charges no one.
 func TestSettleWithAccount(t *testing.T) {
+	t.Parallel()
 	b := openTemp(t)
 	ctx := context.Background()
 	credit(t, b, "acme", 1000)

@@ -1,0 +1,24 @@
+package plugins
+
+import (
+	"testing"
+	"time"
+)
+
+// waitFor looks at cond every millisecond until it holds, and fails the
+// test naming what did not happen once within has passed: a test waits for
+// the state it needs, never for a time it guessed would be enough.
+func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("%s: not within %s", what, within)
+		case <-tick.C:
+		}
+	}
+}
