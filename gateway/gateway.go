@@ -183,8 +183,8 @@ func (g *Gateway) routes() *httprouter.Router {
 
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rid := newRequestID()
-		if bodyUnread(req, nil) {
-			closeUnread(w, req)
+		if listen.BodyUnread(req, false) {
+			listen.CloseUnread(w, req)
 		}
 		msg := "no such endpoint: " + apierr.Quote(req.Method) + " " + apierr.Quote(req.URL.Path)
 		if svc := notRelayed(req.URL.Path); svc != "" {
@@ -194,8 +194,8 @@ func (g *Gateway) routes() *httprouter.Router {
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rid := newRequestID()
-		if bodyUnread(req, nil) {
-			closeUnread(w, req)
+		if listen.BodyUnread(req, false) {
+			listen.CloseUnread(w, req)
 		}
 		apierr.Write(w, g.cfg.SupportEmail, rid, apierr.Errf(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
 			"method %s is not allowed on %s (allowed: %s)", apierr.Quote(req.Method), apierr.Quote(req.URL.Path), w.Header().Get("Allow")))
@@ -274,9 +274,9 @@ func (g *Gateway) handle(name string, fn handlerFunc) httprouter.Handle {
 				// Headers are gone: the stream was cut. Nothing more can be said.
 				g.log.Warn("request failed after response started", "request_id", info.rid, "error", apierr.Bound(err.Error(), apierr.MaxMessage))
 			} else {
-				if bodyUnread(r, sw) {
+				if listen.BodyUnread(r, sw.bodyRead) {
 					// Answered without reading the body: close, do not drain.
-					closeUnread(w, r)
+					listen.CloseUnread(w, r)
 				}
 				e := apierr.Write(sw, g.cfg.SupportEmail, info.rid, err)
 				status = e.Status

@@ -24,14 +24,3 @@ func (g *Gateway) ConfigureServer(s *http.Server) { listen.ConfigureServer(s, g.
 // MarkBodyRead records that the handler read the request body to its end
 // (listen.BodyRead calls it).
 func (s *statusWriter) MarkBodyRead() { s.bodyRead = true }
-
-// bodyRead is listen.BodyRead.
-func bodyRead(w http.ResponseWriter) { listen.BodyRead(w) }
-
-// closeUnread is listen.CloseUnread.
-func closeUnread(w http.ResponseWriter, r *http.Request) { listen.CloseUnread(w, r) }
-
-// bodyUnread reports whether r carries a body the handler has not read.
-func bodyUnread(r *http.Request, sw *statusWriter) bool {
-	return listen.BodyUnread(r, sw != nil && sw.bodyRead)
-}
