@@ -28,8 +28,8 @@ type endpoint struct {
 	// (nil: the body is forwarded unchanged whatever the plugin sets).
 	rewrite func(body []byte, set []abi.Param) ([]byte, error)
 	// accept replaces relayJSON for a successful JSON answer (video jobs):
-	// a method expression, such as (*Gateway).acceptVideo.
-	accept func(g *Gateway, ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error
+	// a method expression, such as (*relay).acceptVideo.
+	accept func(rl *relay, ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error
 	// estimate is the usage settled when a JSON answer carries none; nil
 	// means the token estimate.
 	estimate func(c *call, answer []byte) pricing.Usage
@@ -77,7 +77,7 @@ var endpoints = []*endpoint{
 	},
 	{
 		name: pricing.EndpointVideo, path: "/v1/videos/generations", protocol: config.ProtocolOpenAI,
-		decode: wire.JSONOnly(wire.DecodeVideo), accept: (*Gateway).acceptVideo,
+		decode: wire.JSONOnly(wire.DecodeVideo), accept: (*relay).acceptVideo,
 	},
 	{
 		name: pricing.EndpointSystemOne, path: "/v1/systemone", aliases: []string{"/v1/system_one"},

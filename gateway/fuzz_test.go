@@ -16,7 +16,7 @@ func BenchmarkSSE(b *testing.B) {
 	chunk := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"modelb-6-astra","choices":[{"index":0,"delta":{"content":"some words "},"finish_reason":null}],"usage":null}` + "\n\n"
 	const perRun = 1000
 	stream := strings.Repeat(chunk, perRun)
-	e := &Gateway{log: discardLogger()}
+	e := &relay{log: discardLogger()}
 	c := &call{ep: endpoints[0], sum: &wire.Summary{}, info: &reqInfo{}, body: []byte("{}")}
 	b.SetBytes(int64(len(chunk)))
 	b.ReportAllocs()

@@ -69,6 +69,7 @@ type Gateway struct {
 	closing  atomic.Bool
 	shed     *shedder
 	conns    *listen.Bounds   // open client connections (package listen)
+	relay    *relay           // the relayed calls' pipeline (relay.go)
 	console  *console.Console // nil: off (console.go)
 }
 
@@ -95,21 +96,25 @@ func New(o Options) (*Gateway, error) {
 		keys:  newKeyCache(),
 		sh:    o.Shared,
 	}
+	rl := &relay{cfg: o.Config, store: o.Store, host: o.Plugins, log: o.Logger, now: o.Now,
+		authenticate: g.authenticate, closing: &g.closing, inflight: &g.inflight}
 	g.bill = billing.New(billing.Options{
 		Config: o.Config, Store: o.Store, Prices: o.Plugins, Logger: o.Logger, Now: o.Now, Shared: o.Shared,
-		NewID: newRequestID, ObservePlugin: g.observePlugin,
+		NewID: newRequestID, ObservePlugin: rl.observePlugin,
 	})
 	g.lines = lines.New(lines.Options{Config: o.Config, Transport: o.Transport, Log: o.Logger, Shared: o.Shared, Now: o.Now})
 	g.limits = newLimiters(o.Config, o.Shared)
 	g.shed = newShedder(o.Config.Limits.OverloadDelay)
 	g.met = newMetrics(g)
+	g.hdrs = newHeaderFilter(o.Config.Headers)
+	rl.bill, rl.lines, rl.limits, rl.shed, rl.met, rl.hdrs = g.bill, g.lines, g.limits, g.shed, g.met, g.hdrs
+	g.relay = rl
 	g.conns = listen.New(o.Config, o.Logger, newRequestID)
 	g.met.reg.MustRegister(g.conns.Collectors()...)
 	if g.sh != nil {
 		g.met.reg.MustRegister(g.sh.Collectors()...)
 		g.startSharing()
 	}
-	g.hdrs = newHeaderFilter(o.Config.Headers)
 	var err error
 	if g.console, err = g.adminAPI().Console(); err != nil {
 		return nil, err
@@ -165,15 +170,15 @@ func (g *Gateway) routes() *httprouter.Router {
 	r.HandleMethodNotAllowed = true
 
 	for _, ep := range endpoints {
-		r.POST(ep.path, g.handle(ep.Label(), g.relayHandler(ep)))
+		r.POST(ep.path, g.handle(ep.Label(), g.relay.handler(ep)))
 		for _, alias := range ep.aliases {
-			r.POST(alias, g.handle(ep.Label(), g.relayHandler(ep)))
+			r.POST(alias, g.handle(ep.Label(), g.relay.handler(ep)))
 		}
 	}
 	r.GET("/v1/responses", g.handle("responses_websocket", g.handleResponsesGet))
 	r.GET("/v1/models", g.handle("models", g.handleModels))
-	r.GET("/v1/videos/:id", g.handle("video_status", g.handleVideoStatus))
-	r.GET("/v1/videos/:id/content", g.handle("video_content", g.handleVideoContent))
+	r.GET("/v1/videos/:id", g.handle("video_status", g.relay.handleVideoStatus))
+	r.GET("/v1/videos/:id/content", g.handle("video_content", g.relay.handleVideoContent))
 
 	g.holderRoutes(r)
 	g.adminRoutes(r)

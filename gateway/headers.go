@@ -88,7 +88,3 @@ func (f *headerFilter) prefixed(k string) bool {
 	}
 	return false
 }
-
-// copyResponseHeaders copies a provider's response headers to the answer,
-// cleaned (HeadersConfig).
-func (g *Gateway) copyResponseHeaders(dst, src http.Header) { g.hdrs.copy(dst, src) }

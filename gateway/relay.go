@@ -6,24 +6,54 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/billing"
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/lines"
 	"github.com/modelrelay/modelrelay/gateway/listen"
+	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/store"
 	"github.com/modelrelay/modelrelay/wire"
 )
+
+// relay is the pipeline of a relayed call, in order: read and decode the
+// body, admit the model, quote with its plugin, hold the quote (package
+// billing), send on the lines the selection plugin plans (package lines),
+// relay the answer and settle it. The Gateway routes each relayed
+// endpoint to handler, and the video job reads to handleVideoStatus and
+// handleVideoContent. It shares the Gateway's parts; it owns none.
+type relay struct {
+	cfg    config.Config
+	store  Store
+	host   *plugins.Host
+	log    *slog.Logger
+	now    func() time.Time
+	lines  *lines.Set
+	bill   *billing.Ledger
+	limits *limiters
+	hdrs   *headerFilter
+	met    *metrics
+	shed   *shedder
+	// authenticate is the Gateway's (auth.go): the caller's key, checked.
+	authenticate func(ctx context.Context, r *http.Request, allowXAPIKey bool, info *reqInfo) (store.Key, error)
+	// closing and inflight are the Gateway's: a call is refused once it
+	// drains, and counted while it runs.
+	closing  *atomic.Bool
+	inflight *sync.WaitGroup
+}
 
 // call is one relayed request in flight.
 type call struct {
@@ -49,34 +79,34 @@ type call struct {
 	callerBytes int
 }
 
-// relayHandler serves a relayed endpoint: it reads and admits the call,
+// handler serves a relayed endpoint: it reads and admits the call,
 // holds its cost, sends it upstream and relays the answer; the hold is
 // settled or released on the way out.
-func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
+func (rl *relay) handler(ep *endpoint) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params, info *reqInfo) error {
-		if g.closing.Load() {
+		if rl.closing.Load() {
 			return apierr.EarlyRefusal("shutting_down", 0, "the gateway is shutting down; retry")
 		}
-		if g.shed.refuse(time.Now()) { // the real clock: it measures the real scheduler
+		if rl.shed.refuse(time.Now()) { // the real clock: it measures the real scheduler
 			return apierr.EarlyRefusal("overloaded", shedRetryAfter, "the gateway is overloaded; retry after %d second", shedRetryAfter)
 		}
 		if !ep.uncharged {
-			if err := g.bill.Admit(); err != nil {
+			if err := rl.bill.Admit(); err != nil {
 				return err
 			}
 		}
-		g.inflight.Add(1)
-		defer g.inflight.Done()
+		rl.inflight.Add(1)
+		defer rl.inflight.Done()
 		ctx := r.Context()
 
-		c, err := g.readCall(ctx, w, r, ep, info)
+		c, err := rl.readCall(ctx, w, r, ep, info)
 		if err != nil {
 			return err
 		}
 		if ep.uncharged {
-			return g.relayUncharged(ctx, w, c)
+			return rl.relayUncharged(ctx, w, c)
 		}
-		if err := g.quote(ctx, c); err != nil {
+		if err := rl.quote(ctx, c); err != nil {
 			return err
 		}
 		// Armed before the hold, so that it covers a panic on the way
@@ -85,35 +115,35 @@ func (g *Gateway) relayHandler(ep *endpoint) handlerFunc {
 		if err := prepareBody(c); err != nil {
 			return err
 		}
-		up, err := g.holdAndSend(ctx, c)
+		up, err := rl.holdAndSend(ctx, c)
 		if err != nil {
 			return err
 		}
 		defer up.close()
 		if isEventStream(up.resp) {
-			return g.relayStream(ctx, w, c, up)
+			return rl.relayStream(ctx, w, c, up)
 		}
 		if ep.accept != nil {
-			return ep.accept(g, ctx, w, c, up)
+			return ep.accept(rl, ctx, w, c, up)
 		}
-		return g.relayJSON(ctx, w, c, up)
+		return rl.relayJSON(ctx, w, c, up)
 	}
 }
 
 // readCall authenticates the caller, applies its key's rate limit, reads
 // and decodes the body, and admits the model (admitModel): the call as far
 // as it can be known before anything is held.
-func (g *Gateway) readCall(ctx context.Context, w http.ResponseWriter, r *http.Request, ep *endpoint, info *reqInfo) (*call, error) {
-	key, err := g.authenticate(ctx, r, ep.xAPIKey, info)
+func (rl *relay) readCall(ctx context.Context, w http.ResponseWriter, r *http.Request, ep *endpoint, info *reqInfo) (*call, error) {
+	key, err := rl.authenticate(ctx, r, ep.xAPIKey, info)
 	if err != nil {
 		return nil, err
 	}
-	if err := g.limits.allowKey(ctx, key, g.now()); err != nil {
+	if err := rl.limits.allowKey(ctx, key, rl.now()); err != nil {
 		return nil, err
 	}
 	limit := ep.maxBody
 	if limit == 0 {
-		limit = g.cfg.Limits.MaxBodyBytes
+		limit = rl.cfg.Limits.MaxBodyBytes
 	}
 	body, err := listen.ReadBody(r, limit)
 	if err != nil {
@@ -126,7 +156,7 @@ func (g *Gateway) readCall(ctx context.Context, w http.ResponseWriter, r *http.R
 	}
 	info.stream = sum.Stream
 	c := &call{ep: ep, r: r, info: info, key: key, sum: sum, body: body, callerBytes: len(body)}
-	if err := g.admitModel(c); err != nil {
+	if err := rl.admitModel(c); err != nil {
 		return nil, err
 	}
 	// Only now, a catalogue id: the access log and the metrics' labels
@@ -169,8 +199,8 @@ func versionHeader(r *http.Request) string {
 
 // admitModel applies the model rules (docs/api.md#authentication): the model must be sold here, served by the
 // endpoint, on the key's route and not excluded by the key → 403.
-func (g *Gateway) admitModel(c *call) error {
-	cat := g.host.Catalog()
+func (rl *relay) admitModel(c *call) error {
+	cat := rl.host.Catalog()
 	m, ok := cat.Model(c.sum.Model)
 	if !ok {
 		return apierr.Forbidden("the model %s is not sold here; GET /v1/models lists the models your key can call", apierr.Quote(c.sum.Model))
@@ -202,27 +232,27 @@ func (g *Gateway) admitModel(c *call) error {
 
 // quote validates and quotes the call with the model's plugin: c.hold is
 // what the call may cost, to be held (hold).
-func (g *Gateway) quote(ctx context.Context, c *call) error {
-	now := g.now()
+func (rl *relay) quote(ctx context.Context, c *call) error {
+	now := rl.now()
 	c.admitted = now
 	t0 := time.Now()
-	res, err := g.host.Admit(ctx, abi.AdmitRequest{
+	res, err := rl.host.Admit(ctx, abi.AdmitRequest{
 		Now:                 now.UnixNano(),
 		Endpoint:            c.ep.name,
 		Model:               c.model.ID,
 		Route:               c.route,
 		InputTokens:         holdInputTokens(c.callerBytes),
 		MaxOutputTokens:     c.sum.MaxOutput,
-		DefaultOutputTokens: g.cfg.Billing.DefaultOutputTokens,
+		DefaultOutputTokens: rl.cfg.Billing.DefaultOutputTokens,
 		Stream:              c.sum.Stream,
 		Params:              c.sum.Params,
 	})
-	g.observePlugin(c.model.ID, "admit", t0)
+	rl.observePlugin(c.model.ID, "admit", t0)
 	if err != nil {
 		return err
 	}
 	if res.Hold < 0 {
-		return apierr.Internal("plugin_error", "plugin %s quoted a negative hold", g.host.Catalog().PluginFor(c.model.ID))
+		return apierr.Internal("plugin_error", "plugin %s quoted a negative hold", rl.host.Catalog().PluginFor(c.model.ID))
 	}
 	c.params = c.sum.Params
 	if len(res.Set) > 0 {
@@ -240,8 +270,8 @@ func (g *Gateway) quote(ctx context.Context, c *call) error {
 // before anything reaches the client; a refused hold is the call's answer,
 // as if it had been made first: the upstream request, if it was sent, is
 // cancelled and its answer dropped.
-func (g *Gateway) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
-	t, err := g.bill.Hold(ctx, billing.Call{
+func (rl *relay) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
+	t, err := rl.bill.Hold(ctx, billing.Call{
 		RequestID: c.info.rid, Key: c.key, Model: c.model, Route: c.route, Endpoint: c.ep.name,
 		Params: c.params, Amount: c.hold, Admitted: c.admitted, ChargedFirst: c.ep.accept != nil,
 	})
@@ -250,7 +280,7 @@ func (g *Gateway) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
 		return nil, err
 	}
 	if !t.Pending() {
-		return g.sendOK(ctx, c)
+		return rl.sendOK(ctx, c)
 	}
 	waited := false
 	defer func() {
@@ -258,7 +288,7 @@ func (g *Gateway) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
 			_ = t.Wait()
 		}
 	}()
-	up, err := g.sendOK(t.SendContext(), c)
+	up, err := rl.sendOK(t.SendContext(), c)
 	waited = true
 	if herr := t.Wait(); herr != nil {
 		if up != nil {
@@ -270,12 +300,12 @@ func (g *Gateway) holdAndSend(ctx context.Context, c *call) (*upstream, error) {
 }
 
 // observePlugin records a plugin call's duration under the model's plugin.
-func (g *Gateway) observePlugin(model, op string, t0 time.Time) {
-	name := g.host.Catalog().PluginFor(model)
+func (rl *relay) observePlugin(model, op string, t0 time.Time) {
+	name := rl.host.Catalog().PluginFor(model)
 	if name == "" {
 		name = "unknown"
 	}
-	g.met.pluginDur.WithLabelValues(name, op).Observe(time.Since(t0).Seconds())
+	rl.met.pluginDur.WithLabelValues(name, op).Observe(time.Since(t0).Seconds())
 }
 
 // holdInputTokens is the input estimate a hold is sized with: one token per
@@ -319,10 +349,10 @@ func (u *upstream) close() { u.u.Close() }
 // send asks the selection plugin for the call's plan and sends the call on
 // its lines (lines.Set.Send); c.info gets the line that answered and the
 // time to its response headers.
-func (g *Gateway) send(ctx context.Context, c *call) (*upstream, error) {
+func (rl *relay) send(ctx context.Context, c *call) (*upstream, error) {
 	t0 := time.Now()
-	sel, err := g.host.Select(ctx, abi.SelectRequest{Now: g.now().UnixNano(), Model: c.model.ID, Route: c.route, Lines: g.lines.States()})
-	g.met.pluginDur.WithLabelValues("select", "select").Observe(time.Since(t0).Seconds())
+	sel, err := rl.host.Select(ctx, abi.SelectRequest{Now: rl.now().UnixNano(), Model: c.model.ID, Route: c.route, Lines: rl.lines.States()})
+	rl.met.pluginDur.WithLabelValues("select", "select").Observe(time.Since(t0).Seconds())
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +368,7 @@ func (g *Gateway) send(ctx context.Context, c *call) (*upstream, error) {
 	if c.ep.name == pricing.EndpointMessages {
 		req.Version = versionHeader(c.r)
 	}
-	lu, err := g.lines.Send(ctx, req)
+	lu, err := rl.lines.Send(ctx, req)
 	if req.Took != 0 {
 		c.info.upstream = req.Took
 	}
@@ -371,7 +401,7 @@ const maxPooledAnswer = 64 << 10
 
 // relayJSON returns a JSON answer unchanged, with its charge in
 // x-relay-cost-usd, then settles from its usage.
-func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
+func (rl *relay) relayJSON(ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
 	buf := answerBufs.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= maxPooledAnswer {
@@ -386,7 +416,7 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 	_, err := buf.ReadFrom(io.LimitReader(up.resp.Body, maxUpstreamBody))
 	data := buf.Bytes()
 	if err != nil {
-		up.line.RecordFailure(g.now(), err)
+		up.line.RecordFailure(rl.now(), err)
 		return apierr.Unavailable("upstream_error", "the provider's answer was cut before it was complete; you were not charged; retry")
 	}
 	u, ok, uerr := c.ep.usage(data)
@@ -404,7 +434,7 @@ func (g *Gateway) relayJSON(ctx context.Context, w http.ResponseWriter, c *call,
 	st := c.ticket.Price(ctx, u, note)
 	w.Header().Set(costHeader, st.Charge.Fixed())
 	c.ticket.Answering(ctx)
-	g.writeAnswer(w, up, data)
+	rl.writeAnswer(w, up, data)
 	_ = http.NewResponseController(w).Flush()
 	// The answer is out; the call is settled after it, as a stream is after
 	// its last event. Its hold covers it until then: a new hold in between
@@ -429,42 +459,42 @@ const costHeader = "X-Relay-Cost-Usd"
 // returns the provider's answer unchanged. It holds nothing, so an account
 // without credit can make it, and it leaves no journal entry; the key's
 // rate limit and the model and route checks have applied as to any call.
-func (g *Gateway) relayUncharged(ctx context.Context, w http.ResponseWriter, c *call) error {
-	up, err := g.sendOK(ctx, c)
+func (rl *relay) relayUncharged(ctx context.Context, w http.ResponseWriter, c *call) error {
+	up, err := rl.sendOK(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer up.close()
 	data, err := io.ReadAll(io.LimitReader(up.resp.Body, maxUpstreamBody))
 	if err != nil {
-		up.line.RecordFailure(g.now(), err)
+		up.line.RecordFailure(rl.now(), err)
 		return apierr.Unavailable("upstream_error", "the provider's answer was cut before it was complete; retry")
 	}
-	g.writeAnswer(w, up, data)
+	rl.writeAnswer(w, up, data)
 	return nil
 }
 
 // sendOK sends c and returns the provider's answer when its status is 2xx;
 // any other status is passed on as the provider's error (upstreamError)
 // and the answer closed.
-func (g *Gateway) sendOK(ctx context.Context, c *call) (*upstream, error) {
-	up, err := g.send(ctx, c)
+func (rl *relay) sendOK(ctx context.Context, c *call) (*upstream, error) {
+	up, err := rl.send(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	if up.resp.StatusCode < 200 || up.resp.StatusCode > 299 {
 		defer up.close()
-		return nil, g.upstreamError(up)
+		return nil, rl.upstreamError(up)
 	}
 	return up, nil
 }
 
 // writeAnswer passes on a provider's answer read whole into data: its
-// status, its headers as copyResponseHeaders keeps them, and data with its
+// status, its headers as the header filter keeps them, and data with its
 // length.
-func (g *Gateway) writeAnswer(w http.ResponseWriter, up *upstream, data []byte) {
+func (rl *relay) writeAnswer(w http.ResponseWriter, up *upstream, data []byte) {
 	h := w.Header()
-	g.copyResponseHeaders(h, up.resp.Header)
+	rl.hdrs.copy(h, up.resp.Header)
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(up.resp.StatusCode)
 	_, _ = w.Write(data)
@@ -472,7 +502,7 @@ func (g *Gateway) writeAnswer(w http.ResponseWriter, up *upstream, data []byte) 
 
 // upstreamError passes a provider's non-retryable error on in the error
 // shape (docs/api.md#errors), with the provider's status, message, type and code.
-func (g *Gateway) upstreamError(up *upstream) error {
+func (rl *relay) upstreamError(up *upstream) error {
 	data, _ := io.ReadAll(io.LimitReader(up.resp.Body, 1<<20))
 	st := up.resp.StatusCode
 	e := &apierr.Error{Status: st, Type: "upstream_error", Code: nil, Provider: true}

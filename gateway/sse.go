@@ -21,7 +21,7 @@ var errStreamCut = errors.New("stream cut")
 // completions whose client did not ask for usage, the usage chunk the gateway
 // asked for is removed (and the "usage":null member it adds to every chunk),
 // so the client sees exactly what the provider would have sent it.
-func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
+func (rl *relay) relayStream(ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
 	stripUsage := c.ep.name == pricing.EndpointChat && !c.sum.IncludeUsage
 	meter := c.ep.meter()
 	// A read of this call's generation waits for its settle (or release).
@@ -29,11 +29,11 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *cal
 	c.ticket.BeginStream()
 	defer c.ticket.EndStream()
 	h := w.Header()
-	g.copyResponseHeaders(h, up.resp.Header)
+	rl.hdrs.copy(h, up.resp.Header)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(up.resp.StatusCode)
-	res := g.relayEvents(w, c, up, meter, stripUsage)
+	res := rl.relayEvents(w, c, up, meter, stripUsage)
 	textBytes, events, readErr, writeErr, complete := res.textBytes, res.events, res.readErr, res.writeErr, res.complete
 	u, ok := meter.Usage()
 	note := ""
@@ -50,12 +50,12 @@ func (g *Gateway) relayStream(ctx context.Context, w http.ResponseWriter, c *cal
 	}
 	st := c.ticket.Price(ctx, u, note)
 	if err := c.ticket.SettleAnswered(ctx, st); err != nil {
-		g.log.Error("stream settled with error", "request_id", c.info.rid, "error", err.Error())
+		rl.log.Error("stream settled with error", "request_id", c.info.rid, "error", err.Error())
 	} else {
 		c.info.charge = st.Charge.Fixed()
 	}
 	if readErr != nil {
-		up.line.RecordFailure(g.now(), fmt.Errorf("stream cut: %w", readErr))
+		up.line.RecordFailure(rl.now(), fmt.Errorf("stream cut: %w", readErr))
 	}
 	if !complete && readErr != nil && writeErr == nil && ctx.Err() == nil {
 		return errStreamCut
@@ -74,7 +74,7 @@ type streamResult struct {
 
 // relayEvents copies SSE events from upstream to the client one by one,
 // flushing after each, feeding each to the meter.
-func (g *Gateway) relayEvents(w http.ResponseWriter, c *call, up *upstream, meter wire.Meter, stripUsage bool) streamResult {
+func (rl *relay) relayEvents(w http.ResponseWriter, c *call, up *upstream, meter wire.Meter, stripUsage bool) streamResult {
 	flusher, _ := w.(http.Flusher)
 	if flusher != nil {
 		flusher.Flush()
@@ -112,7 +112,7 @@ func (g *Gateway) relayEvents(w http.ResponseWriter, c *call, up *upstream, mete
 		}()
 		if writeErr == nil {
 			if events == 0 && c.info != nil && !c.info.start.IsZero() {
-				c.info.ttfb = g.now().Sub(c.info.start)
+				c.info.ttfb = rl.now().Sub(c.info.start)
 			}
 			if _, err := w.Write(out); err != nil {
 				writeErr = err

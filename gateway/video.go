@@ -22,7 +22,7 @@ import (
 // acceptVideo charges a video job when the provider accepts it (docs/api.md#video-jobs):
 // duration × the per-second price of the resolution, settled at once, and
 // records the job (ids, account, line, amount — never the prompt).
-func (g *Gateway) acceptVideo(ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
+func (rl *relay) acceptVideo(ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
 	data, err := io.ReadAll(io.LimitReader(up.resp.Body, 1<<20))
 	if err != nil {
 		return apierr.Unavailable("upstream_error", "the provider's answer was cut; the job was not charged; retry")
@@ -44,18 +44,18 @@ func (g *Gateway) acceptVideo(ctx context.Context, w http.ResponseWriter, c *cal
 	c.info.charge = amount.Fixed()
 	job := store.Job{
 		RequestID: jobID, Account: c.key.Account, KeyID: c.key.ID, Model: c.model.ID,
-		Route: c.route, Line: up.line.Name(), Amount: amount, Created: g.now(),
+		Route: c.route, Line: up.line.Name(), Amount: amount, Created: rl.now(),
 	}
 	// The job is charged: it must be recorded too, or its status could
 	// not be read nor its failure refunded. A store that went down since
 	// the settle is waited for as a settle is; a record whose commit was
 	// lost with the connection is there (ErrExists on the retry, putJob).
-	err = g.bill.WriteOwed("job", c.info.rid, func() error { return g.putJob(ctx, job) })
+	err = rl.bill.WriteOwed("job", c.info.rid, func() error { return rl.putJob(ctx, job) })
 	if err != nil {
-		g.log.Error("record video job", "request_id", c.info.rid, "job", apierr.Quote(jobID), "error", err.Error())
+		rl.log.Error("record video job", "request_id", c.info.rid, "job", apierr.Quote(jobID), "error", err.Error())
 	}
 	w.Header().Set(costHeader, amount.Fixed())
-	g.writeAnswer(w, up, data)
+	rl.writeAnswer(w, up, data)
 	return nil
 }
 
@@ -63,14 +63,14 @@ func (g *Gateway) acceptVideo(ctx context.Context, w http.ResponseWriter, c *cal
 // job's (an earlier try whose commit was lost: the same account, amount,
 // line and creation time), never if it is another's. Each try is bounded,
 // as a settle's is.
-func (g *Gateway) putJob(ctx context.Context, job store.Job) error {
+func (rl *relay) putJob(ctx context.Context, job store.Job) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	err := g.store.PutJob(ctx, job)
+	err := rl.store.PutJob(ctx, job)
 	if !errors.Is(err, store.ErrExists) {
 		return err
 	}
-	had, gerr := g.store.Job(ctx, job.RequestID)
+	had, gerr := rl.store.Job(ctx, job.RequestID)
 	if gerr != nil {
 		return gerr
 	}
@@ -82,13 +82,13 @@ func (g *Gateway) putJob(ctx context.Context, job store.Job) error {
 }
 
 // videoJob finds the caller's job: unknown or another account's → 404.
-func (g *Gateway) videoJob(r *http.Request, ps httprouter.Params, info *reqInfo) (store.Job, *lines.Line, error) {
-	k, err := g.authenticate(r.Context(), r, false, info)
+func (rl *relay) videoJob(r *http.Request, ps httprouter.Params, info *reqInfo) (store.Job, *lines.Line, error) {
+	k, err := rl.authenticate(r.Context(), r, false, info)
 	if err != nil {
 		return store.Job{}, nil, err
 	}
 	id := ps.ByName("id")
-	job, err := g.store.Job(r.Context(), id)
+	job, err := rl.store.Job(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && job.Account != k.Account) {
 		return store.Job{}, nil, apierr.NotFound("no video job %s for this account", apierr.Quote(id))
 	}
@@ -96,7 +96,7 @@ func (g *Gateway) videoJob(r *http.Request, ps httprouter.Params, info *reqInfo)
 		return store.Job{}, nil, err
 	}
 	info.model, info.route = job.Model, job.Route
-	l := g.lines.ByName(job.Line)
+	l := rl.lines.ByName(job.Line)
 	if l == nil {
 		return store.Job{}, nil, apierr.Unserved("the line %q that runs job %q is no longer configured", job.Line, id)
 	}
@@ -105,7 +105,7 @@ func (g *Gateway) videoJob(r *http.Request, ps httprouter.Params, info *reqInfo)
 }
 
 // videoGet asks the job's line for path.
-func (g *Gateway) videoGet(ctx context.Context, l *lines.Line, path string) (*http.Response, error) {
+func (rl *relay) videoGet(ctx context.Context, l *lines.Line, path string) (*http.Response, error) {
 	lc := l.Config()
 	ctx, cancel := context.WithTimeout(ctx, lc.Timeouts.FirstByte)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, lc.BaseURL+path, nil)
@@ -119,7 +119,7 @@ func (g *Gateway) videoGet(ctx context.Context, l *lines.Line, path string) (*ht
 	resp, err := l.Do(req)
 	if err != nil {
 		cancel()
-		l.RecordFailure(g.now(), err)
+		l.RecordFailure(rl.now(), err)
 		return nil, apierr.Unavailable("upstream_error", "the provider could not be reached for this job; retry")
 	}
 	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
@@ -135,19 +135,19 @@ func (b *cancelBody) Close() error { err := b.ReadCloser.Close(); b.cancel(); re
 
 // handleVideoStatus returns the provider's status document as it is; the
 // first poll that sees "failed" refunds the job, exactly once.
-func (g *Gateway) handleVideoStatus(w http.ResponseWriter, r *http.Request, ps httprouter.Params, info *reqInfo) error {
-	job, l, err := g.videoJob(r, ps, info)
+func (rl *relay) handleVideoStatus(w http.ResponseWriter, r *http.Request, ps httprouter.Params, info *reqInfo) error {
+	job, l, err := rl.videoJob(r, ps, info)
 	if err != nil {
 		return err
 	}
-	resp, err := g.videoGet(r.Context(), l, "/v1/videos/"+job.RequestID)
+	resp, err := rl.videoGet(r.Context(), l, "/v1/videos/"+job.RequestID)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	up := &upstream{resp: resp, line: l}
 	if resp.StatusCode != http.StatusOK {
-		return g.upstreamError(up)
+		return rl.upstreamError(up)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
@@ -157,15 +157,15 @@ func (g *Gateway) handleVideoStatus(w http.ResponseWriter, r *http.Request, ps h
 		Status string `json:"status"`
 	}
 	if json.Unmarshal(data, &doc) == nil && doc.Status == "failed" {
-		refunded, err := g.store.RefundJob(context.WithoutCancel(r.Context()), job.RequestID, "video job failed")
+		refunded, err := rl.store.RefundJob(context.WithoutCancel(r.Context()), job.RequestID, "video job failed")
 		if err != nil {
-			g.log.Error("refund video job", "request_id", info.rid, "job", job.RequestID, "error", err.Error())
+			rl.log.Error("refund video job", "request_id", info.rid, "job", job.RequestID, "error", err.Error())
 		} else if refunded {
-			g.log.Info("refunded failed video job", "request_id", info.rid, "job", job.RequestID, "amount_usd", job.Amount.Fixed())
+			rl.log.Info("refunded failed video job", "request_id", info.rid, "job", job.RequestID, "amount_usd", job.Amount.Fixed())
 		}
 	}
 	h := w.Header()
-	g.copyResponseHeaders(h, resp.Header)
+	rl.hdrs.copy(h, resp.Header)
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(data)
@@ -174,12 +174,12 @@ func (g *Gateway) handleVideoStatus(w http.ResponseWriter, r *http.Request, ps h
 
 // handleVideoContent streams the finished video through, never storing it;
 // 404 while the job is not done.
-func (g *Gateway) handleVideoContent(w http.ResponseWriter, r *http.Request, ps httprouter.Params, info *reqInfo) error {
-	job, l, err := g.videoJob(r, ps, info)
+func (rl *relay) handleVideoContent(w http.ResponseWriter, r *http.Request, ps httprouter.Params, info *reqInfo) error {
+	job, l, err := rl.videoJob(r, ps, info)
 	if err != nil {
 		return err
 	}
-	resp, err := g.videoGet(r.Context(), l, "/v1/videos/"+job.RequestID+"/content")
+	resp, err := rl.videoGet(r.Context(), l, "/v1/videos/"+job.RequestID+"/content")
 	if err != nil {
 		return err
 	}
@@ -188,10 +188,10 @@ func (g *Gateway) handleVideoContent(w http.ResponseWriter, r *http.Request, ps 
 		return apierr.NotFound("video job %q is not finished; poll GET /v1/videos/%s until its status is done", job.RequestID, job.RequestID)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return g.upstreamError(&upstream{resp: resp, line: l})
+		return rl.upstreamError(&upstream{resp: resp, line: l})
 	}
 	h := w.Header()
-	g.copyResponseHeaders(h, resp.Header)
+	rl.hdrs.copy(h, resp.Header)
 	if resp.ContentLength >= 0 {
 		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
 	}

@@ -14,7 +14,7 @@ import (
 // Finish, ends it.
 func (t *Ticket) Answering(ctx context.Context) {
 	t.answered = t.l.settling.begin(t.c.Key.Account)
-	t.shared = t.l.settleBegin(ctx, t.c.Key.Account, t.c.RequestID)
+	t.shared = t.l.shared.begin(ctx, t.c.Key.Account, t.c.RequestID)
 }
 
 // BeginStream records that t's stream is under way: a read of its
@@ -140,7 +140,7 @@ func (l *Ledger) settleDetached(ctx context.Context, d detached, st store.Settle
 	}
 	if d.answered != nil {
 		l.settling.end(d.account, d.answered)
-		l.settleEnd(d.account, d.shared)
+		l.shared.end(d.account, d.shared)
 	} else {
 		l.streams.end(d.rid) // a read of its generation waited for this
 	}

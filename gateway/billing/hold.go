@@ -56,7 +56,7 @@ type Ticket struct {
 	// from then on (see SettleAnswered).
 	detached bool
 	// shared is answered in Redis, for the other replicas' admin reads
-	// (settleBegin); "" when not recorded.
+	// (sharedSettles.begin); "" when not recorded.
 	shared string
 
 	// A hold beside the upstream request (Pending): its outcome, and the

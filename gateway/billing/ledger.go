@@ -62,7 +62,7 @@ type Ledger struct {
 	prices        Pricer
 	log           *slog.Logger
 	now           func() time.Time
-	sh            *shared.Client // nil: single replica (shared.go)
+	shared        sharedSettles // the replicas' calls settling (shared.go)
 	observePlugin func(model, op string, t0 time.Time)
 	newID         func() string
 	met           *metrics
@@ -106,7 +106,7 @@ func New(o Options) *Ledger {
 		prices:        o.Prices,
 		log:           o.Logger,
 		now:           o.Now,
-		sh:            o.Shared,
+		shared:        sharedSettles{o.Shared},
 		observePlugin: o.ObservePlugin,
 		newID:         o.NewID,
 		met:           newMetrics(),
@@ -170,7 +170,7 @@ func (l *Ledger) WriteOwed(what, rid string, op func() error) error {
 func (l *Ledger) WaitSettled(ctx context.Context, account string) {
 	start := time.Now()
 	l.settling.wait(ctx, account)
-	l.waitShared(ctx, account, start)
+	l.shared.wait(ctx, account, start)
 }
 
 // WaitStream waits until the stream of request rid, a call of account,

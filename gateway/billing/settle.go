@@ -27,7 +27,7 @@ func (t *Ticket) Finish(ctx context.Context) {
 	t.releaseUnsettled(ctx)
 	if t.answered != nil && !t.detached {
 		t.l.settling.end(t.c.Key.Account, t.answered)
-		t.l.settleEnd(t.c.Key.Account, t.shared)
+		t.l.shared.end(t.c.Key.Account, t.shared)
 	}
 }
 
@@ -61,7 +61,7 @@ func (t *Ticket) releaseUnsettled(ctx context.Context) {
 		l.release(ctx, rid)
 		if answered != nil { // the handler leaves these to whoever owns the hold
 			l.settling.end(account, answered)
-			l.settleEnd(account, shared)
+			l.shared.end(account, shared)
 		}
 	}()
 }

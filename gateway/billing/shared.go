@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/modelrelay/modelrelay/internal/shared"
 )
 
 // Read after answer across replicas: what the calls answered but not yet
@@ -22,7 +24,7 @@ const settleTTL = 30 * time.Second
 // is about to) before it settled: a member "<request id> <deadline, unix
 // ms>" scored by its start (µs, Redis's clock, so replicas' clocks do not
 // matter). An admin read of the account on any replica waits for it
-// (WaitSettled). It returns the member, which settleEnd removes. Numbers
+// (WaitSettled). It returns the member, which end removes. Numbers
 // go to Redis as %d text: a Lua number would be sent with 14 digits.
 var settleBeginScript = redis.NewScript(`
 local t = redis.call('TIME')
@@ -53,60 +55,65 @@ end
 return {cut, n}
 `)
 
-// settleKey is the Redis key of account's calls answered and settling.
-func (l *Ledger) settleKey(account string) string { return l.sh.Prefix() + "settling:" + account }
+// sharedSettles is the calls answered and settling as the replicas share
+// them in Redis; a nil client (a single replica) records and waits for
+// nothing.
+type sharedSettles struct{ sh *shared.Client }
 
-// settleBegin records in Redis that call rid of account answered before it
-// settled (settleBeginScript) and returns the member settleEnd removes; ""
+// key is the Redis key of account's calls answered and settling.
+func (s sharedSettles) key(account string) string { return s.sh.Prefix() + "settling:" + account }
+
+// begin records in Redis that call rid of account answered before it
+// settled (settleBeginScript) and returns the member end removes; ""
 // without Redis or when it cannot be recorded.
-func (l *Ledger) settleBegin(ctx context.Context, account, rid string) string {
-	if l.sh == nil || !l.sh.Up() {
+func (s sharedSettles) begin(ctx context.Context, account, rid string) string {
+	if s.sh == nil || !s.sh.Up() {
 		return ""
 	}
-	cctx, cancel := l.sh.Ctx(ctx)
+	cctx, cancel := s.sh.Ctx(ctx)
 	defer cancel()
-	m, err := settleBeginScript.Run(cctx, l.sh.Redis(), []string{l.settleKey(account)}, rid, settleTTL.Milliseconds()).Text()
+	m, err := settleBeginScript.Run(cctx, s.sh.Redis(), []string{s.key(account)}, rid, settleTTL.Milliseconds()).Text()
 	if err != nil {
-		l.sh.Fail("settling", err)
+		s.sh.Fail("settling", err)
 		return ""
 	}
 	return m
 }
 
-// settleEnd removes member, settleBegin's, once its call has settled.
-func (l *Ledger) settleEnd(account, member string) {
-	if member == "" || l.sh == nil {
+// end removes member, begin's, once its call has settled.
+func (s sharedSettles) end(account, member string) {
+	if member == "" || s.sh == nil {
 		return
 	}
-	ctx, cancel := l.sh.Ctx(context.Background())
+	ctx, cancel := s.sh.Ctx(context.Background())
 	defer cancel()
-	l.sh.Fail("settling", l.sh.Redis().ZRem(ctx, l.settleKey(account), member).Err())
+	s.sh.Fail("settling", s.sh.Redis().ZRem(ctx, s.key(account), member).Err())
 }
 
 // settlePoll is how often an admin read asks Redis whether the calls it
 // waits for, answered on other replicas, have settled.
 const settlePoll = 5 * time.Millisecond
 
-// waitShared waits, with Redis, until the calls of account answered on
+// wait waits, with Redis, until the calls of account answered on
 // any replica before start have settled, or until ctx ends or
 // settleWaitMax has passed since start (WaitSettled).
-func (l *Ledger) waitShared(ctx context.Context, account string, start time.Time) {
-	if l.sh == nil || !l.sh.Up() {
+func (s sharedSettles) wait(ctx context.Context, account string, start time.Time) {
+	if s.sh == nil || !s.sh.Up() {
 		return
 	}
 	ctx, cancel := context.WithDeadline(ctx, start.Add(settleWaitMax))
 	defer cancel()
-	key := []string{l.settleKey(account)}
+	key := []string{s.key(account)}
 	var cut int64
 	for {
-		cctx, ccancel := l.sh.Ctx(ctx)
-		v, err := settlePendingScript.Run(cctx, l.sh.Redis(), key, cut).Int64Slice()
+		cctx, ccancel := s.sh.Ctx(ctx)
+		v, err := settlePendingScript.Run(cctx, s.sh.Redis(), key, cut).Int64Slice()
 		ccancel()
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil || len(v) != 2 {
-			l.sh.Fail("settling", err)
+			s.sh.Fail("settling", err)
 			return
 		}
 		if v[1] == 0 {

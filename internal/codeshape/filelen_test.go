@@ -1,0 +1,92 @@
+package codeshape
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// maxFileLines is the most lines a non-test Go file may have: past it, a
+// file holds more than one concern and should be split by concern.
+const maxFileLines = 600
+
+// TestFileLength fails naming every non-test Go file over maxFileLines.
+func TestFileLength(t *testing.T) {
+	root := moduleRoot(t)
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "node_modules" || n == "testdata" || n == "build") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if n := bytes.Count(data, []byte("\n")); n > maxFileLines {
+			rel, _ := filepath.Rel(root, path)
+			t.Errorf("%s is %d lines, over %d: split it by concern", rel, n, maxFileLines)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// maxMethods is the most methods the gateway's top types may have: past
+// it, a type carries more than one concern and a part should become a
+// package or a type of its own.
+const maxMethods = 30
+
+// topTypes are the gateway's top types: the HTTP front, the relayed
+// call's pipeline, and the parts split out of them.
+var topTypes = map[string][]string{
+	"gateway":         {"Gateway", "relay"},
+	"gateway/billing": {"Ledger", "Ticket"},
+	"gateway/lines":   {"Set", "Line"},
+	"gateway/admin":   {"API"},
+	"gateway/holder":  {"API"},
+	"gateway/listen":  {"Bounds"},
+}
+
+// TestTopTypesStaySmall fails naming each top type with over maxMethods
+// methods.
+func TestTopTypesStaySmall(t *testing.T) {
+	root := moduleRoot(t)
+	decls, err := declarations(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dir, types := range topTypes {
+		for _, typ := range types {
+			n := 0
+			for file, names := range decls {
+				if file == "" || filepath.Dir(file) != dir {
+					continue
+				}
+				for name := range names {
+					if strings.HasPrefix(name, typ+".") && strings.Count(name, ".") == 1 {
+						n++
+					}
+				}
+			}
+			switch {
+			case n == 0:
+				t.Errorf("%s.%s has no methods: is it still a top type?", dir, typ)
+			case n > maxMethods:
+				t.Errorf("%s.%s has %d methods, over %d: give a part of it a type or a package of its own", dir, typ, n, maxMethods)
+			}
+		}
+	}
+}
