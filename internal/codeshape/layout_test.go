@@ -2,9 +2,12 @@ package codeshape
 
 import (
 	"bytes"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -88,5 +91,42 @@ func TestTopTypesStaySmall(t *testing.T) {
 				t.Errorf("%s.%s has %d methods, over %d: give a part of it a type or a package of its own", dir, typ, n, maxMethods)
 			}
 		}
+	}
+}
+
+// TestOnlyTheBinaryImportsTheGateway fails naming each Go file outside
+// cmd/relay that imports package gateway: its parts import what is below
+// them (config, apierr, the store), so the gateway can use them all.
+func TestOnlyTheBinaryImportsTheGateway(t *testing.T) {
+	root := moduleRoot(t)
+	const top = "github.com/modelrelay/modelrelay/gateway"
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "node_modules" || n == "testdata" || n == "build") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		if !strings.HasSuffix(path, ".go") || strings.HasPrefix(filepath.ToSlash(rel), "cmd/relay/") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			if imp.Path.Value == strconv.Quote(top) {
+				t.Errorf("%s imports %s: only cmd/relay may", rel, top)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
