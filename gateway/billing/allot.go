@@ -63,6 +63,14 @@ type AllotStore interface {
 	Release(ctx context.Context, requestID, reason string) error
 }
 
+// A store.Store that is a store.Allotter has what allotments need: the
+// Ledger's type assertion finds it in every store that provides allotments
+// (store/postgres guards its store.Allotter).
+var _ AllotStore = (interface {
+	store.Store
+	store.Allotter
+})(nil)
+
 // allotments are this replica's open allotments, one per account at most
 // that calls are admitted against, and those retired but still carving.
 type allotments struct {

@@ -93,6 +93,10 @@ type Store interface {
 	OpenHolds(ctx context.Context) ([]store.Hold, error)
 }
 
+// Every store.Store serves the console: the gateway finds this interface
+// by type assertion (package admin), and no store can lack it.
+var _ Store = store.Store(nil)
+
 // Error is a refusal the console shows on the page: a status and a
 // message (naming the field at fault).
 type Error struct {

@@ -141,15 +141,6 @@ type Store struct {
 	once sync.Once
 }
 
-var (
-	_ store.Ledger    = (*Store)(nil)
-	_ store.Keys      = (*Store)(nil)
-	_ store.KeyLimits = (*Store)(nil)
-	_ store.Books     = (*Store)(nil)
-	_ store.Jobs      = (*Store)(nil)
-	_ store.Store     = (*Store)(nil)
-)
-
 // setDefaults fills o's zero values with the defaults.
 func (o *Options) setDefaults() error {
 	if o.MaxConns <= 0 {
