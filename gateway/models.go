@@ -12,6 +12,7 @@ import (
 	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 // modelsCreated is the creation time every listed model shows: the API's
@@ -46,7 +47,7 @@ func (g *Gateway) handleModels(w http.ResponseWriter, r *http.Request, _ httprou
 	for i, id := range ids {
 		data[i] = item{ID: id, Object: "model", Created: modelsCreated.Unix(), OwnedBy: ownerOf(id)}
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	return wire.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 // anthropicModel is an item of the Anthropic model list.
@@ -78,7 +79,7 @@ func writeAnthropicModels(w http.ResponseWriter, q url.Values, ids []string) err
 	if to > from {
 		out.FirstID, out.LastID = &ids[from], &ids[to-1]
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return wire.WriteJSON(w, http.StatusOK, out)
 }
 
 // Bounds of the Anthropic list's limit parameter.

@@ -9,6 +9,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 // OpsHandler serves the operator endpoints (metrics, health, readiness) that
@@ -23,15 +24,15 @@ func (g *Gateway) opsRoutes(r *httprouter.Router) {
 	mh := g.met.handler()
 	r.GET("/metrics", func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) { mh.ServeHTTP(w, req) })
 	r.GET("/healthz", func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
-		_ = writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		_ = wire.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.GET("/readyz", func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
 		problems := g.readiness(req.Context())
 		if len(problems) > 0 {
-			_ = writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "problems": problems})
+			_ = wire.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "problems": problems})
 			return
 		}
-		_ = writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		_ = wire.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 // AccountView is an account as the admin API shows it.
@@ -79,7 +80,7 @@ func (a *API) listAccounts(w http.ResponseWriter, r *http.Request, _ httprouter.
 	for i, acc := range as {
 		out[i] = accountView(acc)
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out, "has_more": more})
+	return wire.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out, "has_more": more})
 }
 
 func (a *API) createAccount(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
@@ -96,7 +97,7 @@ func (a *API) createAccount(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err != nil {
 		return storeErr(err, "account "+apierr.Quote(req.ID))
 	}
-	return writeJSON(w, http.StatusCreated, accountView(acc))
+	return wire.WriteJSON(w, http.StatusCreated, accountView(acc))
 }
 
 func validAccountID(s string) bool {
@@ -123,7 +124,7 @@ func (a *API) writeBalance(w http.ResponseWriter, r *http.Request, id string) er
 	if err != nil {
 		return storeErr(err, "account "+apierr.Quote(id))
 	}
-	return writeJSON(w, http.StatusOK, accountView(acc))
+	return wire.WriteJSON(w, http.StatusOK, accountView(acc))
 }
 
 func (a *API) handleCredit(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
@@ -189,7 +190,7 @@ func (a *API) charges(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	for i, e := range es {
 		out[i] = EntryView{Entry: e, AmountText: e.Amount.Fixed()}
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+	return wire.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
 }
 
 // updateAccount changes an account's settings: alert_below_usd, its
@@ -262,7 +263,7 @@ func (a *API) issueLogin(w http.ResponseWriter, r *http.Request, ps httprouter.P
 	if err != nil {
 		return storeErr(err, "account "+apierr.Quote(id))
 	}
-	return writeJSON(w, http.StatusCreated, LoginView{Email: l.Email, Account: l.Account,
+	return wire.WriteJSON(w, http.StatusCreated, LoginView{Email: l.Email, Account: l.Account,
 		SetupLink: setupLink(a.d.Config.Console.PublicURL, r, token), Expires: l.SetupExpires.UTC().Format(time.RFC3339)})
 }
 

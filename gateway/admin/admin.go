@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/modelrelay/modelrelay/gateway/listen"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 // Store is what the admin API needs of the store: accounts and their
@@ -114,18 +114,6 @@ func (a *API) isAdminToken(tok string) bool {
 	return subtle.ConstantTimeCompare([]byte(tok), []byte(a.d.Config.AdminToken)) == 1
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
-	return nil
-}
-
 func readJSON(r *http.Request, v any) error {
 	body, err := listen.ReadBody(r, 1<<20)
 	if err != nil {
@@ -172,5 +160,5 @@ func (a *API) routeNames() []string {
 }
 
 func (a *API) lines(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": a.d.Lines()})
+	return wire.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": a.d.Lines()})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 // KeyView is a key record without its hash: its settings and, for the
@@ -86,7 +87,7 @@ func (a *API) handleCreateKey(w http.ResponseWriter, r *http.Request, _ httprout
 	}
 	v := keyView(k, k.Created)
 	v.Key = plain
-	return writeJSON(w, http.StatusCreated, v)
+	return wire.WriteJSON(w, http.StatusCreated, v)
 }
 
 // createKey makes a key on account with the admin API's rules (a
@@ -141,7 +142,7 @@ func (a *API) listKeys(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 	for i, k := range ks {
 		out[i] = keyView(k, now)
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+	return wire.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
 }
 
 // key shows one key by its id, once the calls its account was answered
@@ -156,7 +157,7 @@ func (a *API) key(w http.ResponseWriter, r *http.Request, ps httprouter.Params) 
 	if k, err = a.keyByID(r, k.Account, id); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, keyView(k, a.d.Now()))
+	return wire.WriteJSON(w, http.StatusOK, keyView(k, a.d.Now()))
 }
 
 // keyByID finds a key by its id among account's keys ("": every key). The
@@ -191,7 +192,7 @@ func (a *API) handleRevokeKey(w http.ResponseWriter, r *http.Request, _ httprout
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, keyView(k, a.d.Now()))
+	return wire.WriteJSON(w, http.StatusOK, keyView(k, a.d.Now()))
 }
 
 // revokeKey revokes key id and makes every replica drop its cached
@@ -246,7 +247,7 @@ func (a *API) handleUpdateKey(w http.ResponseWriter, r *http.Request, _ httprout
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, keyView(k, a.d.Now()))
+	return wire.WriteJSON(w, http.StatusOK, keyView(k, a.d.Now()))
 }
 
 // updateKey changes key id's settings (keySettings.update's rules) and

@@ -13,6 +13,7 @@ import (
 	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
+	"github.com/modelrelay/modelrelay/wire"
 )
 
 // Store is what the holder's reads need of the store.
@@ -104,15 +105,7 @@ func (a *API) holder(r *http.Request, auth Auth) (store.Key, error) {
 // writePrivate writes v as JSON that no cache may keep: it is one key's.
 func writePrivate(w http.ResponseWriter, v any) error {
 	w.Header().Set("Cache-Control", "no-store")
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(append(b, '\n'))
-	return nil
+	return wire.WriteJSON(w, http.StatusOK, v)
 }
 
 // KeyInfo is GET /v1/key: the caller's key and its account.

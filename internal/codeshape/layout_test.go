@@ -19,32 +19,38 @@ const maxFileLines = 600
 // TestFileLength fails naming every non-test Go file over maxFileLines.
 func TestFileLength(t *testing.T) {
 	root := moduleRoot(t)
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "node_modules" || n == "testdata" || n == "build") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	files, err := goFiles(root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range files {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		if n := bytes.Count(data, []byte("\n")); n > maxFileLines {
 			rel, _ := filepath.Rel(root, path)
 			t.Errorf("%s is %d lines, over %d: split it by concern", rel, n, maxFileLines)
 		}
+	}
+}
+
+// goFiles are the Go files of the module at root (skipDir's directories
+// left out), with or without the tests.
+func goFiles(root string, tests bool) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && path != root && skipDir(path, d.Name()):
+			return filepath.SkipDir
+		case !d.IsDir() && strings.HasSuffix(path, ".go") && (tests || !strings.HasSuffix(path, "_test.go")):
+			files = append(files, path)
+		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return files, err
 }
 
 // maxMethods is the most methods the gateway's top types may have: past
@@ -100,33 +106,24 @@ func TestTopTypesStaySmall(t *testing.T) {
 func TestOnlyTheBinaryImportsTheGateway(t *testing.T) {
 	root := moduleRoot(t)
 	const top = "github.com/modelrelay/modelrelay/gateway"
+	files, err := goFiles(root, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "node_modules" || n == "testdata" || n == "build") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	for _, path := range files {
 		rel, _ := filepath.Rel(root, path)
-		if !strings.HasSuffix(path, ".go") || strings.HasPrefix(filepath.ToSlash(rel), "cmd/relay/") {
-			return nil
+		if strings.HasPrefix(filepath.ToSlash(rel), "cmd/relay/") {
+			continue
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		for _, imp := range f.Imports {
 			if imp.Path.Value == strconv.Quote(top) {
 				t.Errorf("%s imports %s: only cmd/relay may", rel, top)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

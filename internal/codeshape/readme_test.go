@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -140,23 +139,15 @@ func mapPath(p string) string {
 // package's name ("store.Ledger.Hold"), and each package's name itself.
 func declarations(root string) (map[string]map[string]bool, error) {
 	decls := map[string]map[string]bool{"": {}}
+	files, err := goFiles(root, false)
+	if err != nil {
+		return nil, err
+	}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "node_modules" || n == "testdata" || n == "build") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	for _, path := range files {
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rel, _ := filepath.Rel(root, path)
 		names := map[string]bool{}
@@ -168,9 +159,8 @@ func declarations(root string) (map[string]map[string]bool, error) {
 			decls[""][n] = true
 		}
 		decls[""][f.Name.Name] = true
-		return nil
-	})
-	return decls, err
+	}
+	return decls, nil
 }
 
 // declaredNames are the top-level names of f, methods as "T.M" and "M".

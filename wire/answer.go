@@ -1,4 +1,4 @@
-package gateway
+package wire
 
 import (
 	"encoding/json"
@@ -6,8 +6,9 @@ import (
 	"strconv"
 )
 
-// writeJSON answers with v as JSON, on a line of its own.
-func writeJSON(w http.ResponseWriter, status int, v any) error {
+// WriteJSON answers with status and v as JSON, on a line of its own, with
+// its Content-Length.
+func WriteJSON(w http.ResponseWriter, status int, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
