@@ -199,7 +199,7 @@ func TestCutStreamSettledOnceFromEstimate(t *testing.T) {
 	if sc.Err() == nil {
 		t.Error("the client should see the cut as a read error, not a clean end")
 	}
-	waitFor(t, func() bool { return e.balance("acme").Held == 0 })
+	waitFor(t, 10*time.Second, "the hold released", func() bool { return e.balance("acme").Held == 0 })
 	_, kinds := journalSum(t, e, "acme")
 	es, _ := e.charges("acme", 10)
 	if kinds[store.KindCharge] != 1 || es[0].Amount >= 0 || !strings.Contains(es[0].Note, "estimated") {
@@ -207,17 +207,6 @@ func TestCutStreamSettledOnceFromEstimate(t *testing.T) {
 	}
 	if e.sims["eco-a"].Requests() != 1 {
 		t.Errorf("a started stream must never be retried: sim saw %d requests", e.sims["eco-a"].Requests())
-	}
-}
-
-func waitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -275,7 +264,7 @@ func TestDrainWaitsForStreams(t *testing.T) {
 		st, _, _ := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "drain", `"stream":true`))
 		done <- st
 	}()
-	waitFor(t, func() bool { return e.balance("acme").Held > 0 })
+	waitFor(t, 10*time.Second, "a hold taken", func() bool { return e.balance("acme").Held > 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := e.gw.Drain(ctx); err != nil {

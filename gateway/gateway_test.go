@@ -232,7 +232,7 @@ func TestAccessLogLine(t *testing.T) {
 	// The line is written after the settle, which follows the answer: wait
 	// for it.
 	var line map[string]any
-	for deadline := time.Now().Add(5 * time.Second); line == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	holdsWithin(5*time.Second, func() bool {
 		for _, l := range strings.Split(e.logs.String(), "\n") {
 			if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, rid) {
 				dec := json.NewDecoder(strings.NewReader(l))
@@ -242,7 +242,8 @@ func TestAccessLogLine(t *testing.T) {
 				}
 			}
 		}
-	}
+		return line != nil
+	})
 	if line == nil {
 		t.Fatalf("no access log line for %s in:\n%s", rid, e.logs.String())
 	}

@@ -101,7 +101,7 @@ func callMix(t *testing.T, e *env, keyStd, keyEco string) []holderCall {
 	if st != 200 || json.Unmarshal(data, &job) != nil {
 		t.Fatalf("failing video: %d %s", st, data)
 	}
-	waitFor(t, func() bool {
+	waitFor(t, 10*time.Second, "the video job failed", func() bool {
 		_, _, data := e.do("GET", "/v1/videos/"+job.RequestID, keyEco, nil)
 		return strings.Contains(string(data), `"failed"`)
 	})

@@ -108,7 +108,7 @@ func TestBreakersOpenAndRecover(t *testing.T) {
 	}
 	// The line comes back: after the open period a half-open probe closes it.
 	e.sims["a"].SetOptions(sim.Options{})
-	time.Sleep(350 * time.Millisecond)
+	time.Sleep(350 * time.Millisecond) // the breaker's open interval must really pass
 	st, _, data := e.do("POST", "/v1/chat/completions", key, body)
 	if st != 200 {
 		t.Fatalf("after recovery: %d %s", st, data)
@@ -142,7 +142,7 @@ func TestTimeoutsMoveToTheNextLine(t *testing.T) {
 	if strings.Contains(string(data), "[DONE]") {
 		t.Fatalf("an idle stream should be cut: %s", data)
 	}
-	waitFor(t, func() bool { return e.balance("acme").Held == 0 })
+	waitFor(t, 10*time.Second, "the hold released", func() bool { return e.balance("acme").Held == 0 })
 }
 
 func TestUpstreamStatuses(t *testing.T) {

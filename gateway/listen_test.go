@@ -78,17 +78,6 @@ func roundTrip(t *testing.T, c net.Conn, br *bufio.Reader) {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not so after 15s: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
@@ -152,17 +141,17 @@ func TestConnectionBounds(t *testing.T) {
 	}
 
 	a1.c.Close()
-	eventually(t, "the closed connection is uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 2 })
+	waitFor(t, 15*time.Second, "the closed connection is uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 2 })
 	c2 := open("127.0.0.4")
 	roundTrip(t, c2.c, c2.br)
 	a2.c.Close()
-	eventually(t, "the closed connection is uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 2 })
+	waitFor(t, 15*time.Second, "the closed connection is uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 2 })
 	a3 := open("127.0.0.2")
 	roundTrip(t, a3.c, a3.br)
 	for _, c := range []client{b1, c2, a3} {
 		c.c.Close()
 	}
-	eventually(t, "every connection uncounted", func() bool { n, a := e.gw.conns.Open(); return n == 0 && a == 0 })
+	waitFor(t, 15*time.Second, "every connection uncounted", func() bool { n, a := e.gw.conns.Open(); return n == 0 && a == 0 })
 }
 
 // An HTTP client whose connection is refused reads the 503, whatever the
@@ -175,7 +164,7 @@ func TestRefusalReachesClients(t *testing.T) {
 	roundTrip(t, holder, bufio.NewReader(holder))
 	for _, size := range []int{0, 100, 64 << 10, 1 << 20} {
 		for range 5 {
-			eventually(t, "no refusal under way", func() bool { return e.gw.conns.Refusing() == 0 })
+			waitFor(t, 15*time.Second, "no refusal under way", func() bool { return e.gw.conns.Refusing() == 0 })
 			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 			resp, err := client.Post(e.url+"/v1/chat/completions", "application/json", bytes.NewReader(bytes.Repeat([]byte{'x'}, size)))
 			if err != nil {
@@ -252,7 +241,7 @@ func TestTrickledBodyWithoutKeyIsAnsweredAndClosed(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, "every connection closed and uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 0 })
+	waitFor(t, 15*time.Second, "every connection closed and uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 0 })
 }
 
 // An ordinary HTTP client sending a body with an invalid key reads the 401,
@@ -356,7 +345,7 @@ func TestHeaderTimeout(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, "every connection uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 0 })
+	waitFor(t, 15*time.Second, "every connection uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 0 })
 }
 
 // A stream that lasts longer than server.body_timeout is not cut by it, nor

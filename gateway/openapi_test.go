@@ -421,20 +421,15 @@ func TestOpenAPIConformanceMediaEndpoints(t *testing.T) {
 		if err := json.Unmarshal(body, &job); err != nil || job.RequestID == "" {
 			t.Fatalf("no request_id: %s", body)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		var st struct {
+			Status string `json:"status"`
+		}
+		if !holdsWithin(10*time.Second, func() bool {
 			_, body := c.run(t, e, exchange{method: "GET", path: "/v1/videos/" + job.RequestID, header: bearer, wantStatus: 200})
-			var st struct {
-				Status string `json:"status"`
-			}
 			_ = json.Unmarshal(body, &st)
-			if st.Status == "done" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the job is still %q", st.Status)
-			}
-			time.Sleep(20 * time.Millisecond)
+			return st.Status == "done"
+		}) {
+			t.Fatalf("the job is still %q", st.Status)
 		}
 		c.run(t, e, exchange{method: "GET", path: "/v1/videos/" + job.RequestID + "/content", header: bearer, wantStatus: 200})
 	})

@@ -34,9 +34,7 @@ type watchedHolds struct {
 func (s *watchedHolds) Hold(ctx context.Context, h store.Hold) error {
 	defer func() { s.done.Store(time.Now().UnixNano()) }()
 	n := s.base.Load()
-	for deadline := time.Now().Add(s.wait); s.upstream() == n && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	holdsWithin(s.wait, func() bool { return s.upstream() != n })
 	if s.upstream() > n {
 		s.overlaps.Add(1)
 		time.Sleep(50 * time.Millisecond) // a slow commit, after the provider has answered
@@ -167,9 +165,7 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 type panicTransport struct{ held func() bool }
 
 func (p panicTransport) RoundTrip(*http.Request) (*http.Response, error) {
-	for deadline := time.Now().Add(5 * time.Second); !p.held() && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	holdsWithin(5*time.Second, p.held)
 	panic("upstream transport")
 }
 

@@ -34,9 +34,7 @@ func TestSettlingWait(t *testing.T) {
 	b := s.begin("acme")
 	other := s.begin("zeta")
 	first := waitIn()
-	for !sealed() {
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the wait sealed its group", sealed)
 	// A call that begins after the first wait does not prolong it, but a
 	// second wait covers it and the first wait's calls too.
 	late := s.begin("acme")
@@ -44,9 +42,7 @@ func TestSettlingWait(t *testing.T) {
 		t.Fatal("a call after a wait joined the sealed group")
 	}
 	second := waitIn()
-	for !sealed() {
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the wait sealed its group", sealed)
 	s.end("acme", a)
 	still(first, "the first wait")
 	s.end("acme", b)
