@@ -26,6 +26,7 @@ func adminKeyDo(t *testing.T, e *env, method, path string, body any) admin.KeyVi
 // spend, changed by POST /admin/keys/update (absent fields kept, "none",
 // 0 and [] clearing), and each change applies to the next call at once.
 func TestAdminKeySettings(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	expires := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
@@ -83,6 +84,7 @@ func TestAdminKeySettings(t *testing.T) {
 // TestAdminKeySettingsInvalid: every bad setting is a 400 whose code and
 // message name the field, on create and on update alike.
 func TestAdminKeySettingsInvalid(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	id := adminKeyDo(t, e, "POST", "/admin/keys", map[string]any{"account": "acme", "route": "auto"}).ID
@@ -153,6 +155,7 @@ func TestAdminKeySettingsInvalid(t *testing.T) {
 // low-balance threshold, shown on the account; relay_accounts_below_alert
 // counts the accounts under theirs; bad input names the field.
 func TestAdminAccountAlert(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "2")
 	e.account("beta", "20")
@@ -198,6 +201,7 @@ func TestAdminAccountAlert(t *testing.T) {
 // TestReplicasKeyUpdate: a key's allow-list changed through A is applied
 // by B and C within a second, though both had the key cached.
 func TestReplicasKeyUpdate(t *testing.T) {
+	// Not parallel: it bounds the update's spread at 1 s.
 	a := newEnv(t, withRedis(t, redisURL(t)))
 	b, c := a.replica(nil), a.replica(nil)
 	a.account("acme", "100")

@@ -43,8 +43,7 @@ func (s *countingStore) Carve(ctx context.Context, from string, h store.Hold) er
 // overlap and are allotted, its store counted.
 func allotEnv(t *testing.T) (e, r *env, cs *countingStore, key string) {
 	pgtest.Need(t)
-	t.Setenv(envStoreVar, store.DriverPostgres)
-	e = newEnv(t)
+	e = newEnvOn(t, store.DriverPostgres)
 	e.account("acme", "100")
 	key = e.key("acme", "standard")
 	cs = &countingStore{}
@@ -59,6 +58,7 @@ func allotEnv(t *testing.T) (e, r *env, cs *countingStore, key string) {
 // still holds; every call is charged, the books audit clean, and Drain
 // gives the allotment's rest back.
 func TestAllotmentOnPostgres(t *testing.T) {
+	t.Parallel()
 	e, r, cs, key := allotEnv(t)
 	call := func(k string) {
 		t.Helper()
@@ -132,6 +132,7 @@ func TestAllotmentOnPostgres(t *testing.T) {
 // store unavailable and retried) ends without waiting for it; its settle
 // follows the carve in the background, and the call is charged once.
 func TestSlowCarveLeavesTheStream(t *testing.T) {
+	t.Parallel()
 	e, r, cs, key := allotEnv(t)
 	waitFor(t, 15*time.Second, "an allotment is taken", func() bool {
 		if st, _, data := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello")); st != 200 {

@@ -47,6 +47,7 @@ func expectedCharge(t testing.TB, e *env, model, route string, u pricing.Usage) 
 }
 
 func TestChargeMatchesUsage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
@@ -74,6 +75,7 @@ func TestChargeMatchesUsage(t *testing.T) {
 }
 
 func TestEmptyBalanceIs402(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("broke", "")
 	e.account("poor", "0.000001")
@@ -94,6 +96,7 @@ func TestEmptyBalanceIs402(t *testing.T) {
 // covered number are admitted, the books balance to the nano-USD and no hold
 // remains.
 func TestConcurrentStreamsCannotOverdraw(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, s := range e.sims {
 		s.SetOptions(sim.Options{FirstChunk: 1500 * time.Millisecond, Chunks: 4})
@@ -170,6 +173,7 @@ func TestConcurrentStreamsCannotOverdraw(t *testing.T) {
 // A stream that is cut is settled once from the documented estimate, never at
 // zero, and the client sees the cut.
 func TestCutStreamSettledOnceFromEstimate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.sims["eco-a"].SetOptions(sim.Options{CutAfter: 3, Chunks: 8})
 	e.account("acme", "5")
@@ -213,6 +217,7 @@ func TestCutStreamSettledOnceFromEstimate(t *testing.T) {
 // After calls whose prompt and completion carry a canary, the canary is
 // nowhere under the data directory or in the logs; neither is the key.
 func TestNoContentAtRest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "auto")
@@ -255,6 +260,7 @@ func TestNoContentAtRest(t *testing.T) {
 // Graceful drain: a stream in flight when the gateway drains finishes and is
 // settled.
 func TestDrainWaitsForStreams(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.sims["eco-a"].SetOptions(sim.Options{ChunkGap: 50 * time.Millisecond, Chunks: 6})
 	e.account("acme", "5")

@@ -9,6 +9,7 @@ import (
 )
 
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	good := e.key("acme", "auto")
@@ -63,6 +64,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestRoutesAndModelLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	auto := e.key("acme", "auto")
@@ -142,6 +144,7 @@ func TestRoutesAndModelLimits(t *testing.T) {
 }
 
 func TestErrorBodies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "auto")
@@ -188,6 +191,7 @@ func TestErrorBodies(t *testing.T) {
 }
 
 func TestNotRelayedPaths(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "1")
 	key := e.key("acme", "auto")
@@ -221,6 +225,7 @@ func TestNotRelayedPaths(t *testing.T) {
 // request id, status, model, route, line, charge and its durations in whole
 // microseconds (integers: slog formats floats through encoding/json).
 func TestAccessLogLine(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "10")
 	key := e.key("acme", "economy")

@@ -87,6 +87,7 @@ func isTimeout(err error) bool {
 // is closed; connections already open are served; the counts go back down
 // when connections close, and /metrics shows them.
 func TestConnectionBounds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withServer(config.ServerConfig{MaxConnections: 3, MaxConnectionsPerAddress: 2}))
 	addr := e.srv.Listener.Addr().String()
 	type client struct {
@@ -158,6 +159,7 @@ func TestConnectionBounds(t *testing.T) {
 // size of the body it is sending, rather than a reset or an unsolicited
 // answer (when refusals are not a flood: see refuse).
 func TestRefusalReachesClients(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withServer(config.ServerConfig{MaxConnections: 1}))
 	addr := e.srv.Listener.Addr().String()
 	holder := dialFrom(t, "127.0.0.2", addr)
@@ -198,6 +200,7 @@ func trickle(c net.Conn, b []byte, gap time.Duration, stop <-chan struct{}) {
 // its 401 (or 404 for no endpoint) at once, and the connection is closed
 // at once: nothing waits for its body.
 func TestTrickledBodyWithoutKeyIsAnsweredAndClosed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	addr := e.srv.Listener.Addr().String()
 	for _, tc := range []struct {
@@ -248,6 +251,7 @@ func TestTrickledBodyWithoutKeyIsAnsweredAndClosed(t *testing.T) {
 // whatever the body's size: the connection closes after the answer without
 // resetting it under the client.
 func TestUnreadBodyAnswerReachesClients(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, size := range []int{100, 100 << 10, 1 << 20, 4 << 20} {
 		for range 5 {
@@ -271,6 +275,7 @@ func TestUnreadBodyAnswerReachesClients(t *testing.T) {
 // answered 408 body_timeout and the connection closed; nothing is held or
 // charged.
 func TestBodyTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withServer(config.ServerConfig{HeaderTimeout: time.Second, BodyTimeout: 2 * time.Second, MaxConnectionsPerAddress: -1}))
 	e.account("slow", "1")
 	key := e.key("slow", "economy")
@@ -311,6 +316,7 @@ func TestBodyTimeout(t *testing.T) {
 // still incomplete, closed without an answer if only headers are missing
 // (net/http answers nothing then).
 func TestHeaderTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withServer(config.ServerConfig{HeaderTimeout: time.Second, BodyTimeout: 30 * time.Second, MaxConnectionsPerAddress: -1}))
 	for _, tc := range []struct {
 		name, first, rest string
@@ -351,6 +357,7 @@ func TestHeaderTimeout(t *testing.T) {
 // A stream that lasts longer than server.body_timeout is not cut by it, nor
 // is the kept-alive connection that carried it.
 func TestStreamOutlivesBodyTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withServer(config.ServerConfig{HeaderTimeout: 500 * time.Millisecond, BodyTimeout: 500 * time.Millisecond, MaxConnectionsPerAddress: -1}))
 	e.sims["eco-a"].SetOptions(sim.Options{Chunks: 8, ChunkGap: 250 * time.Millisecond})
 	e.account("long", "1")
@@ -387,6 +394,7 @@ func TestStreamOutlivesBodyTimeout(t *testing.T) {
 
 // net/http's own errors (431, 400, 501, 505, 417) come in the error shape (docs/api.md#errors).
 func TestPlainErrorsInSpecShape(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	addr := e.srv.Listener.Addr().String()
 	for _, tc := range []struct {
@@ -427,6 +435,7 @@ func TestPlainErrorsInSpecShape(t *testing.T) {
 // A handler's own answer that looks like one of net/http's is left alone:
 // only what net/http writes to the connection itself is rewritten.
 func TestHandlerAnswersAreNotRewritten(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

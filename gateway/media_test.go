@@ -33,6 +33,7 @@ func needModels(t *testing.T, e *env, models ...string) {
 }
 
 func TestImages(t *testing.T) {
+	t.Parallel()
 	cp := &capture{sim: sim.New(sim.Options{})}
 	up := httptest.NewServer(cp)
 	defer up.Close()
@@ -125,6 +126,7 @@ type namedReader struct {
 func (n namedReader) Name() string { return n.name }
 
 func TestImageEdits(t *testing.T) {
+	// Not parallel: it sets TMPDIR (t.Setenv).
 	// Any temporary file Go's multipart code would create lands in TMPDIR.
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
@@ -208,6 +210,7 @@ func TestImageEdits(t *testing.T) {
 // accepted, its status and content are read with any key of the account
 // and no other, and a failed job is refunded exactly once.
 func TestVideoJobs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	needModels(t, e, "modelc-imagine-video-1.5")
 	e.account("acme", "20")
@@ -397,6 +400,7 @@ func checkFailedVideoRefundedOnce(v videoJobs, id string) {
 }
 
 func TestSystemOne(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	needModels(t, e, "sysmodel-1.13.0", "sysmodel-latest", "sysmodel-preview")
 	e.account("acme", "20")
@@ -512,6 +516,7 @@ func (s *lostJobRecord) PutJob(ctx context.Context, j store.Job) error {
 // (once: the lost commit's record stands), so a charged job can always be
 // read and refunded.
 func TestVideoJobRecordedThroughAnOutage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	needModels(t, e, "modelc-imagine-video-1.5")
 	e.account("acme", "20")

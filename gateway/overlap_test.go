@@ -51,6 +51,7 @@ func (s *watchedHolds) Hold(ctx context.Context, h store.Hold) error {
 // refused hold is the answer (nothing charged, the provider's answer
 // dropped), and after a refusal the account's calls hold first again.
 func TestHoldOverlapsUpstream(t *testing.T) {
+	// Not parallel: its overlap counts depend on when each request arrives.
 	// Its store keeps a hold that goes first for up to a second on purpose
 	// (watchedHolds): not a ledger behind (billing.max_store_wait).
 	e := newEnv(t, func(c *config.Config) { c.Billing.MaxStoreWait = 10 * time.Second })
@@ -179,6 +180,7 @@ func (panicHolds) Hold(context.Context, store.Hold) error { panic("store hold") 
 // first or beside the request; a panic in a Hold beside the request fails
 // the call with 500 and leaves the process serving.
 func TestHoldReleasedAfterPanic(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "100")
 	key := e.key("acme", "standard")

@@ -75,6 +75,7 @@ func dropPrefixURL(url, prefix string) {
 // (one replica alone would allow that much; three without Redis, three
 // times as much).
 func TestReplicasShareKeyRate(t *testing.T) {
+	t.Parallel()
 	url := redisURL(t)
 	const rate, burst, span = 5, 5, 10 * time.Second // the issue's: over 10 s at most R·10 plus one burst
 	// A generous redis.timeout: this test measures the shared limit, and a
@@ -137,6 +138,7 @@ func TestReplicasShareKeyRate(t *testing.T) {
 // TestReplicasRevocation: a key revoked through A is refused by B and C
 // within a second, though both had it cached (their cache keeps it 10 s).
 func TestReplicasRevocation(t *testing.T) {
+	// Not parallel: it bounds the revocation's spread at 1 s.
 	a := newEnv(t, withRedis(t, redisURL(t)))
 	b, c := a.replica(nil), a.replica(nil)
 	a.account("acme", "100")
@@ -170,6 +172,7 @@ func TestReplicasRevocation(t *testing.T) {
 // Retry-After: 5 on replica A is skipped by B and C until then; a pool
 // whose only line cools answers 429 with the time left.
 func TestReplicasShareCooldown(t *testing.T) {
+	// Not parallel: it reads the time left of a 5 s cooldown.
 	var hits atomic.Int64
 	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -278,6 +281,7 @@ func (s slowSettle) Settle(ctx context.Context, st store.Settlement) (store.Entr
 // answered on A shows the call's charge, though A settles it 300 ms after
 // the answer.
 func TestReplicasReadAfterAnswer(t *testing.T) {
+	t.Parallel()
 	a0 := newEnv(t, withRedis(t, redisURL(t)))
 	a := a0.replica(func(s Store) Store { return slowSettle{s, 300 * time.Millisecond} })
 	b := a0.replica(nil)
@@ -309,6 +313,7 @@ func redisVia(t *testing.T, redisURL string, p *cutproxy.Proxy, target string) s
 // charged twice; when Redis is back the replicas share again by themselves
 // (a revocation reaches the other replica at once). Fail-closed: 503.
 func TestReplicasRedisDown(t *testing.T) {
+	// Not parallel: its local bucket refills at 1 call a second while it counts.
 	base := redisURL(t)
 	for _, closed := range []bool{false, true} {
 		t.Run("fail_closed="+strconv.FormatBool(closed), func(t *testing.T) {

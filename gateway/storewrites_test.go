@@ -38,6 +38,7 @@ func (h heldSettles) Settle(ctx context.Context, s store.Settlement) (store.Entr
 // anything is sent upstream, and counted; once the write lands calls are
 // admitted again, and every call answered is charged once.
 func TestStoreBehindRefusesNewCalls(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.Billing.MaxStoreWait = 100 * time.Millisecond })
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
@@ -98,6 +99,7 @@ func TestStoreBehindRefusesNewCalls(t *testing.T) {
 // again; a read of its generation made meanwhile waits for that settle
 // and finds the call charged once.
 func TestSlowSettleDoesNotHoldTheStream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
@@ -144,6 +146,7 @@ func (q queuedHolds) Hold(ctx context.Context, h store.Hold) error {
 // (the ledger is behind, not down), counted, nothing sent upstream or
 // held.
 func TestQueuedHoldGivesUp(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.Billing.MaxStoreWait = 100 * time.Millisecond })
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
@@ -194,6 +197,7 @@ func (d downReleases) Release(ctx context.Context, rid, reason string) error {
 // background until it lands, and the drain waits for it. Nothing is
 // charged and nothing stays held.
 func TestFailedCallDoesNotWaitForItsRelease(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
@@ -231,6 +235,7 @@ func TestFailedCallDoesNotWaitForItsRelease(t *testing.T) {
 // store_unavailable", which the process log aggregates; answered calls
 // keep the INFO "request" line.
 func TestEarlyRefusalsAreWarnings(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.Billing.MaxStoreWait = 50 * time.Millisecond })
 	e.account("acme", "5")
 	key := e.key("acme", "economy")

@@ -36,6 +36,7 @@ func (d downSettles) Settle(ctx context.Context, s store.Settlement) (store.Entr
 // their settles go on in the background and charge each call once the
 // store answers again, and the drain waits for them.
 func TestSettleWhileStoreUnavailable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "economy")

@@ -76,6 +76,7 @@ func (f *fakeAllotStore) state() (open int, released []string) {
 // no call uses is released after the idle time; close releases the rest
 // and takes no more.
 func TestAllotmentsAdmitWhatTheyHold(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeAllotStore{allots: map[string]pricing.Nano{}}
 		a := newAllotments(f, t.Logf, randomID)
@@ -127,6 +128,7 @@ func TestAllotmentsAdmitWhatTheyHold(t *testing.T) {
 // each is released once its carves have returned; a refused allotment
 // admits nothing.
 func TestAllotmentsStopWhenTheStoreIsDown(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeAllotStore{allots: map[string]pricing.Nano{}}
 		a := newAllotments(f, t.Logf, randomID)
@@ -179,6 +181,7 @@ func TestAllotmentsStopWhenTheStoreIsDown(t *testing.T) {
 // TestAllotmentsCloseReleasesALateOne: an allotment whose Allot returns
 // after close began is released, not kept, and close waits for it.
 func TestAllotmentsCloseReleasesALateOne(t *testing.T) {
+	t.Parallel()
 	f := &fakeAllotStore{allots: map[string]pricing.Nano{}, gate: make(chan struct{})}
 	a := newAllotments(f, t.Logf, randomID)
 	a.take("acme", 1, 100, time.Now())

@@ -7,6 +7,7 @@ import (
 )
 
 func TestSettlingWait(t *testing.T) {
+	t.Parallel()
 	s := newSettling()
 	ctx := context.Background()
 	s.wait(ctx, "acme") // nothing pending: returns at once
