@@ -12,6 +12,7 @@ import (
 // (401, not 405) and lists accounts with balance, holds and creation time,
 // a page at a time.
 func TestAdminListAccounts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	if st, _, body := e.do("GET", "/admin/accounts", "", nil); st != 401 {
 		t.Fatalf("without the admin token: %d %s", st, body)

@@ -128,6 +128,7 @@ func (e *env) requests() map[string]int64 {
 // cache-read price from the second call on. With affinity off the calls
 // spread, and the first call on each line pays the full input price.
 func TestConversationStaysOnOneLine(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, twoAccounts)
 	for i, tc := range []struct {
 		name string
@@ -185,6 +186,7 @@ func TestConversationStaysOnOneLine(t *testing.T) {
 // pays the full input price (a new account's cache), the rest read the
 // cache; the old line, healthy again, does not get the conversation back.
 func TestAffinityMovesWhenTheLineFails(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, twoAccounts)
 	e.account("acme", "10")
 	cc := chatConversation("conv-moves")
@@ -223,6 +225,7 @@ func TestAffinityMovesWhenTheLineFails(t *testing.T) {
 // the conversation: such answers leave its breaker closed, so only the
 // affinity can let go, and the conversation's later calls spread again.
 func TestAffinityLetsGoOfALineAnswering4xx(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, twoAccounts)
 	e.account("acme", "10")
 	cc := chatConversation("conv-4xx")
@@ -274,6 +277,7 @@ func throttled(t *testing.T, retryAfter string, times int64) (url string, seen *
 // without waiting. (A caller that goes away ends the wait: see
 // lines.TestShort429WaitEndsWithCaller.)
 func TestShort429IsWaitedOut(t *testing.T) {
+	t.Parallel()
 	t.Run("waited", testShort429Waited)
 	t.Run("too long", testLong429NotWaited)
 	t.Run("another line", test429OtherLineServes)
@@ -361,6 +365,7 @@ func test429OtherLineServes(t *testing.T) {
 // x-claude-code-session-id header; only its hash is kept; a non-string is
 // a 400 naming the field.
 func TestConversationIdentity(t *testing.T) {
+	t.Parallel()
 	conv := func(dec func([]byte) (*wire.Summary, error), body string, hdr ...string) uint64 {
 		t.Helper()
 		s, err := dec([]byte(body))

@@ -34,7 +34,7 @@ func (s *countingStore) HoldAdmitted(ctx context.Context, h store.Hold) error {
 
 func (s *countingStore) Carve(ctx context.Context, from string, h store.Hold) error {
 	s.carves.Add(1)
-	time.Sleep(time.Duration(s.carveDelay.Load()))
+	time.Sleep(time.Duration(s.carveDelay.Load())) // the slow carve under test
 	return s.Store.(store.Allotter).Carve(ctx, from, h)
 }
 
@@ -43,8 +43,7 @@ func (s *countingStore) Carve(ctx context.Context, from string, h store.Hold) er
 // overlap and are allotted, its store counted.
 func allotEnv(t *testing.T) (e, r *env, cs *countingStore, key string) {
 	pgtest.Need(t)
-	t.Setenv(envStoreVar, store.DriverPostgres)
-	e = newEnv(t)
+	e = newEnvOn(t, store.DriverPostgres)
 	e.account("acme", "100")
 	key = e.key("acme", "standard")
 	cs = &countingStore{}
@@ -59,6 +58,7 @@ func allotEnv(t *testing.T) (e, r *env, cs *countingStore, key string) {
 // still holds; every call is charged, the books audit clean, and Drain
 // gives the allotment's rest back.
 func TestAllotmentOnPostgres(t *testing.T) {
+	t.Parallel()
 	e, r, cs, key := allotEnv(t)
 	call := func(k string) {
 		t.Helper()
@@ -69,7 +69,7 @@ func TestAllotmentOnPostgres(t *testing.T) {
 	call(key) // holds first: no balance seen yet
 	r.gw.bill.WaitSettled(context.Background(), "acme")
 	call(key) // overlaps its hold, and takes an allotment for the next calls
-	eventually(t, "an allotment is taken", func() bool { return r.gw.bill.Allotted("acme") })
+	waitFor(t, 15*time.Second, "an allotment is taken", func() bool { return r.gw.bill.Allotted("acme") })
 	holds := cs.holds.Load()
 	const n = 20
 	var wg sync.WaitGroup
@@ -132,17 +132,15 @@ func TestAllotmentOnPostgres(t *testing.T) {
 // store unavailable and retried) ends without waiting for it; its settle
 // follows the carve in the background, and the call is charged once.
 func TestSlowCarveLeavesTheStream(t *testing.T) {
+	t.Parallel()
 	e, r, cs, key := allotEnv(t)
-	for i := 0; i < 50; i++ {
+	waitFor(t, 15*time.Second, "an allotment is taken", func() bool {
 		if st, _, data := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello")); st != 200 {
 			t.Fatalf("call: %d %s", st, data)
 		}
 		r.gw.bill.WaitSettled(context.Background(), "acme")
-		if r.gw.bill.Allotted("acme") {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return r.gw.bill.Allotted("acme")
+	})
 	before, err := e.charges("acme", 1000)
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +156,7 @@ func TestSlowCarveLeavesTheStream(t *testing.T) {
 		t.Fatal("the stream was not admitted against the allotment")
 	}
 	cs.carveDelay.Store(0)
-	eventually(t, "the stream is charged once its carve lands", func() bool {
+	waitFor(t, 15*time.Second, "the stream is charged once its carve lands", func() bool {
 		after, err := e.charges("acme", 1000)
 		return err == nil && len(after) == len(before)+1 && after[0].Kind == store.KindCharge
 	})

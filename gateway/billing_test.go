@@ -47,6 +47,7 @@ func expectedCharge(t testing.TB, e *env, model, route string, u pricing.Usage) 
 }
 
 func TestChargeMatchesUsage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
@@ -74,6 +75,7 @@ func TestChargeMatchesUsage(t *testing.T) {
 }
 
 func TestEmptyBalanceIs402(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("broke", "")
 	e.account("poor", "0.000001")
@@ -94,6 +96,7 @@ func TestEmptyBalanceIs402(t *testing.T) {
 // covered number are admitted, the books balance to the nano-USD and no hold
 // remains.
 func TestConcurrentStreamsCannotOverdraw(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, s := range e.sims {
 		s.SetOptions(sim.Options{FirstChunk: 1500 * time.Millisecond, Chunks: 4})
@@ -170,6 +173,7 @@ func TestConcurrentStreamsCannotOverdraw(t *testing.T) {
 // A stream that is cut is settled once from the documented estimate, never at
 // zero, and the client sees the cut.
 func TestCutStreamSettledOnceFromEstimate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.sims["eco-a"].SetOptions(sim.Options{CutAfter: 3, Chunks: 8})
 	e.account("acme", "5")
@@ -199,7 +203,7 @@ func TestCutStreamSettledOnceFromEstimate(t *testing.T) {
 	if sc.Err() == nil {
 		t.Error("the client should see the cut as a read error, not a clean end")
 	}
-	waitFor(t, func() bool { return e.balance("acme").Held == 0 })
+	waitFor(t, 10*time.Second, "the hold released", func() bool { return e.balance("acme").Held == 0 })
 	_, kinds := journalSum(t, e, "acme")
 	es, _ := e.charges("acme", 10)
 	if kinds[store.KindCharge] != 1 || es[0].Amount >= 0 || !strings.Contains(es[0].Note, "estimated") {
@@ -210,20 +214,10 @@ func TestCutStreamSettledOnceFromEstimate(t *testing.T) {
 	}
 }
 
-func waitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // After calls whose prompt and completion carry a canary, the canary is
 // nowhere under the data directory or in the logs; neither is the key.
 func TestNoContentAtRest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "auto")
@@ -266,6 +260,7 @@ func TestNoContentAtRest(t *testing.T) {
 // Graceful drain: a stream in flight when the gateway drains finishes and is
 // settled.
 func TestDrainWaitsForStreams(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.sims["eco-a"].SetOptions(sim.Options{ChunkGap: 50 * time.Millisecond, Chunks: 6})
 	e.account("acme", "5")
@@ -275,7 +270,7 @@ func TestDrainWaitsForStreams(t *testing.T) {
 		st, _, _ := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "drain", `"stream":true`))
 		done <- st
 	}()
-	waitFor(t, func() bool { return e.balance("acme").Held > 0 })
+	waitFor(t, 10*time.Second, "a hold taken", func() bool { return e.balance("acme").Held > 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := e.gw.Drain(ctx); err != nil {

@@ -77,6 +77,7 @@ func groupDigits(n int64) string {
 }
 
 func TestDisplayUSD(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		n    pricing.Nano
 		want string
@@ -129,6 +130,7 @@ const visibleModelsJS = `Array.from(document.querySelectorAll("article[data-mode
 // gateway, compares every rendered price with the API's, exercises the
 // filters and saves a screenshot.
 func TestPricingPageInBrowser(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	table, _ := getPriceTable(t, e)
 	// Script errors and console errors (a CSP violation is one) fail the test.
@@ -339,6 +341,7 @@ func (p *pricingPage) checkFilters() {
 // TestPricingPageShowsRateLimit: when /api/pricing answers 429 the page says
 // so instead of an empty table.
 func TestPricingPageShowsRateLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.Limits.PricingRate = config.RateConfig{Rate: 0.001, Burst: 1} })
 	if status, _, _ := e.do("GET", "/api/pricing", "", nil); status != http.StatusOK {
 		t.Fatalf("first call = %d", status)

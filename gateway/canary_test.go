@@ -120,6 +120,7 @@ func multipartForm(fields [][2]string, file []byte) (string, []byte) {
 // requests that fail at each stage of a call and in calls that succeed, is
 // never written to the data directory, the logs or /metrics.
 func TestCallerTextNeverAtRestOrLogged(t *testing.T) {
+	t.Parallel()
 	tight := func(c *config.Config) {
 		c.Routes = append(c.Routes, config.RouteConfig{Name: "tight", Rate: &config.RateConfig{Rate: 0.001, Burst: 1}})
 	}
@@ -400,6 +401,7 @@ func probeDeadLine(t *testing.T, c canary) (*env, string) {
 // A 15 MB model id is a 400 of a few hundred bytes and costs the log a
 // line of ordinary size, on every endpoint that reads a model.
 func TestHugeModelID(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "auto")
@@ -458,6 +460,7 @@ func TestHugeModelID(t *testing.T) {
 // anything is held or sent; an image edit's file part may hold any bytes,
 // its text fields may not.
 func TestInvalidUTF8(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "auto")

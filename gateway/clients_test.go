@@ -238,6 +238,7 @@ func priceOf(t testing.TB, e *env, endpoint, model, route string, u pricing.Usag
 // the client unchanged, and is charged exactly the plugin's price of the
 // usage the provider reported — count_tokens is not charged at all.
 func TestClientShapesRelayed(t *testing.T) {
+	t.Parallel()
 	e, openai, anthropic := recordedEnv(t)
 	e.account("acme", "1000")
 	key := e.key("acme", "standard")
@@ -360,6 +361,7 @@ func endpointFor(path string) *endpoint {
 // journal entry, keeps ?beta=true, forwards anthropic-version and
 // anthropic-beta, and refuses as /v1/messages refuses (401, 403, 400).
 func TestCountTokens(t *testing.T) {
+	t.Parallel()
 	e, _, anthropic := recordedEnv(t)
 	e.account("acme", "5")
 	e.account("broke", "0")
@@ -452,6 +454,7 @@ func TestCountTokens(t *testing.T) {
 // TestCountTokensRateLimit: count_tokens takes a token from the key's
 // bucket, the same bucket its messages calls take from.
 func TestCountTokensRateLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) {
 		c.Routes[0].Rate = &config.RateConfig{Rate: 0.001, Burst: 2} // standard: a burst of 2, then a wait of ~17 min
 	})
@@ -476,6 +479,7 @@ func TestCountTokensRateLimit(t *testing.T) {
 // the same usage costs — the same prices and plugin — from the usage its
 // answer reports; the journal records it as a responses call.
 func TestResponsesCompact(t *testing.T) {
+	t.Parallel()
 	e, openai, _ := recordedEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "standard")

@@ -40,6 +40,7 @@ const (
 // visited is kept as a screenshot (build/artifacts/console-*.png), and any
 // script error or Content-Security-Policy violation fails the test.
 func TestConsoleInBrowser(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account(consoleAccount, "10")
 	link := issueConsoleLogin(t, e, consoleAccount, consoleEmail)

@@ -138,6 +138,7 @@ func holderBrowser(t *testing.T, e *env, account, email, password string) *brows
 // API with it, sees the call with the journal's exact cost in recent calls,
 // the CSV and the chart, and revokes the key, which stops working at once.
 func TestConsoleHolderFlow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "10")
 	b := holderBrowser(t, e, "acme", "Alice@Example.com", "correct horse battery")
@@ -209,6 +210,7 @@ func TestConsoleHolderFlow(t *testing.T) {
 // note, searches, and sees lines and plugins; the holder's page shows the
 // new balance.
 func TestConsoleOperator(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	op := newBrowser(t, e)
 	op.operator()
@@ -257,6 +259,7 @@ func TestConsoleOperator(t *testing.T) {
 // one, or posted cross-site is refused 403 and changes nothing; so are
 // the sign-in and setup forms without their pre-session token.
 func TestConsoleCSRF(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "1")
 	b := holderBrowser(t, e, "acme", "alice@example.com", "correct horse battery")
@@ -301,6 +304,7 @@ func TestConsoleCSRF(t *testing.T) {
 // TestConsoleIsolation: one account's session cannot read or act on
 // another account's keys or calls: 404, as for keys that do not exist.
 func TestConsoleIsolation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	e.account("globex", "5")
@@ -338,6 +342,7 @@ func TestConsoleIsolation(t *testing.T) {
 // is refused 429 with Retry-After (even with the right password), and
 // after 20 from one address every login is.
 func TestConsoleSigninRateLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "1")
 	holderBrowser(t, e, "acme", "alice@example.com", "correct horse battery")
@@ -381,6 +386,7 @@ func TestConsoleSigninRateLimit(t *testing.T) {
 // Bearer header is ignored; typed as the admin token it is refused), and
 // a console cookie never opens /v1 or /admin.
 func TestConsoleKeysAndCookiesApart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "1")
 	key := e.key("acme", "auto")
@@ -417,6 +423,7 @@ func TestConsoleKeysAndCookiesApart(t *testing.T) {
 // sign-in page) carries the CSP and its companions; private pages are not
 // cached; no CORS header on the console.
 func TestConsoleHeaders(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.CORS.Origins = []string{"https://app.example"} })
 	e.account("acme", "1")
 	h := holderBrowser(t, e, "acme", "alice@example.com", "correct horse battery")
@@ -453,6 +460,7 @@ func TestConsoleHeaders(t *testing.T) {
 // old cookie opens nothing), and a session idle too long or past its max
 // age is refused and deleted.
 func TestConsoleSessionEnds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "1")
 	b := holderBrowser(t, e, "acme", "alice@example.com", "correct horse battery")
@@ -523,6 +531,7 @@ func TestConsoleSessionEnds(t *testing.T) {
 // TestConsoleSecretsNotLogged: passwords, the admin token, setup links,
 // session cookies and API keys made in the console never reach the log.
 func TestConsoleSecretsNotLogged(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "1")
 	const pw = "correct horse battery staple"
@@ -557,6 +566,7 @@ func TestConsoleSecretsNotLogged(t *testing.T) {
 
 // TestConsoleOff: console.enabled false answers 404 under /console/.
 func TestConsoleOff(t *testing.T) {
+	t.Parallel()
 	f := false
 	e := newEnv(t, func(c *config.Config) { c.Console.Enabled = &f })
 	if st, _, _ := e.do("GET", "/console/signin", "", nil); st != 404 {
@@ -571,6 +581,7 @@ func TestConsoleOff(t *testing.T) {
 // login count across replicas: five spread over two, then 429 on either;
 // and a session made on one replica works on the other.
 func TestConsoleSigninLimitShared(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withRedis(t, redisURL(t)))
 	e.account("acme", "1")
 	h := holderBrowser(t, e, "acme", "alice@example.com", "correct horse battery")

@@ -28,6 +28,7 @@ func issueLogin(t *testing.T, e *env, account, email string) admin.LoginView {
 // hash, which sets the password once; issuing again replaces the link and
 // keeps the login; the token is never logged.
 func TestAdminIssueLogin(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t)
 	e.account("acme", "5")
@@ -74,6 +75,7 @@ func TestAdminIssueLogin(t *testing.T) {
 // an unknown account (404), another account's email (409 exists), a body
 // field that does not exist (400), and no admin token or an API key (401).
 func TestAdminIssueLoginErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	e.account("globex", "")
@@ -119,6 +121,7 @@ func TestAdminIssueLoginErrors(t *testing.T) {
 
 // The endpoint answers as openapi.json documents it.
 func TestOpenAPIConformanceConsoleLogin(t *testing.T) {
+	t.Parallel()
 	c := loadConformance(t)
 	e := newEnv(t)
 	e.account("acme", "5")

@@ -33,6 +33,7 @@ func preflight(t *testing.T, e *env, path, origin, method, headers string) (int,
 // credentials; the answer that follows carries the CORS headers, errors
 // included.
 func TestCORSPreflight(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "standard")
@@ -67,6 +68,7 @@ func TestCORSPreflight(t *testing.T) {
 // TestCORSConfigured: only the configured origins get CORS headers, and
 // cors.disable turns it all off.
 func TestCORSConfigured(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) {
 		c.CORS = config.CORSConfig{Origins: []string{"https://app.example", "https://*.tools.example"}}
 	})

@@ -32,6 +32,7 @@ func lastCharge(t *testing.T, e *env, account string) store.Entry {
 }
 
 func TestResponses(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
@@ -126,6 +127,7 @@ func (c *capture) last() (*http.Request, []byte) {
 }
 
 func TestMessages(t *testing.T) {
+	t.Parallel()
 	cp := &capture{sim: sim.New(sim.Options{})}
 	up := httptest.NewServer(cp)
 	defer up.Close()
@@ -273,6 +275,7 @@ func checkRawMessagePassedThrough(t *testing.T, e *env, cp *capture, key, raw st
 // Prompt caching billed to the nano-USD: 5-minute and 1-hour writes, then
 // reads, streamed and not.
 func TestMessagesCacheBilling(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "20")
 	key := e.key("acme", "standard")
@@ -335,6 +338,7 @@ func TestMessagesCacheBilling(t *testing.T) {
 
 // Above long_context.min_input_tokens the long-context prices apply.
 func TestMessagesLongContext(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "20")
 	key := e.key("acme", "standard")

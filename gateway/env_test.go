@@ -155,6 +155,14 @@ type envOption func(*config.Config)
 // std-a (priority 0) and std-msg (anthropic), route economy with eco-a.
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
+	return newEnvOn(t, os.Getenv(envStoreVar), opts...)
+}
+
+// newEnvOn is newEnv on the store driver names (store.DriverPostgres, else
+// Badger): a test that needs PostgreSQL asks for it here rather than with
+// t.Setenv(envStoreVar), and so can run in parallel.
+func newEnvOn(t testing.TB, driver string, opts ...envOption) *env {
+	t.Helper()
 	e := &env{t: t, sims: map[string]*sim.Server{}, simURLs: map[string]string{}, logs: &lockedBuffer{}}
 	e.dataDir = t.TempDir()
 	cfg := config.Config{
@@ -199,7 +207,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	}
 	e.cfg = cfg
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: envLogLevel}))
-	st := e.openStore(t, log)
+	st := e.openStore(t, log, driver)
 	e.store = st
 	host, shared, err := openHost(cfg.Plugins, log)
 	if err != nil {
@@ -320,9 +328,9 @@ func (e *env) replica(wrap func(Store) Store) *env {
 // the server RELAY_TEST_POSTGRES names (`make test-postgres`).
 const envStoreVar = "RELAY_TEST_GATEWAY_STORE"
 
-func (e *env) openStore(t testing.TB, log *slog.Logger) store.Store {
+func (e *env) openStore(t testing.TB, log *slog.Logger, driver string) store.Store {
 	t.Helper()
-	if os.Getenv(envStoreVar) == store.DriverPostgres {
+	if driver == store.DriverPostgres {
 		dsn := pgtest.Database(t, "relay_gateway")
 		e.pgDSN = dsn
 		st, err := postgres.Open(context.Background(), dsn, postgres.Options{Logger: log, MaxConns: 8})

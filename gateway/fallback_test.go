@@ -55,6 +55,7 @@ func publishedCost(u pricing.Usage) pricing.Nano {
 // hold; the journal says so, an error is logged with the request id and no
 // content, and /metrics counts it.
 func TestSettleFallbackChargesPublishedPrice(t *testing.T) {
+	t.Parallel()
 	dir := settleFailDir(t)
 	e := newEnv(t, func(c *config.Config) { c.Plugins.Dir = dir })
 	e.account("acme", "5")
@@ -119,6 +120,7 @@ func TestSettleFallbackChargesPublishedPrice(t *testing.T) {
 // A plugin whose settle fails once, on an instance gone bad, and works on
 // the fresh instance of the retry charges its own price: no fallback.
 func TestSettleRetrySucceedsWithoutFallback(t *testing.T) {
+	t.Parallel()
 	dir := settleFailDir(t)
 	e := newEnv(t, func(c *config.Config) { c.Plugins.Dir = dir })
 	e.account("acme", "5")

@@ -9,6 +9,7 @@ import (
 )
 
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	good := e.key("acme", "auto")
@@ -63,6 +64,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestRoutesAndModelLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	auto := e.key("acme", "auto")
@@ -142,6 +144,7 @@ func TestRoutesAndModelLimits(t *testing.T) {
 }
 
 func TestErrorBodies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "auto")
@@ -188,6 +191,7 @@ func TestErrorBodies(t *testing.T) {
 }
 
 func TestNotRelayedPaths(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "1")
 	key := e.key("acme", "auto")
@@ -221,6 +225,7 @@ func TestNotRelayedPaths(t *testing.T) {
 // request id, status, model, route, line, charge and its durations in whole
 // microseconds (integers: slog formats floats through encoding/json).
 func TestAccessLogLine(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "10")
 	key := e.key("acme", "economy")
@@ -232,7 +237,7 @@ func TestAccessLogLine(t *testing.T) {
 	// The line is written after the settle, which follows the answer: wait
 	// for it.
 	var line map[string]any
-	for deadline := time.Now().Add(5 * time.Second); line == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	holdsWithin(5*time.Second, func() bool {
 		for _, l := range strings.Split(e.logs.String(), "\n") {
 			if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, rid) {
 				dec := json.NewDecoder(strings.NewReader(l))
@@ -242,7 +247,8 @@ func TestAccessLogLine(t *testing.T) {
 				}
 			}
 		}
-	}
+		return line != nil
+	})
 	if line == nil {
 		t.Fatalf("no access log line for %s in:\n%s", rid, e.logs.String())
 	}

@@ -13,6 +13,7 @@ import (
 // TestHeaderFilter: what reaches the client of a provider's headers, by
 // default and as configured.
 func TestHeaderFilter(t *testing.T) {
+	t.Parallel()
 	src := http.Header{
 		"Content-Type":                    {"application/json"},
 		"Openai-Organization":             {"org-operator"},
@@ -79,6 +80,7 @@ func TestHeaderFilter(t *testing.T) {
 // answers keep their bodies but lose the operator's account headers; the
 // provider's request id is kept under upstream-x-request-id.
 func TestUpstreamHeadersCleaned(t *testing.T) {
+	t.Parallel()
 	s := sim.New(sim.Options{})
 	t.Cleanup(s.Close)
 	leaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -101,7 +101,7 @@ func callMix(t *testing.T, e *env, keyStd, keyEco string) []holderCall {
 	if st != 200 || json.Unmarshal(data, &job) != nil {
 		t.Fatalf("failing video: %d %s", st, data)
 	}
-	waitFor(t, func() bool {
+	waitFor(t, 10*time.Second, "the video job failed", func() bool {
 		_, _, data := e.do("GET", "/v1/videos/"+job.RequestID, keyEco, nil)
 		return strings.Contains(string(data), `"failed"`)
 	})
@@ -146,6 +146,7 @@ func keyID(t *testing.T, e *env, plain string) store.Key {
 // generation, the key, the subscription and the usage read exactly what the
 // journal holds; the cost header of every JSON answer is its journal charge.
 func TestHolderReadsMatchJournal(t *testing.T) {
+	t.Parallel()
 	e, keyStd, keyEco, keyBeta := holderEnv(t)
 	ctx := context.Background()
 	std := keyID(t, e, keyStd)
@@ -365,6 +366,7 @@ func costRequests(t *testing.T, e *env) []costRequest {
 // each of its endpoints, and of every media endpoint, is the charge the
 // journal records for that request id; streams carry the request id only.
 func TestCostHeaderEveryModel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "500")
 	key := e.key("acme", store.AutoRoute)
@@ -423,6 +425,7 @@ func TestCostHeaderEveryModel(t *testing.T) {
 // An upstream's own x-relay-cost-usd (another relay in front of the
 // provider) never reaches the client: the header is the gateway's charge.
 func TestCostHeaderNotFromUpstream(t *testing.T) {
+	t.Parallel()
 	s := sim.New(sim.Options{})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(costHeader, "999.000000000")
@@ -457,6 +460,7 @@ func TestCostHeaderNotFromUpstream(t *testing.T) {
 // daily period starts today and resets tomorrow. It reads the key from
 // the store, not the key cache.
 func TestHolderKeyFresh(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "7.25")
 	key := e.key("acme", "economy")
@@ -502,6 +506,7 @@ func TestHolderKeyFresh(t *testing.T) {
 
 // Bad dates of a usage read are a 400 naming the field.
 func TestHolderUsageBadQuery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "1")
 	key := e.key("acme", "economy")
@@ -532,6 +537,7 @@ func TestHolderUsageBadQuery(t *testing.T) {
 // meanwhile gets 404 without waiting (well within that second, under the
 // race detector on a busy CI machine too).
 func TestGenerationOfStreamJustEnded(t *testing.T) {
+	// Not parallel: it bounds a lookup's latency at 500 ms.
 	e0 := newEnv(t)
 	e := e0.replica(func(s Store) Store { return slowSettle{s, time.Second} })
 	e.account("acme", "5")

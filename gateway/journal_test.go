@@ -24,6 +24,7 @@ import (
 // the estimate of the caller's body, not the forwarded one: input tokens =
 // ceil(len(caller body)/4), output tokens = ceil(text delivered/4).
 func TestCutStreamEstimateCountsCallerBody(t *testing.T) {
+	t.Parallel()
 	cp := &capture{sim: sim.New(sim.Options{CutAfter: 3, Chunks: 8})}
 	up := httptest.NewServer(cp)
 	defer up.Close()
@@ -84,6 +85,7 @@ func TestCutStreamEstimateCountsCallerBody(t *testing.T) {
 // A JSON answer without usage is settled from the same estimate: the
 // caller's body and the answer's bytes, one token per four, rounded up.
 func TestJSONEstimateCountsCallerBody(t *testing.T) {
+	t.Parallel()
 	const answer = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"modelf-flash","choices":[{"index":0,"message":{"role":"assistant","content":"no usage here"},"finish_reason":"stop"}]}`
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -107,6 +109,7 @@ func TestJSONEstimateCountsCallerBody(t *testing.T) {
 // GET /admin/accounts/{id}/charges shows usage with snake_case fields, zero
 // fields left out, and the admin CLI's decoding reads the same numbers back.
 func TestAdminChargesUsageSnakeCase(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "economy")

@@ -114,6 +114,7 @@ func keyCharges(t *testing.T, e *env, account, id string) (spent, overrun pricin
 // above their charge): exactly the holds the limit covers are admitted.
 // The key's spend never passes $0.10 plus one call's overrun.
 func TestKeyLimitUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	clock := newTestClock(time.Date(2027, 3, 10, 12, 0, 0, 0, time.UTC))
 	e.restart(clock.Now, nil)
@@ -235,6 +236,7 @@ func burst(e *env, key, path, body string, n int) (ok, denied int64, others []st
 // different codes, each in the error shape (docs/api.md#errors) with x-should-retry:
 // false, and the key's says what remains and when it resets.
 func TestKeyLimit402(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.restart(newTestClock(time.Date(2027, 3, 10, 12, 0, 0, 0, time.UTC)).Now, nil)
 	e.account("acme", "50")
@@ -272,6 +274,7 @@ func TestKeyLimit402(t *testing.T) {
 // address_not_allowed; neither asks for a hold, reaches a provider or
 // writes a journal entry. A listed address is served.
 func TestExpiredAndAllowListBeforeHold(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var holds atomic.Int64
 	clock := newTestClock(time.Date(2027, 3, 10, 12, 0, 0, 0, time.UTC))
@@ -332,6 +335,7 @@ func TestExpiredAndAllowListBeforeHold(t *testing.T) {
 // TestNextReset: a period ends at the next 00:00 UTC, Monday or first of
 // the month; a limit without a period never resets.
 func TestNextReset(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2027, 3, 10, 23, 59, 59, 0, time.FixedZone("x", 3600)) // a Wednesday, 22:59:59 UTC
 	for reset, want := range map[string]string{
 		store.ResetDaily: "2027-03-11T00:00:00Z", store.ResetWeekly: "2027-03-15T00:00:00Z", store.ResetMonthly: "2027-04-01T00:00:00Z",
@@ -348,6 +352,7 @@ func TestNextReset(t *testing.T) {
 // TestKeyUsable: the allow-list is checked against the connection's
 // address (IPv4, IPv6, IPv4-mapped), never X-Forwarded-For.
 func TestKeyUsable(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2027, 3, 10, 12, 0, 0, 0, time.UTC)
 	k := store.Key{Allow: []string{"10.0.0.0/8", "2001:db8::/32"}}
 	for _, tc := range []struct {
@@ -385,6 +390,7 @@ func TestKeyUsable(t *testing.T) {
 // (401 expired, 403 outside its allow-list, 402 over its limit) on each
 // endpoint that can give them conform to the document.
 func TestOpenAPIConformanceKeySettings(t *testing.T) {
+	t.Parallel()
 	c := loadConformance(t)
 	e := newEnv(t)
 	e.account("acme", "50")

@@ -27,6 +27,7 @@ func threeLines(c *config.Config) {
 }
 
 func TestFailoverChargesOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, threeLines)
 	e.sims["b"].SetOptions(sim.Options{ErrorRate: 0.5, Status: 500})
 	e.account("acme", "10")
@@ -53,6 +54,7 @@ func TestFailoverChargesOnce(t *testing.T) {
 }
 
 func TestBreakersOpenAndRecover(t *testing.T) {
+	// Not parallel: it bounds each refusal's latency at 250 ms.
 	e := newEnv(t, func(c *config.Config) {
 		c.Routes = []config.RouteConfig{{Name: "standard"}}
 		c.Lines = []config.LineConfig{{Name: "a", Models: []string{"*"}, Route: "standard"}, {Name: "b", Models: []string{"*"}, Route: "standard", Priority: 1}}
@@ -108,7 +110,7 @@ func TestBreakersOpenAndRecover(t *testing.T) {
 	}
 	// The line comes back: after the open period a half-open probe closes it.
 	e.sims["a"].SetOptions(sim.Options{})
-	time.Sleep(350 * time.Millisecond)
+	time.Sleep(350 * time.Millisecond) // the breaker's open interval must really pass
 	st, _, data := e.do("POST", "/v1/chat/completions", key, body)
 	if st != 200 {
 		t.Fatalf("after recovery: %d %s", st, data)
@@ -120,6 +122,7 @@ func TestBreakersOpenAndRecover(t *testing.T) {
 }
 
 func TestTimeoutsMoveToTheNextLine(t *testing.T) {
+	// Not parallel: it bounds the move to the next line at 1 s.
 	e := newEnv(t, func(c *config.Config) {
 		c.Routes = []config.RouteConfig{{Name: "standard"}}
 		c.Lines = []config.LineConfig{
@@ -142,10 +145,11 @@ func TestTimeoutsMoveToTheNextLine(t *testing.T) {
 	if strings.Contains(string(data), "[DONE]") {
 		t.Fatalf("an idle stream should be cut: %s", data)
 	}
-	waitFor(t, func() bool { return e.balance("acme").Held == 0 })
+	waitFor(t, 10*time.Second, "the hold released", func() bool { return e.balance("acme").Held == 0 })
 }
 
 func TestUpstreamStatuses(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		opts   sim.Options
@@ -180,6 +184,7 @@ func TestUpstreamStatuses(t *testing.T) {
 }
 
 func TestKeyRateLimit(t *testing.T) {
+	// Not parallel: it reads the exact Retry-After of a bucket refilling in real time.
 	e := newEnv(t, func(c *config.Config) {
 		c.Routes[1].Rate = &config.RateConfig{Rate: 0.5, Burst: 2} // economy: 1 call per 2 s, burst 2
 	})

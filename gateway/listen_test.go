@@ -78,17 +78,6 @@ func roundTrip(t *testing.T, c net.Conn, br *bufio.Reader) {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not so after 15s: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
@@ -98,6 +87,7 @@ func isTimeout(err error) bool {
 // is closed; connections already open are served; the counts go back down
 // when connections close, and /metrics shows them.
 func TestConnectionBounds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withServer(config.ServerConfig{MaxConnections: 3, MaxConnectionsPerAddress: 2}))
 	addr := e.srv.Listener.Addr().String()
 	type client struct {
@@ -152,30 +142,31 @@ func TestConnectionBounds(t *testing.T) {
 	}
 
 	a1.c.Close()
-	eventually(t, "the closed connection is uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 2 })
+	waitFor(t, 15*time.Second, "the closed connection is uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 2 })
 	c2 := open("127.0.0.4")
 	roundTrip(t, c2.c, c2.br)
 	a2.c.Close()
-	eventually(t, "the closed connection is uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 2 })
+	waitFor(t, 15*time.Second, "the closed connection is uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 2 })
 	a3 := open("127.0.0.2")
 	roundTrip(t, a3.c, a3.br)
 	for _, c := range []client{b1, c2, a3} {
 		c.c.Close()
 	}
-	eventually(t, "every connection uncounted", func() bool { n, a := e.gw.conns.Open(); return n == 0 && a == 0 })
+	waitFor(t, 15*time.Second, "every connection uncounted", func() bool { n, a := e.gw.conns.Open(); return n == 0 && a == 0 })
 }
 
 // An HTTP client whose connection is refused reads the 503, whatever the
 // size of the body it is sending, rather than a reset or an unsolicited
 // answer (when refusals are not a flood: see refuse).
 func TestRefusalReachesClients(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withServer(config.ServerConfig{MaxConnections: 1}))
 	addr := e.srv.Listener.Addr().String()
 	holder := dialFrom(t, "127.0.0.2", addr)
 	roundTrip(t, holder, bufio.NewReader(holder))
 	for _, size := range []int{0, 100, 64 << 10, 1 << 20} {
 		for range 5 {
-			eventually(t, "no refusal under way", func() bool { return e.gw.conns.Refusing() == 0 })
+			waitFor(t, 15*time.Second, "no refusal under way", func() bool { return e.gw.conns.Refusing() == 0 })
 			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 			resp, err := client.Post(e.url+"/v1/chat/completions", "application/json", bytes.NewReader(bytes.Repeat([]byte{'x'}, size)))
 			if err != nil {
@@ -209,6 +200,7 @@ func trickle(c net.Conn, b []byte, gap time.Duration, stop <-chan struct{}) {
 // its 401 (or 404 for no endpoint) at once, and the connection is closed
 // at once: nothing waits for its body.
 func TestTrickledBodyWithoutKeyIsAnsweredAndClosed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	addr := e.srv.Listener.Addr().String()
 	for _, tc := range []struct {
@@ -252,13 +244,14 @@ func TestTrickledBodyWithoutKeyIsAnsweredAndClosed(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, "every connection closed and uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 0 })
+	waitFor(t, 15*time.Second, "every connection closed and uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 0 })
 }
 
 // An ordinary HTTP client sending a body with an invalid key reads the 401,
 // whatever the body's size: the connection closes after the answer without
 // resetting it under the client.
 func TestUnreadBodyAnswerReachesClients(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, size := range []int{100, 100 << 10, 1 << 20, 4 << 20} {
 		for range 5 {
@@ -282,6 +275,7 @@ func TestUnreadBodyAnswerReachesClients(t *testing.T) {
 // answered 408 body_timeout and the connection closed; nothing is held or
 // charged.
 func TestBodyTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withServer(config.ServerConfig{HeaderTimeout: time.Second, BodyTimeout: 2 * time.Second, MaxConnectionsPerAddress: -1}))
 	e.account("slow", "1")
 	key := e.key("slow", "economy")
@@ -322,6 +316,7 @@ func TestBodyTimeout(t *testing.T) {
 // still incomplete, closed without an answer if only headers are missing
 // (net/http answers nothing then).
 func TestHeaderTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withServer(config.ServerConfig{HeaderTimeout: time.Second, BodyTimeout: 30 * time.Second, MaxConnectionsPerAddress: -1}))
 	for _, tc := range []struct {
 		name, first, rest string
@@ -356,12 +351,13 @@ func TestHeaderTimeout(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, "every connection uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 0 })
+	waitFor(t, 15*time.Second, "every connection uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 0 })
 }
 
 // A stream that lasts longer than server.body_timeout is not cut by it, nor
 // is the kept-alive connection that carried it.
 func TestStreamOutlivesBodyTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withServer(config.ServerConfig{HeaderTimeout: 500 * time.Millisecond, BodyTimeout: 500 * time.Millisecond, MaxConnectionsPerAddress: -1}))
 	e.sims["eco-a"].SetOptions(sim.Options{Chunks: 8, ChunkGap: 250 * time.Millisecond})
 	e.account("long", "1")
@@ -398,6 +394,7 @@ func TestStreamOutlivesBodyTimeout(t *testing.T) {
 
 // net/http's own errors (431, 400, 501, 505, 417) come in the error shape (docs/api.md#errors).
 func TestPlainErrorsInSpecShape(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	addr := e.srv.Listener.Addr().String()
 	for _, tc := range []struct {
@@ -438,6 +435,7 @@ func TestPlainErrorsInSpecShape(t *testing.T) {
 // A handler's own answer that looks like one of net/http's is left alone:
 // only what net/http writes to the connection itself is rewritten.
 func TestHandlerAnswersAreNotRewritten(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

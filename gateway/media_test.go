@@ -33,6 +33,7 @@ func needModels(t *testing.T, e *env, models ...string) {
 }
 
 func TestImages(t *testing.T) {
+	t.Parallel()
 	cp := &capture{sim: sim.New(sim.Options{})}
 	up := httptest.NewServer(cp)
 	defer up.Close()
@@ -125,6 +126,7 @@ type namedReader struct {
 func (n namedReader) Name() string { return n.name }
 
 func TestImageEdits(t *testing.T) {
+	// Not parallel: it sets TMPDIR (t.Setenv).
 	// Any temporary file Go's multipart code would create lands in TMPDIR.
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
@@ -142,7 +144,7 @@ func TestImageEdits(t *testing.T) {
 			if ents, _ := os.ReadDir(tmp); len(ents) > 0 {
 				leaked.Store(ents[0].Name())
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // the watcher's sampling interval, not a wait
 		}
 	}()
 	res, err := c.Images.Edit(context.Background(), openai.ImageEditParams{
@@ -208,6 +210,7 @@ func TestImageEdits(t *testing.T) {
 // accepted, its status and content are read with any key of the account
 // and no other, and a failed job is refunded exactly once.
 func TestVideoJobs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	needModels(t, e, "modelc-imagine-video-1.5")
 	e.account("acme", "20")
@@ -296,7 +299,7 @@ func checkVideoContent(v videoJobs, id, key2, stranger string) {
 	}
 	errBody(t, data)
 	var status string
-	waitFor(t, func() bool {
+	waitFor(t, 10*time.Second, "the video job done", func() bool {
 		st, _, data := e.do("GET", "/v1/videos/"+id, key2, nil)
 		var doc map[string]any
 		if st != 200 || json.Unmarshal(data, &doc) != nil || doc["request_id"] != id {
@@ -322,6 +325,30 @@ func checkVideoContent(v videoJobs, id, key2, stranger string) {
 	}
 }
 
+// waitAtProvider waits until the provider (the job line's sim, asked
+// directly: a poll through the gateway would settle the job) says job id
+// is in status.
+func (v videoJobs) waitAtProvider(id, status string) {
+	t, e := v.t, v.e
+	t.Helper()
+	j, err := e.store.Job(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := e.simURLs[j.Line] + "/v1/videos/" + id
+	waitFor(t, 10*time.Second, "job "+id+" "+status+" at the provider", func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var doc struct {
+			Status string `json:"status"`
+		}
+		return json.NewDecoder(resp.Body).Decode(&doc) == nil && doc.Status == status
+	})
+}
+
 // checkFailedVideoRefundedOnce creates a job that fails and one that
 // expires, polls the failed one 50 times at once and the others (done is
 // job id) a few times, and wants exactly one refund, of the failed job,
@@ -331,7 +358,8 @@ func checkFailedVideoRefundedOnce(v videoJobs, id string) {
 	t.Helper()
 	failed, fch := v.create(`{"model":"modelc-imagine-video-1.5","prompt":"[fail] a storm","duration":5,"resolution":"720p"}`)
 	expired, _ := v.create(`{"model":"modelc-imagine-video-1.5","prompt":"[expire] fog"}`)
-	time.Sleep(100 * time.Millisecond) // past the sim's 3 steps of 20 ms
+	v.waitAtProvider(failed, sim.VideoFailed)
+	v.waitAtProvider(expired, sim.VideoExpired)
 	var wg sync.WaitGroup
 	var oks atomic.Int64
 	for i := 0; i < 50; i++ {
@@ -372,6 +400,7 @@ func checkFailedVideoRefundedOnce(v videoJobs, id string) {
 }
 
 func TestSystemOne(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	needModels(t, e, "sysmodel-1.13.0", "sysmodel-latest", "sysmodel-preview")
 	e.account("acme", "20")
@@ -487,6 +516,7 @@ func (s *lostJobRecord) PutJob(ctx context.Context, j store.Job) error {
 // (once: the lost commit's record stands), so a charged job can always be
 // read and refunded.
 func TestVideoJobRecordedThroughAnOutage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	needModels(t, e, "modelc-imagine-video-1.5")
 	e.account("acme", "20")

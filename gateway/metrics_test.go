@@ -40,6 +40,7 @@ func metricValue(t *testing.T, text, name string, parts ...string) float64 {
 }
 
 func TestMetricsMoveWithTraffic(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
@@ -97,6 +98,7 @@ func TestMetricsMoveWithTraffic(t *testing.T) {
 
 // /readyz fails when a model has no line.
 func TestReadyzNeedsALinePerModel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) {
 		c.Lines = []config.LineConfig{{Name: "only", Models: []string{"modelf-flash"}, Route: "economy"}}
 	})

@@ -17,6 +17,7 @@ import (
 // both list only the models the key's route serves, and the key stays a
 // Bearer token.
 func TestModelListShapes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "economy", "modelf-flash")
@@ -116,6 +117,7 @@ func checkAnthropicModelList(t *testing.T, e *env, key, hdr string, want []strin
 }
 
 func TestModelPage(t *testing.T) {
+	t.Parallel()
 	ids := []string{"a", "b", "c", "d", "e"}
 	for _, tc := range []struct {
 		query    string
@@ -179,6 +181,7 @@ func FuzzModelPage(f *testing.F) {
 // answered 426 at once, in the error shape, before any key check, so that
 // Codex falls back to HTTP; a plain GET stays 405.
 func TestResponsesWebSocket426(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, hdr := range [][]string{
 		{"Upgrade", "websocket", "Connection", "Upgrade", "Sec-WebSocket-Version", "13", "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="},

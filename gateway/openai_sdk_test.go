@@ -21,6 +21,7 @@ func sdkClient(e *env, key string) openai.Client {
 
 // The official Go SDK, unmodified, against the gateway in front of relay sim.
 func TestOpenAISDKChat(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "auto")
@@ -135,6 +136,7 @@ func checkSDKTypedErrors(t *testing.T, e *env, c openai.Client, params openai.Ch
 
 // The provider's 404 for a model it does not know passes through as 404.
 func TestUpstream404(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "auto")
@@ -153,6 +155,7 @@ func TestUpstream404(t *testing.T) {
 // sends for the same request straight to it: the usage chunk the gateway adds
 // for billing is invisible.
 func TestStreamIsExactlyWhatSimSent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "auto")

@@ -179,6 +179,7 @@ func (c *conformance) errorSchema(t *testing.T, body []byte) {
 }
 
 func TestOpenAPIConformance(t *testing.T) {
+	t.Parallel()
 	c := loadConformance(t)
 	e := newEnv(t, func(cfg *config.Config) { cfg.Limits.PricingRate = config.RateConfig{Rate: 0.01, Burst: 2} })
 	e.account("acme", "50")
@@ -315,6 +316,7 @@ func TestOpenAPIConformance(t *testing.T) {
 // TestOpenAPIDocumentMatchesRoutes: every documented operation is routed,
 // and every relayed endpoint (with its aliases) is documented.
 func TestOpenAPIDocumentMatchesRoutes(t *testing.T) {
+	t.Parallel()
 	c := loadConformance(t)
 	e := newEnv(t)
 	n := 0
@@ -342,6 +344,7 @@ func TestOpenAPIDocumentMatchesRoutes(t *testing.T) {
 // TestOpenAPIConformanceModelNotFound: a model sold here that the provider
 // does not know returns the provider's 404 in the documented shape.
 func TestOpenAPIConformanceModelNotFound(t *testing.T) {
+	t.Parallel()
 	c := loadConformance(t)
 	dir := copyPluginDir(t)
 	dropInPlugin(t, dir, "unknown", `{"models": [{"id": "modelz-unknown-upstream", "endpoints": ["chat_completions"], "auto_route": "standard",
@@ -363,6 +366,7 @@ func TestOpenAPIConformanceModelNotFound(t *testing.T) {
 // The gateway's own overload refusal (503 overloaded, Retry-After) is in
 // the document.
 func TestOpenAPIConformanceOverloaded(t *testing.T) {
+	t.Parallel()
 	c := loadConformance(t)
 	e := newEnv(t, func(cfg *config.Config) { cfg.Limits.OverloadDelay = time.Hour })
 	e.account("acme", "5")
@@ -389,6 +393,7 @@ func httpRequest(t *testing.T, method, path string) *http.Request {
 // TestOpenAPIConformanceMediaEndpoints covers the image, video and
 // typed-question endpoints.
 func TestOpenAPIConformanceMediaEndpoints(t *testing.T) {
+	t.Parallel()
 	c := loadConformance(t)
 	e := newEnv(t)
 	e.account("acme", "50")
@@ -421,20 +426,15 @@ func TestOpenAPIConformanceMediaEndpoints(t *testing.T) {
 		if err := json.Unmarshal(body, &job); err != nil || job.RequestID == "" {
 			t.Fatalf("no request_id: %s", body)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		var st struct {
+			Status string `json:"status"`
+		}
+		if !holdsWithin(10*time.Second, func() bool {
 			_, body := c.run(t, e, exchange{method: "GET", path: "/v1/videos/" + job.RequestID, header: bearer, wantStatus: 200})
-			var st struct {
-				Status string `json:"status"`
-			}
 			_ = json.Unmarshal(body, &st)
-			if st.Status == "done" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the job is still %q", st.Status)
-			}
-			time.Sleep(20 * time.Millisecond)
+			return st.Status == "done"
+		}) {
+			t.Fatalf("the job is still %q", st.Status)
 		}
 		c.run(t, e, exchange{method: "GET", path: "/v1/videos/" + job.RequestID + "/content", header: bearer, wantStatus: 200})
 	})
@@ -460,6 +460,7 @@ func TestOpenAPIConformanceMediaEndpoints(t *testing.T) {
 // conforms to the document, and carries no field the document does not
 // describe.
 func TestOpenAPIConformanceHolder(t *testing.T) {
+	t.Parallel()
 	c := loadConformance(t)
 	e := newEnv(t)
 	e.account("acme", "50")
@@ -528,6 +529,7 @@ func (c *conformance) onlyDocumented(t *testing.T, schema string, body []byte) {
 // TestOpenAPICostHeaderDocumented: the 200 answer of every charged
 // endpoint documents x-relay-cost-usd; the uncharged ones do not.
 func TestOpenAPICostHeaderDocumented(t *testing.T) {
+	t.Parallel()
 	c := loadConformance(t)
 	for _, ep := range endpoints {
 		for _, p := range append([]string{ep.path}, ep.aliases...) {

@@ -34,9 +34,7 @@ type watchedHolds struct {
 func (s *watchedHolds) Hold(ctx context.Context, h store.Hold) error {
 	defer func() { s.done.Store(time.Now().UnixNano()) }()
 	n := s.base.Load()
-	for deadline := time.Now().Add(s.wait); s.upstream() == n && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	holdsWithin(s.wait, func() bool { return s.upstream() != n })
 	if s.upstream() > n {
 		s.overlaps.Add(1)
 		time.Sleep(50 * time.Millisecond) // a slow commit, after the provider has answered
@@ -53,6 +51,7 @@ func (s *watchedHolds) Hold(ctx context.Context, h store.Hold) error {
 // refused hold is the answer (nothing charged, the provider's answer
 // dropped), and after a refusal the account's calls hold first again.
 func TestHoldOverlapsUpstream(t *testing.T) {
+	// Not parallel: its overlap counts depend on when each request arrives.
 	// Its store keeps a hold that goes first for up to a second on purpose
 	// (watchedHolds): not a ledger behind (billing.max_store_wait).
 	e := newEnv(t, func(c *config.Config) { c.Billing.MaxStoreWait = 10 * time.Second })
@@ -167,9 +166,7 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 type panicTransport struct{ held func() bool }
 
 func (p panicTransport) RoundTrip(*http.Request) (*http.Response, error) {
-	for deadline := time.Now().Add(5 * time.Second); !p.held() && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	holdsWithin(5*time.Second, p.held)
 	panic("upstream transport")
 }
 
@@ -183,6 +180,7 @@ func (panicHolds) Hold(context.Context, store.Hold) error { panic("store hold") 
 // first or beside the request; a panic in a Hold beside the request fails
 // the call with 500 and leaves the process serving.
 func TestHoldReleasedAfterPanic(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "100")
 	key := e.key("acme", "standard")

@@ -140,6 +140,7 @@ func catalogAmounts(p pricing.Price) map[string]pricing.Nano {
 
 // TestPriceTable checks GET /api/pricing against the loaded plugins.
 func TestPriceTable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	t.Run("matches the catalogue", func(t *testing.T) { testPriceTableMatchesCatalog(t, e) })
 	t.Run("spec fees", func(t *testing.T) { testPriceTableSpecFees(t, e) })
@@ -317,6 +318,7 @@ func dropInPlugin(t *testing.T, dir, name, cfg string) {
 // directory at run time is in the price table after a reload, without a
 // restart.
 func TestPriceTableShowsDroppedInPlugin(t *testing.T) {
+	t.Parallel()
 	dir := copyPluginDir(t)
 	e := newEnv(t, func(c *config.Config) { c.Plugins.Dir = dir })
 	const id = "modelz-dropin-1"
@@ -377,6 +379,7 @@ func TestPriceTableShowsDroppedInPlugin(t *testing.T) {
 // Retry-After in whole seconds and the error body (docs/api.md#errors); another address
 // keeps its own bucket.
 func TestPriceTableRateLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.Limits.PricingRate = config.RateConfig{Rate: 0.01, Burst: 3} })
 	for i := 0; i < 3; i++ {
 		if status, _, body := e.do("GET", "/api/pricing", "", nil); status != http.StatusOK {
@@ -419,6 +422,7 @@ func TestPriceTableRateLimit(t *testing.T) {
 // TestPublicEndpoints: the three public endpoints need no key, ignore one
 // that is sent, and answer a current If-None-Match with 304.
 func TestPublicEndpoints(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tests := []struct {
 		path, contentType string
@@ -467,6 +471,7 @@ func TestPublicEndpoints(t *testing.T) {
 }
 
 func TestClientAddr(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, remote, want string }{
 		{"ipv4", "203.0.113.9:51000", "203.0.113.9"},
 		{"ipv6", "[2001:db8::1]:443", "2001:db8::1"},
@@ -485,6 +490,7 @@ func TestClientAddr(t *testing.T) {
 }
 
 func TestETagMatches(t *testing.T) {
+	t.Parallel()
 	const tag = `"abc"`
 	tests := []struct {
 		name    string

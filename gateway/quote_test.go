@@ -12,6 +12,7 @@ import (
 )
 
 func TestQuoted(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("é", 100) // 200 bytes: the cut falls inside no rune
 	for _, tc := range []struct{ name, in, want string }{
 		{"plain", "modelb-6-astra", `"modelb-6-astra"`},
@@ -118,6 +119,7 @@ func FuzzInvalidUTF8At(f *testing.F) {
 }
 
 func TestFieldPath(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"questions.q.type":       "questions.q.type",
 		"messages[3].role":       "messages[3].role",
@@ -141,6 +143,7 @@ func TestFieldPath(t *testing.T) {
 // A plugin's error passes into an error body bounded, however long the
 // caller value it quotes or the field it names.
 func TestPluginErrorBounded(t *testing.T) {
+	t.Parallel()
 	huge := strings.Repeat("CANARY", 1<<20)
 	for _, ae := range []*abi.Error{
 		{Code: abi.CodeInvalid, Field: "size", Message: "size must be like 1024x1024 (got " + huge + ")"},

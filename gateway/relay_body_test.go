@@ -15,6 +15,7 @@ import (
 // (answerBufs); each of many concurrent callers gets its own answer whole,
 // the one that echoes its own prompt, never a piece of another's.
 func TestJSONAnswersConcurrent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "100")
 	key := e.key("acme", "economy")

@@ -14,6 +14,7 @@ import (
 
 // TestRetryHintsByStatus: the hints each kind of answer carries.
 func TestRetryHintsByStatus(t *testing.T) {
+	t.Parallel()
 	limited := rateLimited("over", 2)
 	limited.RetryWait = 1200 * time.Millisecond
 	for _, tc := range []struct {
@@ -71,6 +72,7 @@ func checkHints(t *testing.T, h http.Header, wait bool, should string) {
 // Retry-After, retry-after-ms and x-should-retry, and 402 and 403 say a
 // retry cannot help.
 func TestRetryHintsOnEveryPath(t *testing.T) {
+	// Not parallel: its second call must meet a bucket refilling at 1 call per 2 s.
 	e := newEnv(t, func(c *config.Config) {
 		c.Limits.KeyRate = config.RateConfig{Rate: 0.5, Burst: 1}
 		c.Limits.OverloadDelay = time.Hour

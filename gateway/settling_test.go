@@ -33,6 +33,7 @@ func (g gatedSettle) Settle(ctx context.Context, s store.Settlement) (store.Entr
 // read of the account made after the answer waits for the settle: it shows
 // the charge, not the hold.
 func TestAnswerBeforeSettleAdminReadsWait(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "economy")

@@ -16,6 +16,7 @@ import (
 )
 
 func TestWindowQuantile(t *testing.T) {
+	t.Parallel()
 	buckets := []float64{math.Inf(-1), 0, 1e-6, 1e-3, 0.1, math.Inf(1)}
 	prev := []uint64{0, 5, 100, 7, 3}
 	cases := []struct {
@@ -45,6 +46,7 @@ func TestWindowQuantile(t *testing.T) {
 // shedMax, then down by an eighth per window under the target, also across
 // a gap with no calls, to 0 under shedFloor.
 func TestShedderSteps(t *testing.T) {
+	t.Parallel()
 	s := newShedder(10 * time.Millisecond)
 	now := time.Now()
 	win := func(d time.Duration) uint32 {
@@ -115,6 +117,7 @@ func TestShedderSteps(t *testing.T) {
 }
 
 func TestShedderRefusesTheShare(t *testing.T) {
+	t.Parallel()
 	s := newShedder(time.Hour) // measures, never steps up
 	s.p.Store(shedScale / 4)
 	s.next.Store(math.MaxInt64) // no window ends: the share stays
@@ -137,6 +140,7 @@ func TestShedderRefusesTheShare(t *testing.T) {
 // new calls are refused with 503 overloaded and Retry-After before anything
 // is held or charged; once the queue is gone, calls are admitted again.
 func TestOverloadSheds(t *testing.T) {
+	// Not parallel: it measures the scheduler's delay, which other tests would add to.
 	if os.Getenv(envStoreVar) == "postgres" {
 		// The queue here is made by spinning goroutines, and the shedder
 		// needs shedMinRuns sampled runs per 25 ms window as evidence: on

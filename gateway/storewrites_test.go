@@ -38,6 +38,7 @@ func (h heldSettles) Settle(ctx context.Context, s store.Settlement) (store.Entr
 // anything is sent upstream, and counted; once the write lands calls are
 // admitted again, and every call answered is charged once.
 func TestStoreBehindRefusesNewCalls(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.Billing.MaxStoreWait = 100 * time.Millisecond })
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
@@ -57,7 +58,7 @@ func TestStoreBehindRefusesNewCalls(t *testing.T) {
 		t.Fatalf("first call: %d %s", status, data)
 	}
 	rids := []string{hdr.Get("X-Request-Id")}
-	eventually(t, "the first call's settle under way past max_store_wait", func() bool {
+	waitFor(t, 15*time.Second, "the first call's settle under way past max_store_wait", func() bool {
 		return r.gw.bill.Backlog().State(time.Now()).Oldest > 150*time.Millisecond
 	})
 	sent := r.requests()
@@ -77,7 +78,7 @@ func TestStoreBehindRefusesNewCalls(t *testing.T) {
 	}
 
 	close(gate)
-	eventually(t, "the held settle lands", func() bool { return r.gw.bill.Backlog().State(time.Now()).Writes == 0 })
+	waitFor(t, 15*time.Second, "the held settle lands", func() bool { return r.gw.bill.Backlog().State(time.Now()).Writes == 0 })
 	status, hdr, data = r.do("POST", "/v1/chat/completions", key, body)
 	if status != 200 {
 		t.Fatalf("a call once the ledger caught up: %d %s", status, data)
@@ -98,6 +99,7 @@ func TestStoreBehindRefusesNewCalls(t *testing.T) {
 // again; a read of its generation made meanwhile waits for that settle
 // and finds the call charged once.
 func TestSlowSettleDoesNotHoldTheStream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
@@ -144,6 +146,7 @@ func (q queuedHolds) Hold(ctx context.Context, h store.Hold) error {
 // (the ledger is behind, not down), counted, nothing sent upstream or
 // held.
 func TestQueuedHoldGivesUp(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.Billing.MaxStoreWait = 100 * time.Millisecond })
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
@@ -194,6 +197,7 @@ func (d downReleases) Release(ctx context.Context, rid, reason string) error {
 // background until it lands, and the drain waits for it. Nothing is
 // charged and nothing stays held.
 func TestFailedCallDoesNotWaitForItsRelease(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
@@ -213,7 +217,7 @@ func TestFailedCallDoesNotWaitForItsRelease(t *testing.T) {
 	if d := time.Since(t0); d > 5*time.Second {
 		t.Fatalf("the failed call was answered after %v: it waited for its release", d)
 	}
-	eventually(t, "the release tried again", func() bool { return tries.Load() >= 2 })
+	waitFor(t, 15*time.Second, "the release tried again", func() bool { return tries.Load() >= 2 })
 	if a := e.balance("acme"); a.Held == 0 {
 		t.Fatal("the hold is gone while every release met the store unavailable")
 	}
@@ -231,6 +235,7 @@ func TestFailedCallDoesNotWaitForItsRelease(t *testing.T) {
 // store_unavailable", which the process log aggregates; answered calls
 // keep the INFO "request" line.
 func TestEarlyRefusalsAreWarnings(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.Billing.MaxStoreWait = 50 * time.Millisecond })
 	e.account("acme", "5")
 	key := e.key("acme", "economy")
@@ -239,7 +244,7 @@ func TestEarlyRefusalsAreWarnings(t *testing.T) {
 	defer close(gate)
 	status, hdr, _ := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "one"))
 	answered := hdr.Get("X-Request-Id")
-	eventually(t, "the settle under way past max_store_wait", func() bool {
+	waitFor(t, 15*time.Second, "the settle under way past max_store_wait", func() bool {
 		return r.gw.bill.Backlog().State(time.Now()).Oldest > 100*time.Millisecond
 	})
 	status2, hdr2, _ := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "two"))

@@ -60,6 +60,7 @@ func FuzzKeySettings(f *testing.F) {
 // The link's base is console.public_url when set, else the address the
 // request came to: https only over TLS, whatever X-Forwarded-Proto says.
 func TestSetupLink(t *testing.T) {
+	t.Parallel()
 	plain := httptest.NewRequest("POST", "http://relay.internal:8080/admin/accounts/acme/login", nil)
 	plain.Header.Set("X-Forwarded-Proto", "https")
 	secure := httptest.NewRequest("POST", "https://relay.example.com/admin/accounts/acme/login", nil)

@@ -196,9 +196,15 @@ func eventuallyTrue(cond func() bool) error { return eventuallyWithin(time.Secon
 
 // eventuallyWithin polls cond for up to d.
 func eventuallyWithin(d time.Duration, cond func() bool) error {
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
 			return fmt.Errorf("not within %v", d)
+		case <-tick.C:
 		}
 	}
 	return nil
@@ -226,7 +232,7 @@ func TestRetriesCatchUpAfterAnOutage(t *testing.T) {
 	if eventuallyWithin(5*time.Second, func() bool { return r.Budget() == budgetMin }) != nil {
 		t.Fatalf("budget %v during the outage, want the floor %v", r.Budget(), float64(budgetMin))
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // the outage lasts: the writes book their tokens at the floor
 	up.Store(true)
 	back := time.Now()
 	wg.Wait()

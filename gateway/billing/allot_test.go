@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelrelay/modelrelay/pricing"
@@ -75,47 +76,50 @@ func (f *fakeAllotStore) state() (open int, released []string) {
 // no call uses is released after the idle time; close releases the rest
 // and takes no more.
 func TestAllotmentsAdmitWhatTheyHold(t *testing.T) {
-	f := &fakeAllotStore{allots: map[string]pricing.Nano{}}
-	a := newAllotments(f, t.Logf, randomID)
-	a.idle = 300 * time.Millisecond
-	now := time.Now()
-	if al := a.take("acme", 10, 100, now); al != nil {
-		t.Fatal("the first call was admitted before any allotment was taken")
-	}
-	eventually(t, "an allotment is taken", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open["acme"] != nil })
-	var first *allotment
-	for i := range 10 {
-		al := a.take("acme", 10, 100, time.Now())
-		if al == nil {
-			t.Fatalf("call %d of 10 at 10 each was refused by an allotment of 100", i)
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAllotStore{allots: map[string]pricing.Nano{}}
+		a := newAllotments(f, t.Logf, randomID)
+		a.idle = 300 * time.Millisecond
+		now := time.Now()
+		if al := a.take("acme", 10, 100, now); al != nil {
+			t.Fatal("the first call was admitted before any allotment was taken")
 		}
-		if first == nil {
-			first = al
-		} else if al != first {
-			t.Fatal("calls were admitted against two allotments")
+		eventually(t, "an allotment is taken", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open["acme"] != nil })
+		var first *allotment
+		for i := range 10 {
+			al := a.take("acme", 10, 100, time.Now())
+			if al == nil {
+				t.Fatalf("call %d of 10 at 10 each was refused by an allotment of 100", i)
+			}
+			if first == nil {
+				first = al
+			} else if al != first {
+				t.Fatal("calls were admitted against two allotments")
+			}
 		}
-	}
-	if al := a.take("acme", 1, 100, time.Now()); al != nil {
-		t.Fatal("a call was admitted against an allotment with nothing left")
-	}
-	if _, rel := f.state(); len(rel) != 0 {
-		t.Fatalf("an allotment was released with its carves pending: %v", rel)
-	}
-	for range 10 {
-		a.carved(first, f.Carve(context.Background(), first.id, store.Hold{Amount: 10}))
-	}
-	eventually(t, "the used-up allotment is released", func() bool { _, rel := f.state(); return len(rel) == 1 && rel[0] == first.id })
-	eventually(t, "a second allotment is taken", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open["acme"] != nil })
-	eventually(t, "the idle allotment is released", func() bool { open, rel := f.state(); return open == 0 && len(rel) == 2 })
+		if al := a.take("acme", 1, 100, time.Now()); al != nil {
+			t.Fatal("a call was admitted against an allotment with nothing left")
+		}
+		if _, rel := f.state(); len(rel) != 0 {
+			t.Fatalf("an allotment was released with its carves pending: %v", rel)
+		}
+		for range 10 {
+			a.carved(first, f.Carve(context.Background(), first.id, store.Hold{Amount: 10}))
+		}
+		eventually(t, "the used-up allotment is released", func() bool { _, rel := f.state(); return len(rel) == 1 && rel[0] == first.id })
+		eventually(t, "a second allotment is taken", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open["acme"] != nil })
+		eventually(t, "the idle allotment is released", func() bool { open, rel := f.state(); return open == 0 && len(rel) == 2 })
 
-	a.close(context.Background())
-	if al := a.take("acme", 1, 100, time.Now()); al != nil {
-		t.Fatal("admitted after close")
-	}
-	time.Sleep(20 * time.Millisecond)
-	if open, _ := f.state(); open != 0 {
-		t.Fatal("an allotment was taken after close")
-	}
+		a.close(context.Background())
+		if al := a.take("acme", 1, 100, time.Now()); al != nil {
+			t.Fatal("admitted after close")
+		}
+		synctest.Wait() // every goroutine done or blocked: a late allotment would show
+		if open, _ := f.state(); open != 0 {
+			t.Fatal("an allotment was taken after close")
+		}
+	})
 }
 
 // TestAllotmentsStopWhenTheStoreIsDown: a carve that meets an unavailable
@@ -124,56 +128,60 @@ func TestAllotmentsAdmitWhatTheyHold(t *testing.T) {
 // each is released once its carves have returned; a refused allotment
 // admits nothing.
 func TestAllotmentsStopWhenTheStoreIsDown(t *testing.T) {
-	f := &fakeAllotStore{allots: map[string]pricing.Nano{}}
-	a := newAllotments(f, t.Logf, randomID)
-	for _, acct := range []string{"acme", "beta"} {
-		a.take(acct, 1, 100, time.Now())
-		eventually(t, "an allotment of "+acct, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open[acct] != nil })
-	}
-	al := a.take("acme", 1, 100, time.Now())
-	if al == nil {
-		t.Fatal("not admitted")
-	}
-	a.down()
-	for _, acct := range []string{"acme", "beta"} {
-		if got := a.take(acct, 1, 100, time.Now()); got != nil {
-			t.Fatalf("%s admitted in memory while the store is down", acct)
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeAllotStore{allots: map[string]pricing.Nano{}}
+		a := newAllotments(f, t.Logf, randomID)
+		for _, acct := range []string{"acme", "beta"} {
+			a.take(acct, 1, 100, time.Now())
+			eventually(t, "an allotment of "+acct, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open[acct] != nil })
 		}
-	}
-	eventually(t, "beta's allotment, with no carve pending, is released", func() bool { open, _ := f.state(); return open == 1 })
-	a.carved(al, store.ErrUnavailable)
-	eventually(t, "acme's is released once its carve returned", func() bool { open, _ := f.state(); return open == 0 })
-	time.Sleep(20 * time.Millisecond)
-	a.mu.Lock()
-	taking := len(a.taking)
-	a.mu.Unlock()
-	if taking != 0 {
-		t.Fatal("an allotment was taken while the store was down")
-	}
+		al := a.take("acme", 1, 100, time.Now())
+		if al == nil {
+			t.Fatal("not admitted")
+		}
+		a.down()
+		for _, acct := range []string{"acme", "beta"} {
+			if got := a.take(acct, 1, 100, time.Now()); got != nil {
+				t.Fatalf("%s admitted in memory while the store is down", acct)
+			}
+		}
+		eventually(t, "beta's allotment, with no carve pending, is released", func() bool { open, _ := f.state(); return open == 1 })
+		a.carved(al, store.ErrUnavailable)
+		eventually(t, "acme's is released once its carve returned", func() bool { open, _ := f.state(); return open == 0 })
+		synctest.Wait() // every goroutine done or blocked: a late allotment would show
+		a.mu.Lock()
+		taking := len(a.taking)
+		a.mu.Unlock()
+		if taking != 0 {
+			t.Fatal("an allotment was taken while the store was down")
+		}
 
-	// A release that meets the store down is tried again until it lands.
-	f.mu.Lock()
-	f.downReleases = 3
-	f.mu.Unlock()
-	a.downUntil = time.Time{}
-	a.take("acme", 1, 100, time.Now())
-	eventually(t, "an allotment once the store is back", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open["acme"] != nil })
-	a.close(context.Background())
-	if open, _ := f.state(); open != 0 {
-		t.Fatal("an allotment whose release met the store down stayed open")
-	}
+		// A release that meets the store down is tried again until it lands.
+		f.mu.Lock()
+		f.downReleases = 3
+		f.mu.Unlock()
+		a.downUntil = time.Time{}
+		a.take("acme", 1, 100, time.Now())
+		eventually(t, "an allotment once the store is back", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open["acme"] != nil })
+		a.close(context.Background())
+		if open, _ := f.state(); open != 0 {
+			t.Fatal("an allotment whose release met the store down stayed open")
+		}
 
-	g := newAllotments(&fakeAllotStore{allots: map[string]pricing.Nano{}, allotErr: &store.InsufficientError{Limit: store.LimitAccount}}, t.Logf, randomID)
-	g.take("acme", 1, 100, time.Now())
-	eventually(t, "the refused allotment is given up", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.taking) == 0 })
-	if got := g.take("acme", 1, 100, time.Now()); got != nil {
-		t.Fatal("admitted against a refused allotment")
-	}
+		g := newAllotments(&fakeAllotStore{allots: map[string]pricing.Nano{}, allotErr: &store.InsufficientError{Limit: store.LimitAccount}}, t.Logf, randomID)
+		g.take("acme", 1, 100, time.Now())
+		eventually(t, "the refused allotment is given up", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.taking) == 0 })
+		if got := g.take("acme", 1, 100, time.Now()); got != nil {
+			t.Fatal("admitted against a refused allotment")
+		}
+	})
 }
 
 // TestAllotmentsCloseReleasesALateOne: an allotment whose Allot returns
 // after close began is released, not kept, and close waits for it.
 func TestAllotmentsCloseReleasesALateOne(t *testing.T) {
+	t.Parallel()
 	f := &fakeAllotStore{allots: map[string]pricing.Nano{}, gate: make(chan struct{})}
 	a := newAllotments(f, t.Logf, randomID)
 	a.take("acme", 1, 100, time.Now())
@@ -201,11 +209,15 @@ func TestAllotmentsCloseReleasesALateOne(t *testing.T) {
 // eventually fails t unless cond becomes true within 15 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline.C:
 			t.Fatalf("not so after 15s: %s", what)
+		case <-tick.C:
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -14,6 +14,7 @@ import (
 // billing.overlap_hold is false), for a call of a key with no spend limit whose account
 // last showed overlapMargin times the hold, lately.
 func TestOverlapOnlyWithAmpleCredit(t *testing.T) {
+	t.Parallel()
 	const minimalConfig = "admin_token: 0123456789abcdef0123\nroutes: [{name: standard}]\n" +
 		"lines: [{name: a, base_url: 'http://127.0.0.1:9090', models: ['*'], route: standard}]\n"
 	for _, tc := range []struct {

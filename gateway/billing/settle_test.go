@@ -10,6 +10,7 @@ import (
 // fallbackCharge prices the usage at the published price of the call's
 // route, exactly, and charges nothing when that price cannot price it.
 func TestFallbackCharge(t *testing.T) {
+	t.Parallel()
 	tokens := pricing.Price{Unit: pricing.PerMillionTokens, Input: 3_000_000_000, CacheRead: 300_000_000, Output: 15_000_000_000}
 	cheap := pricing.Price{Unit: pricing.PerMillionTokens, Input: 44_940_000}
 	images := pricing.Price{Unit: pricing.PerImage, Sizes: map[string]pricing.Nano{"1K": 30_000_000, "2K": 50_000_000}}

@@ -7,6 +7,7 @@ import (
 )
 
 func TestSettlingWait(t *testing.T) {
+	t.Parallel()
 	s := newSettling()
 	ctx := context.Background()
 	s.wait(ctx, "acme") // nothing pending: returns at once
@@ -34,9 +35,7 @@ func TestSettlingWait(t *testing.T) {
 	b := s.begin("acme")
 	other := s.begin("zeta")
 	first := waitIn()
-	for !sealed() {
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the wait sealed its group", sealed)
 	// A call that begins after the first wait does not prolong it, but a
 	// second wait covers it and the first wait's calls too.
 	late := s.begin("acme")
@@ -44,9 +43,7 @@ func TestSettlingWait(t *testing.T) {
 		t.Fatal("a call after a wait joined the sealed group")
 	}
 	second := waitIn()
-	for !sealed() {
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the wait sealed its group", sealed)
 	s.end("acme", a)
 	still(first, "the first wait")
 	s.end("acme", b)

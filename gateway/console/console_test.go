@@ -19,6 +19,7 @@ import (
 // model exactly, counts only the chosen key when one is, and leaves out
 // credits, recoveries and entries outside the 30 days.
 func TestSpendSums(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	s := newSpend(now)
 	if want := time.Date(2026, 10, 29, 0, 0, 0, 0, time.UTC); !s.from.Equal(want) || !s.to().Equal(time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)) {
@@ -73,6 +74,7 @@ func TestSpendSums(t *testing.T) {
 }
 
 func TestNiceCeil(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want pricing.Nano }{
 		{0, 100}, {1, 100}, {40_600, 50_000}, {10_000_000, 10_000_000}, {10_000_001, 20_000_000},
 		{30_000_000, 50_000_000}, {1_000_000_124, 2_000_000_000}, {7_500_000_000, 10_000_000_000},
@@ -87,6 +89,7 @@ func TestNiceCeil(t *testing.T) {
 // formula character are defused, and quoting keeps commas and quotes in
 // their cell.
 func TestCallsCSV(t *testing.T) {
+	t.Parallel()
 	rec := httptest.NewRecorder()
 	calls := []call{
 		{Time: time.Date(2026, 11, 27, 1, 2, 3, 0, time.UTC), RequestID: "req_1", KeyID: "key_1", Model: "=HYPERLINK(\"http://x\",\"y\")",
@@ -130,6 +133,7 @@ func TestCallsCSV(t *testing.T) {
 // directions; tampered or oversized parameters are refused without
 // running the KDF; the length rules.
 func TestPasswords(t *testing.T) {
+	t.Parallel()
 	h1, err := hashPassword("correct horse battery")
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +168,7 @@ func TestPasswords(t *testing.T) {
 
 // TestConfigResolve: defaults, and errors that name the key.
 func TestConfigResolve(t *testing.T) {
+	t.Parallel()
 	var c Config
 	if err := c.Resolve(); err != nil || !c.On() || c.IdleTimeout != 30*time.Minute || c.MaxAge != 12*time.Hour {
 		t.Fatalf("defaults: %+v %v", c, err)
@@ -190,6 +195,7 @@ func TestConfigResolve(t *testing.T) {
 
 // TestParseKeyForm: the form's words and shapes become the admin API's.
 func TestParseKeyForm(t *testing.T) {
+	t.Parallel()
 	f, err := parseKeyForm(url.Values{"label": {"ci"}, "route": {"auto"}, "limit": {"$5.50"}, "reset": {"never"},
 		"expires": {"2026-12-31"}, "allow": {"10.0.0.0/8, 127.0.0.1 ::1"}, "exclude": {"m-a,m-b"}})
 	if err != nil || f.Route != "auto" || *f.Settings.Label != "ci" || *f.Settings.Limit != "5.50" || *f.Settings.Reset != "none" ||
@@ -214,6 +220,7 @@ func TestParseKeyForm(t *testing.T) {
 }
 
 func TestSearchAfter(t *testing.T) {
+	t.Parallel()
 	ids := []string{"ab", "ac", "ac.", "ac-1", "acme", "acz", "ad", "b"}
 	for _, p := range []string{"ac", "a", "acme", "b"} {
 		after := searchAfter(p)
@@ -308,6 +315,7 @@ func FuzzPreSession(f *testing.F) {
 // TestCookies: console cookies are scoped to /console, HttpOnly,
 // SameSite=Strict, and Secure exactly when the request came over TLS.
 func TestCookies(t *testing.T) {
+	t.Parallel()
 	c := &Console{}
 	for _, u := range []string{"http://relay.test/console/", "https://relay.test/console/"} {
 		r := httptest.NewRequest("GET", u, nil)
@@ -322,6 +330,7 @@ func TestCookies(t *testing.T) {
 // pre-session cookie; another cookie, an expired one or another secret
 // does not match.
 func TestPreSessionToken(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	c := &Console{secret: []byte("0123456789abcdef0123"), now: func() time.Time { return now }}
 	rec := httptest.NewRecorder()
@@ -357,6 +366,7 @@ func TestPreSessionToken(t *testing.T) {
 }
 
 func TestAmountAndExpiryText(t *testing.T) {
+	t.Parallel()
 	for n, want := range map[pricing.Nano]string{0: "$0.00", 2_500_000_000: "$2.50", 2_499_959_400: "$2.4999594", 7_000_000_000: "$7.00", 40_600: "$0.0000406"} {
 		if got := money(n); got != want {
 			t.Errorf("money(%d) = %q, want %q", n, got, want)
@@ -378,6 +388,7 @@ func TestAmountAndExpiryText(t *testing.T) {
 
 // TestTemplatesParse: every page parses with the layout and partials.
 func TestTemplatesParse(t *testing.T) {
+	t.Parallel()
 	if _, err := parsePages(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 )
 
 func TestCentsNumber(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		n    pricing.Nano
 		want string

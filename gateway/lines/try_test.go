@@ -389,7 +389,7 @@ func TestDeadLineProbedOncePerInterval(t *testing.T) {
 func TestClientGoneIsExcluded(t *testing.T) {
 	e := newTryEnv(t, config.RetryConfig{BreakerOpen: 50 * time.Millisecond}, "a")
 	e.open("a")
-	time.Sleep(80 * time.Millisecond)
+	time.Sleep(80 * time.Millisecond) // past the open interval: half-open
 	e.sims["a"].SetOptions(sim.Options{Hang: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()

@@ -70,6 +70,7 @@ func instance(t testing.TB, data []byte) any {
 // official OpenAPI 3.1 schema (schema-base: Schema Objects are checked
 // against the OpenAPI dialect of JSON Schema 2020-12 too).
 func TestDocumentIsValidOpenAPI31(t *testing.T) {
+	t.Parallel()
 	sch := officialSchema(t)
 	if err := sch.Validate(instance(t, openapi.Document())); err != nil {
 		var ve *jsonschema.ValidationError
@@ -83,6 +84,7 @@ func TestDocumentIsValidOpenAPI31(t *testing.T) {
 // TestValidatorRejectsBrokenDocuments proves the validation above can fail:
 // each case breaks the real document in one place.
 func TestValidatorRejectsBrokenDocuments(t *testing.T) {
+	t.Parallel()
 	sch := officialSchema(t)
 	tests := []struct {
 		name   string
@@ -142,6 +144,7 @@ func obj(d map[string]any, path ...string) map[string]any {
 }
 
 func TestDocumentVersion(t *testing.T) {
+	t.Parallel()
 	var doc struct {
 		OpenAPI string `json:"openapi"`
 		Info    struct {
@@ -163,6 +166,7 @@ func TestDocumentVersion(t *testing.T) {
 }
 
 func TestDocumentIsACopy(t *testing.T) {
+	t.Parallel()
 	a := openapi.Document()
 	a[0] = 'x'
 	if b := openapi.Document(); b[0] != '{' {
@@ -173,6 +177,7 @@ func TestDocumentIsACopy(t *testing.T) {
 // TestNoDuplicateKeys guards the hand-written JSON: encoding/json keeps the
 // last of two equal keys silently, and so would most tools.
 func TestNoDuplicateKeys(t *testing.T) {
+	t.Parallel()
 	dec := json.NewDecoder(bytes.NewReader(openapi.Document()))
 	var walk func(path string) error
 	walk = func(path string) error {
@@ -221,6 +226,7 @@ func TestNoDuplicateKeys(t *testing.T) {
 // TestReferencesResolve checks every local $ref names something in the
 // document (the official schema only checks that a $ref is a string).
 func TestReferencesResolve(t *testing.T) {
+	t.Parallel()
 	var doc any
 	if err := json.Unmarshal(openapi.Document(), &doc); err != nil {
 		t.Fatal(err)
@@ -304,6 +310,7 @@ func operations(t *testing.T) (map[string]operation, []map[string][]string) {
 // and 5: every endpoint is there, with the error statuses its section lists,
 // and the right security.
 func TestEndpointsAndStatuses(t *testing.T) {
+	t.Parallel()
 	relay := []string{"200", "400", "401", "402", "403", "404", "429", "503", "default"}
 	typed := []string{"200", "400", "401", "402", "403", "404", "422", "429", "503", "default"}
 	video := []string{"200", "401", "403", "404", "default"} // 403: outside the key's allow-list

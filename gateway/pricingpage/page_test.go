@@ -8,6 +8,7 @@ import (
 )
 
 func TestPageIsSelfContained(t *testing.T) {
+	t.Parallel()
 	p := Page()
 	if !bytes.HasPrefix(p, []byte("<!doctype html>")) {
 		t.Fatal("the page does not start with <!doctype html>")
@@ -49,6 +50,7 @@ func TestPageIsSelfContained(t *testing.T) {
 }
 
 func TestContentSecurityPolicy(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, html, want string
 	}{
