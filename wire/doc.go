@@ -7,7 +7,8 @@
 // text an event delivered (ChatText, ResponsesText, MessagesText), and the
 // usage an answer or a stream reports, in every format the gateway relays
 // (ChatUsage, ResponsesUsage, MessagesUsage, SystemOneUsage, ImagesUsage,
-// VideoUsage, and a Meter per stream format).
+// VideoUsage, and a Meter per stream format); and the writer of the
+// gateway's own JSON answers (WriteJSON).
 //
 // It is pure: it imports the standard library and this module's
 // internal/jsonscan, internal/clip, sdk/abi and wire/units only. It must
@@ -15,7 +16,8 @@
 // gateway or its error package apierr (which reaches the store;
 // apierr.From turns an *Error into the 400 it stands for), nor any
 // third-party module. Usage is units.Usage, a leaf of its own, which
-// pricing shares without linking this package into the plugins. It does no I/O of its own: a stream is
-// read from the io.Reader it is handed. Its errors never quote an answer's
+// pricing shares without linking this package into the plugins. It does
+// no I/O of its own: a stream is read from the io.Reader it is handed, an
+// answer written to the http.ResponseWriter. Its errors never quote an answer's
 // body, and quote a request's values only through clip's bounds.
 package wire

@@ -5,8 +5,10 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,6 +125,44 @@ func TestOnlyTheBinaryImportsTheGateway(t *testing.T) {
 		for _, imp := range f.Imports {
 			if imp.Path.Value == strconv.Quote(top) {
 				t.Errorf("%s imports %s: only cmd/relay may", rel, top)
+			}
+		}
+	}
+}
+
+// wireMayImport are the module's packages wire may import besides the
+// standard library: it stays a pure reading of wire formats, without money,
+// the store or the gateway (wire/doc.go).
+var wireMayImport = map[string]bool{
+	"github.com/modelrelay/modelrelay/internal/jsonscan": true,
+	"github.com/modelrelay/modelrelay/internal/clip":     true,
+	"github.com/modelrelay/modelrelay/sdk/abi":           true,
+	"github.com/modelrelay/modelrelay/wire/units":        true,
+}
+
+// TestWireIsPure fails naming each import of wire's non-test files that is
+// neither the standard library nor in wireMayImport.
+func TestWireIsPure(t *testing.T) {
+	root := moduleRoot(t)
+	files, err := goFiles(filepath.Join(root, "wire"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no Go files in wire/")
+	}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			first, _, _ := strings.Cut(p, "/")
+			if strings.Contains(first, ".") && !wireMayImport[p] {
+				rel, _ := filepath.Rel(root, path)
+				t.Errorf("%s imports %s: wire imports the standard library and %v only", rel, p, slices.Sorted(maps.Keys(wireMayImport)))
 			}
 		}
 	}
