@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// Limits of issue 28: the gateway with its ledger in PostgreSQL (on the same
+// Limits of the gateway with its ledger in PostgreSQL (on the same
 // machine) against the Badger gateway of the same run.
 const (
 	limitPGAddedP50   = 500 * time.Microsecond // gateway-pg's added p50 at 1,000/s ≤ the Badger gateway's + 0.5 ms
 	limitPGThroughput = 0.6                    // gateway-pg's max throughput ≥ 0.6 × the Badger gateway's
 )
 
-// pgTargetRows evaluates the limits of issue 28 against the medians. The
+// pgTargetRows evaluates the PostgreSQL limits against the medians. The
 // A/A control gives the noise: how far two identical bare proxies measured
 // apart in any round, on each limit's terms.
 func pgTargetRows(res *Results) [][3]string {

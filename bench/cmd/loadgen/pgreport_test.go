@@ -54,7 +54,7 @@ func TestPGTargetRows(t *testing.T) {
 	}
 	// Without gateway-pg: no table, and every row not measured.
 	plain := results(350*us, 900*us, 8000, 500*us, 1000, 1, 1000)
-	if md := renderReport(plain); strings.Contains(md, "issue 28") || strings.Contains(md, "gateway-pg") {
+	if md := renderReport(plain); strings.Contains(md, "Targets: the ledger on PostgreSQL") || strings.Contains(md, "gateway-pg") {
 		t.Errorf("a report without gateway-pg mentions it:\n%s", md)
 	}
 	for _, v := range pgVerdicts(plain) {
@@ -88,7 +88,7 @@ func TestRenderReportWithPG(t *testing.T) {
 		"| 1000 | gateway-pg | 0.800 ms |", "| 1000 | **pg/proxy** | | | | | | | | 6.00×", "| 1000 | **pg − gw** | | | | | | | | +0.450 ms |",
 		"| gateway-pg | 4000 | 100.00% |", "| 0.40× | 0.50× |",
 		"| **pg/proxy** | | | | | | | | 6.00× |",
-		"### Targets (issue 28): the ledger on PostgreSQL, synchronous_commit on",
+		"### Targets: the ledger on PostgreSQL, synchronous_commit on",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)

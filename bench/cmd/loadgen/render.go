@@ -238,16 +238,16 @@ func renderPeak(p func(string, ...any), res *Results) {
 	p("\n")
 }
 
-// renderTargets is the verdict tables: issue 9's, and issue 28's when gateway-pg ran.
+// renderTargets is the verdict tables: the overhead's, and the PostgreSQL ledger's when gateway-pg ran.
 func renderTargets(p func(string, ...any), res *Results) {
 	s := res.Settings
-	p("### Targets (issue 9)\n\n| target | measured | verdict |\n|---|---|---|\n")
+	p("### Targets: the overhead over the bare proxy\n\n| target | measured | verdict |\n|---|---|---|\n")
 	for _, row := range targetRows(res) {
 		p("| %s | %s | %s |\n", row[0], row[1], row[2])
 	}
 	p("\n")
 	if hasPG(res) {
-		p("### Targets (issue 28): the ledger on PostgreSQL, synchronous_commit %s\n\n", s.PGSync)
+		p("### Targets: the ledger on PostgreSQL, synchronous_commit %s\n\n", s.PGSync)
 		p("gateway-pg against the Badger gateway of the same run. Added = overhead over direct at the same percentile.\n\n")
 		p("| target | measured | verdict |\n|---|---|---|\n")
 		for _, row := range pgTargetRows(res) {

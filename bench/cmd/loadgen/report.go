@@ -28,7 +28,7 @@ func microSummary(samples []microSample) *Micro {
 	return m
 }
 
-// Limits of issue 9.
+// Limits of the gateway's overhead over the bare proxy.
 const (
 	limitP50Ratio     = 1.25                   // gateway overhead p50 ≤ 1.25 × the proxy's, at 1,000/s
 	limitP99          = time.Millisecond       // gateway overhead p99 ≤ 1 ms, at 1,000/s

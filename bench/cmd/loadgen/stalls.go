@@ -14,7 +14,7 @@ import (
 // A virtual CPU the hypervisor does not run stalls everything on it: on the
 // benchmark host a stall of 20–60 ms comes a few times a minute, and
 // /proc/stat charges it as steal when the CPU runs again (a task switched in
-// before a 47.5 ms stall was charged 151 µs of CPU time for it: session 11,
+// before a 47.5 ms stall was charged 151 µs of CPU time for it, seen with
 // `perf sched`). At 1,000 calls a second one such stall delays 50–100 calls,
 // and two or three in a 20 s window set its p99, whatever the target.
 //

@@ -10,7 +10,7 @@ import (
 
 func micros(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/1e3) }
 
-// targetRows evaluates the limits of issue 9 against the medians.
+// targetRows evaluates the overhead limits against the medians.
 func targetRows(res *Results) [][3]string {
 	l := newLatencyTargets(res)
 	rows := [][3]string{l.p50Row(), l.p99Row()}
