@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/modelrelay/modelrelay/gateway/admin"
+	"github.com/modelrelay/modelrelay/internal/testwait"
 )
 
 // adminKeyDo sends an admin request and decodes a admin.KeyView from a 2xx.
@@ -215,7 +216,7 @@ func TestReplicasKeyUpdate(t *testing.T) {
 	adminKeyDo(t, a, "POST", "/admin/keys/update", map[string]any{"key": key, "allow": []string{"192.0.2.0/24"}})
 	updated := time.Now()
 	for _, r := range []*env{b, c} {
-		applied := holdsWithin(time.Second-time.Since(updated), func() bool {
+		applied := testwait.Holds(time.Second-time.Since(updated), func() bool {
 			code, _, _ := r.do("POST", "/v1/chat/completions", key, body)
 			if code != 200 && code != 403 {
 				t.Fatalf("status %d", code)

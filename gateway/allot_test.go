@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/internal/testwait"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
 	"github.com/modelrelay/modelrelay/store/postgres/pgtest"
@@ -69,7 +70,7 @@ func TestAllotmentOnPostgres(t *testing.T) {
 	call(key) // holds first: no balance seen yet
 	r.gw.bill.WaitSettled(context.Background(), "acme")
 	call(key) // overlaps its hold, and takes an allotment for the next calls
-	waitFor(t, 15*time.Second, "an allotment is taken", func() bool { return r.gw.bill.Allotted("acme") })
+	testwait.For(t, 15*time.Second, "an allotment is taken", func() bool { return r.gw.bill.Allotted("acme") })
 	holds := cs.holds.Load()
 	const n = 20
 	var wg sync.WaitGroup
@@ -134,7 +135,7 @@ func TestAllotmentOnPostgres(t *testing.T) {
 func TestSlowCarveLeavesTheStream(t *testing.T) {
 	t.Parallel()
 	e, r, cs, key := allotEnv(t)
-	waitFor(t, 15*time.Second, "an allotment is taken", func() bool {
+	testwait.For(t, 15*time.Second, "an allotment is taken", func() bool {
 		if st, _, data := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "hello")); st != 200 {
 			t.Fatalf("call: %d %s", st, data)
 		}
@@ -156,7 +157,7 @@ func TestSlowCarveLeavesTheStream(t *testing.T) {
 		t.Fatal("the stream was not admitted against the allotment")
 	}
 	cs.carveDelay.Store(0)
-	waitFor(t, 15*time.Second, "the stream is charged once its carve lands", func() bool {
+	testwait.For(t, 15*time.Second, "the stream is charged once its carve lands", func() bool {
 		after, err := e.charges("acme", 1000)
 		return err == nil && len(after) == len(before)+1 && after[0].Kind == store.KindCharge
 	})

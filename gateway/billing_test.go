@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/internal/testwait"
 	"github.com/modelrelay/modelrelay/plugins"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk/abi"
@@ -203,7 +204,7 @@ func TestCutStreamSettledOnceFromEstimate(t *testing.T) {
 	if sc.Err() == nil {
 		t.Error("the client should see the cut as a read error, not a clean end")
 	}
-	waitFor(t, 10*time.Second, "the hold released", func() bool { return e.balance("acme").Held == 0 })
+	testwait.For(t, 10*time.Second, "the hold released", func() bool { return e.balance("acme").Held == 0 })
 	_, kinds := journalSum(t, e, "acme")
 	es, _ := e.charges("acme", 10)
 	if kinds[store.KindCharge] != 1 || es[0].Amount >= 0 || !strings.Contains(es[0].Note, "estimated") {
@@ -270,7 +271,7 @@ func TestDrainWaitsForStreams(t *testing.T) {
 		st, _, _ := e.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "drain", `"stream":true`))
 		done <- st
 	}()
-	waitFor(t, 10*time.Second, "a hold taken", func() bool { return e.balance("acme").Held > 0 })
+	testwait.For(t, 10*time.Second, "a hold taken", func() bool { return e.balance("acme").Held > 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := e.gw.Drain(ctx); err != nil {

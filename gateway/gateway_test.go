@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelrelay/modelrelay/internal/testwait"
 )
 
 func TestAuth(t *testing.T) {
@@ -237,7 +239,7 @@ func TestAccessLogLine(t *testing.T) {
 	// The line is written after the settle, which follows the answer: wait
 	// for it.
 	var line map[string]any
-	holdsWithin(5*time.Second, func() bool {
+	testwait.Holds(5*time.Second, func() bool {
 		for _, l := range strings.Split(e.logs.String(), "\n") {
 			if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, rid) {
 				dec := json.NewDecoder(strings.NewReader(l))

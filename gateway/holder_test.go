@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/holder"
+	"github.com/modelrelay/modelrelay/internal/testwait"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
@@ -101,7 +102,7 @@ func callMix(t *testing.T, e *env, keyStd, keyEco string) []holderCall {
 	if st != 200 || json.Unmarshal(data, &job) != nil {
 		t.Fatalf("failing video: %d %s", st, data)
 	}
-	waitFor(t, 10*time.Second, "the video job failed", func() bool {
+	testwait.For(t, 10*time.Second, "the video job failed", func() bool {
 		_, _, data := e.do("GET", "/v1/videos/"+job.RequestID, keyEco, nil)
 		return strings.Contains(string(data), `"failed"`)
 	})

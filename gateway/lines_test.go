@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/lines"
+	"github.com/modelrelay/modelrelay/internal/testwait"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -145,7 +146,7 @@ func TestTimeoutsMoveToTheNextLine(t *testing.T) {
 	if strings.Contains(string(data), "[DONE]") {
 		t.Fatalf("an idle stream should be cut: %s", data)
 	}
-	waitFor(t, 10*time.Second, "the hold released", func() bool { return e.balance("acme").Held == 0 })
+	testwait.For(t, 10*time.Second, "the hold released", func() bool { return e.balance("acme").Held == 0 })
 }
 
 func TestUpstreamStatuses(t *testing.T) {

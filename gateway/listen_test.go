@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelrelay/modelrelay/gateway/config"
+	"github.com/modelrelay/modelrelay/internal/testwait"
 	"github.com/modelrelay/modelrelay/sim"
 )
 
@@ -142,17 +143,17 @@ func TestConnectionBounds(t *testing.T) {
 	}
 
 	a1.c.Close()
-	waitFor(t, 15*time.Second, "the closed connection is uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 2 })
+	testwait.For(t, 15*time.Second, "the closed connection is uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 2 })
 	c2 := open("127.0.0.4")
 	roundTrip(t, c2.c, c2.br)
 	a2.c.Close()
-	waitFor(t, 15*time.Second, "the closed connection is uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 2 })
+	testwait.For(t, 15*time.Second, "the closed connection is uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 2 })
 	a3 := open("127.0.0.2")
 	roundTrip(t, a3.c, a3.br)
 	for _, c := range []client{b1, c2, a3} {
 		c.c.Close()
 	}
-	waitFor(t, 15*time.Second, "every connection uncounted", func() bool { n, a := e.gw.conns.Open(); return n == 0 && a == 0 })
+	testwait.For(t, 15*time.Second, "every connection uncounted", func() bool { n, a := e.gw.conns.Open(); return n == 0 && a == 0 })
 }
 
 // An HTTP client whose connection is refused reads the 503, whatever the
@@ -166,7 +167,7 @@ func TestRefusalReachesClients(t *testing.T) {
 	roundTrip(t, holder, bufio.NewReader(holder))
 	for _, size := range []int{0, 100, 64 << 10, 1 << 20} {
 		for range 5 {
-			waitFor(t, 15*time.Second, "no refusal under way", func() bool { return e.gw.conns.Refusing() == 0 })
+			testwait.For(t, 15*time.Second, "no refusal under way", func() bool { return e.gw.conns.Refusing() == 0 })
 			client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 			resp, err := client.Post(e.url+"/v1/chat/completions", "application/json", bytes.NewReader(bytes.Repeat([]byte{'x'}, size)))
 			if err != nil {
@@ -244,7 +245,7 @@ func TestTrickledBodyWithoutKeyIsAnsweredAndClosed(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, 15*time.Second, "every connection closed and uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 0 })
+	testwait.For(t, 15*time.Second, "every connection closed and uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 0 })
 }
 
 // An ordinary HTTP client sending a body with an invalid key reads the 401,
@@ -351,7 +352,7 @@ func TestHeaderTimeout(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, 15*time.Second, "every connection uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 0 })
+	testwait.For(t, 15*time.Second, "every connection uncounted", func() bool { n, _ := e.gw.conns.Open(); return n == 0 })
 }
 
 // A stream that lasts longer than server.body_timeout is not cut by it, nor

@@ -18,6 +18,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/modelrelay/modelrelay/gateway/config"
+	"github.com/modelrelay/modelrelay/internal/testwait"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
@@ -299,7 +300,7 @@ func checkVideoContent(v videoJobs, id, key2, stranger string) {
 	}
 	errBody(t, data)
 	var status string
-	waitFor(t, 10*time.Second, "the video job done", func() bool {
+	testwait.For(t, 10*time.Second, "the video job done", func() bool {
 		st, _, data := e.do("GET", "/v1/videos/"+id, key2, nil)
 		var doc map[string]any
 		if st != 200 || json.Unmarshal(data, &doc) != nil || doc["request_id"] != id {
@@ -336,7 +337,7 @@ func (v videoJobs) waitAtProvider(id, status string) {
 		t.Fatal(err)
 	}
 	url := e.simURLs[j.Line] + "/v1/videos/" + id
-	waitFor(t, 10*time.Second, "job "+id+" "+status+" at the provider", func() bool {
+	testwait.For(t, 10*time.Second, "job "+id+" "+status+" at the provider", func() bool {
 		resp, err := http.Get(url)
 		if err != nil {
 			t.Fatal(err)

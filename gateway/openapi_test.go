@@ -23,6 +23,7 @@ import (
 
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/openapi"
+	"github.com/modelrelay/modelrelay/internal/testwait"
 	"github.com/modelrelay/modelrelay/pricing"
 )
 
@@ -429,7 +430,7 @@ func TestOpenAPIConformanceMediaEndpoints(t *testing.T) {
 		var st struct {
 			Status string `json:"status"`
 		}
-		if !holdsWithin(10*time.Second, func() bool {
+		if !testwait.Holds(10*time.Second, func() bool {
 			_, body := c.run(t, e, exchange{method: "GET", path: "/v1/videos/" + job.RequestID, header: bearer, wantStatus: 200})
 			_ = json.Unmarshal(body, &st)
 			return st.Status == "done"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelrelay/modelrelay/gateway/config"
+	"github.com/modelrelay/modelrelay/internal/testwait"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
@@ -34,7 +35,7 @@ type watchedHolds struct {
 func (s *watchedHolds) Hold(ctx context.Context, h store.Hold) error {
 	defer func() { s.done.Store(time.Now().UnixNano()) }()
 	n := s.base.Load()
-	holdsWithin(s.wait, func() bool { return s.upstream() != n })
+	testwait.Holds(s.wait, func() bool { return s.upstream() != n })
 	if s.upstream() > n {
 		s.overlaps.Add(1)
 		time.Sleep(50 * time.Millisecond) // a slow commit, after the provider has answered
@@ -166,7 +167,7 @@ func TestHoldOverlapsUpstream(t *testing.T) {
 type panicTransport struct{ held func() bool }
 
 func (p panicTransport) RoundTrip(*http.Request) (*http.Response, error) {
-	holdsWithin(5*time.Second, p.held)
+	testwait.Holds(5*time.Second, p.held)
 	panic("upstream transport")
 }
 

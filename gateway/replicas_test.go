@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/internal/cutproxy"
+	"github.com/modelrelay/modelrelay/internal/testwait"
 	"github.com/modelrelay/modelrelay/store"
 )
 
@@ -154,7 +155,7 @@ func TestReplicasRevocation(t *testing.T) {
 	}
 	revoked := time.Now()
 	for _, r := range []*env{b, c} {
-		refused := holdsWithin(time.Second-time.Since(revoked), func() bool {
+		refused := testwait.Holds(time.Second-time.Since(revoked), func() bool {
 			code, _, _ := r.do("POST", "/v1/chat/completions", key, body)
 			if code != 200 && code != 401 {
 				t.Fatalf("status %d", code)
@@ -224,7 +225,7 @@ func TestReplicasShareCooldown(t *testing.T) {
 // after cooled; then it fails the test with msg.
 func waitCooling(t *testing.T, r *env, cooled time.Time, within time.Duration, msg string) {
 	t.Helper()
-	if !holdsWithin(within-time.Since(cooled), func() bool {
+	if !testwait.Holds(within-time.Since(cooled), func() bool {
 		_, cooling := r.gw.lines.ByName("eco-429").Cooling(time.Now())
 		return cooling
 	}) {
@@ -247,7 +248,7 @@ func checkCoolingRefusedWithoutTry(t *testing.T, a, b *env, hits *atomic.Int64, 
 	var h http.Header
 	var data []byte
 	// The cooldown may not have reached B yet.
-	if !holdsWithin(3*time.Second-time.Since(cooled), func() bool {
+	if !testwait.Holds(3*time.Second-time.Since(cooled), func() bool {
 		before = hits.Load()
 		code, h, data = b.do("POST", "/v1/chat/completions", std, body)
 		return code != 200 && hits.Load() == before
@@ -330,7 +331,7 @@ func TestReplicasRedisDown(t *testing.T) {
 			b := a.replica(nil)
 			a.account("acme", "100")
 			cl := &countingCaller{key: a.key("acme", "economy"), body: chatBody("modelf-flash", "hi", `"max_tokens":4`)}
-			waitFor(t, 2*time.Second, "redis up", func() bool { return a.sh.Up() && b.sh.Up() })
+			testwait.For(t, 2*time.Second, "redis up", func() bool { return a.sh.Up() && b.sh.Up() })
 			if code, _, data := cl.call(a); code != 200 {
 				t.Fatalf("status %d: %s", code, data)
 			}
@@ -339,7 +340,7 @@ func TestReplicasRedisDown(t *testing.T) {
 			// The first call after the cut finds out (within redis.timeout),
 			// or the background ping does first.
 			code, _, data := cl.call(b)
-			waitFor(t, 2*time.Second, "redis seen down", func() bool { return !a.sh.Up() && !b.sh.Up() })
+			testwait.For(t, 2*time.Second, "redis seen down", func() bool { return !a.sh.Up() && !b.sh.Up() })
 			if closed {
 				checkFailClosed(t, cl, a, b)
 			} else {
@@ -428,7 +429,7 @@ func checkRedisDownReported(t *testing.T, a, b *env) {
 // cached, at once), and one charge per answered call.
 func checkRedisRecovered(t *testing.T, cl *countingCaller, a, b *env) {
 	t.Helper()
-	waitFor(t, 3*time.Second, "redis back up", func() bool { return a.sh.Up() && b.sh.Up() })
+	testwait.For(t, 3*time.Second, "redis back up", func() bool { return a.sh.Up() && b.sh.Up() })
 	for _, r := range []*env{a, b} {
 		if !strings.Contains(r.logs.String(), "redis is answering") {
 			t.Fatal("no log line says redis is back")
@@ -443,7 +444,7 @@ func checkRedisRecovered(t *testing.T, cl *countingCaller, a, b *env) {
 	if code, _, data := a.do("POST", "/admin/keys/revoke", testAdminToken, map[string]string{"key": cl.key}); code != 200 {
 		t.Fatalf("revoke: %d %s", code, data)
 	}
-	waitFor(t, time.Second, "the revocation reaches B after the recovery", func() bool {
+	testwait.For(t, time.Second, "the revocation reaches B after the recovery", func() bool {
 		c, _, _ := cl.call(b) // a 200 before the revocation lands is charged, and counted
 		return c == 401
 	})
@@ -451,7 +452,7 @@ func checkRedisRecovered(t *testing.T, cl *countingCaller, a, b *env) {
 	// JSON answer settles after it is sent (on PostgreSQL in the
 	// background, and B's settles are B's), so the last may land a moment
 	// after the read.
-	waitFor(t, 5*time.Second, "one charge per answered call", func() bool {
+	testwait.For(t, 5*time.Second, "one charge per answered call", func() bool {
 		es, err := a.charges("acme", 1000)
 		if err != nil {
 			t.Fatal(err)

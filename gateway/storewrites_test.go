@@ -12,6 +12,7 @@ import (
 	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/holder"
+	"github.com/modelrelay/modelrelay/internal/testwait"
 	"github.com/modelrelay/modelrelay/sim"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -58,7 +59,7 @@ func TestStoreBehindRefusesNewCalls(t *testing.T) {
 		t.Fatalf("first call: %d %s", status, data)
 	}
 	rids := []string{hdr.Get("X-Request-Id")}
-	waitFor(t, 15*time.Second, "the first call's settle under way past max_store_wait", func() bool {
+	testwait.For(t, 15*time.Second, "the first call's settle under way past max_store_wait", func() bool {
 		return r.gw.bill.Backlog().State(time.Now()).Oldest > 150*time.Millisecond
 	})
 	sent := r.requests()
@@ -78,7 +79,7 @@ func TestStoreBehindRefusesNewCalls(t *testing.T) {
 	}
 
 	close(gate)
-	waitFor(t, 15*time.Second, "the held settle lands", func() bool { return r.gw.bill.Backlog().State(time.Now()).Writes == 0 })
+	testwait.For(t, 15*time.Second, "the held settle lands", func() bool { return r.gw.bill.Backlog().State(time.Now()).Writes == 0 })
 	status, hdr, data = r.do("POST", "/v1/chat/completions", key, body)
 	if status != 200 {
 		t.Fatalf("a call once the ledger caught up: %d %s", status, data)
@@ -217,7 +218,7 @@ func TestFailedCallDoesNotWaitForItsRelease(t *testing.T) {
 	if d := time.Since(t0); d > 5*time.Second {
 		t.Fatalf("the failed call was answered after %v: it waited for its release", d)
 	}
-	waitFor(t, 15*time.Second, "the release tried again", func() bool { return tries.Load() >= 2 })
+	testwait.For(t, 15*time.Second, "the release tried again", func() bool { return tries.Load() >= 2 })
 	if a := e.balance("acme"); a.Held == 0 {
 		t.Fatal("the hold is gone while every release met the store unavailable")
 	}
@@ -244,7 +245,7 @@ func TestEarlyRefusalsAreWarnings(t *testing.T) {
 	defer close(gate)
 	status, hdr, _ := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "one"))
 	answered := hdr.Get("X-Request-Id")
-	waitFor(t, 15*time.Second, "the settle under way past max_store_wait", func() bool {
+	testwait.For(t, 15*time.Second, "the settle under way past max_store_wait", func() bool {
 		return r.gw.bill.Backlog().State(time.Now()).Oldest > 100*time.Millisecond
 	})
 	status2, hdr2, _ := r.do("POST", "/v1/chat/completions", key, chatBody("modelf-flash", "two"))

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/internal/testwait"
 	"github.com/modelrelay/modelrelay/store"
 )
 
@@ -59,7 +60,7 @@ func TestSettleWhileStoreUnavailable(t *testing.T) {
 	if a, _ := e.store.Balance(context.Background(), "acme"); a.Held == 0 || a.Balance != 5_000_000_000 {
 		t.Fatalf("while the store is unavailable the calls stay held, uncharged: %+v", a)
 	}
-	if !holdsWithin(10*time.Second, func() bool { return tries.Load() >= int64(2*len(rids)) }) {
+	if !testwait.Holds(10*time.Second, func() bool { return tries.Load() >= int64(2*len(rids)) }) {
 		t.Fatalf("%d settle tries for %d calls: the settles are not retried", tries.Load(), len(rids))
 	}
 

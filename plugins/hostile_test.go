@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/internal/testwait"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
 
@@ -180,7 +181,7 @@ func TestLoopingGuestLetsGCRun(t *testing.T) {
 		done <- err
 	}()
 	// The instance is taken: the call is on its way in.
-	waitFor(t, 10*time.Second, "the looping call takes the instance", func() bool { return stats(t, h, "loop").Idle == 0 })
+	testwait.For(t, 10*time.Second, "the looping call takes the instance", func() bool { return stats(t, h, "loop").Idle == 0 })
 	// Nothing outside the guest marks its entry into the loop, so this
 	// pause is the test's window for it to get there (a collection that
 	// came first would pass without testing anything).
@@ -330,7 +331,7 @@ func TestPoolBounded(t *testing.T) {
 		for range 2 {
 			wg.Go(func() { h.Admit(ctx, hostileAdmit("loop-model", "loop")) })
 		}
-		waitFor(t, 10*time.Second, "both looping calls hold an instance", func() bool {
+		testwait.For(t, 10*time.Second, "both looping calls hold an instance", func() bool {
 			s := stats(t, h, "loop")
 			return s.Calls == calls+2 && s.Instances == 2 && s.Idle == 0
 		})
@@ -370,7 +371,7 @@ func TestPoolGrowsForCallersThatGaveUp(t *testing.T) {
 		h.Admit(ctx, hostileAdmit("loop-model", "loop"))
 	}()
 	defer func() { <-done }()
-	waitFor(t, 10*time.Second, "the looping call takes the instance", func() bool { return stats(t, h, "loop").Idle == 0 })
+	testwait.For(t, 10*time.Second, "the looping call takes the instance", func() bool { return stats(t, h, "loop").Idle == 0 })
 
 	// This caller starts a second instance and gives up long before it is
 	// ready; the instance still joins the pool.
@@ -379,7 +380,7 @@ func TestPoolGrowsForCallersThatGaveUp(t *testing.T) {
 	if _, err := h.Admit(short, hostileAdmit("loop-model", "")); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the caller's deadline", err)
 	}
-	waitFor(t, 20*time.Second, "the second instance idle in the pool", func() bool {
+	testwait.For(t, 20*time.Second, "the second instance idle in the pool", func() bool {
 		s := stats(t, h, "loop")
 		return s.Instances == 2 && s.Idle == 1
 	})
@@ -440,7 +441,7 @@ func TestClose(t *testing.T) {
 		_, err := h.Admit(ctx, hostileAdmit("loop-model", "loop"))
 		done <- err
 	}()
-	waitFor(t, 10*time.Second, "the looping call takes the instance", func() bool { return stats(t, h, "loop").Idle == 0 })
+	testwait.For(t, 10*time.Second, "the looping call takes the instance", func() bool { return stats(t, h, "loop").Idle == 0 })
 	start := time.Now()
 	if err := h.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)

@@ -9,13 +9,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelrelay/modelrelay/internal/testwait"
 )
 
 // waitParked waits until plugin is parked (or not, per want).
 func waitParked(t *testing.T, h *Host, plugin string, want bool) PoolStats {
 	t.Helper()
 	var s PoolStats
-	waitFor(t, 10*time.Second, fmt.Sprintf("%s: parked = %v", plugin, want), func() bool {
+	testwait.For(t, 10*time.Second, fmt.Sprintf("%s: parked = %v", plugin, want), func() bool {
 		s = stats(t, h, plugin)
 		return s.Parked == want
 	})
@@ -219,7 +221,7 @@ func TestUnparkFromMeteredCopy(t *testing.T) {
 		t.Helper()
 		// A call may leave the pool creating an instance in the background,
 		// which holds the version until it is done.
-		waitFor(t, 10*time.Second, "park", func() bool { return v.park(0, time.Now().Add(time.Hour)) })
+		testwait.For(t, 10*time.Second, "park", func() bool { return v.park(0, time.Now().Add(time.Hour)) })
 		got, err := h.Admit(context.Background(), tokensAdmit())
 		if err != nil || got.Hold != want.Hold {
 			t.Fatalf("Admit after unparking: %+v, %v; want hold %d", got, err, want.Hold)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelrelay/modelrelay/internal/testwait"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 )
 
@@ -87,14 +88,14 @@ func TestHotReloadUnderLoad(t *testing.T) {
 	oldInfo := info(t, h, "tokens")
 
 	load := admitInLoop(h, req, 4)
-	waitFor(t, 10*time.Second, "the load answered at the old price", func() bool { return load.seen(before.Hold) > 0 })
+	testwait.For(t, 10*time.Second, "the load answered at the old price", func() bool { return load.seen(before.Hold) > 0 })
 	// Deploy: the same tokens.wasm copied over, with a tokens.json that
 	// raises the standard input price.
 	writeFile(t, filepath.Join(dir, "tokens.wasm"), wasmBytes(t, "tokens"))
 	writeFile(t, filepath.Join(dir, "tokens.json"), repriced(t, req.Model, "97.5"))
 	after, err := admitOnceReloaded(t, h, req, oldInfo.Config)
 	if err == nil && after.Hold > before.Hold { // the load goes on calling on the new version
-		waitFor(t, 10*time.Second, "the load answered at the new price", func() bool { return load.seen(after.Hold) > 0 })
+		testwait.For(t, 10*time.Second, "the load answered at the new price", func() bool { return load.seen(after.Hold) > 0 })
 	}
 	holds := load.stop()
 
@@ -369,7 +370,7 @@ func TestReloadDrainsCallsInFlight(t *testing.T) {
 		_, err := h.Admit(inFlight, hostileAdmit("loop-model", "loop"))
 		done <- err
 	}()
-	waitFor(t, 10*time.Second, "the looping call takes the instance", func() bool { return stats(t, h, "loop").Idle == 0 })
+	testwait.For(t, 10*time.Second, "the looping call takes the instance", func() bool { return stats(t, h, "loop").Idle == 0 })
 	// Replace loop.wasm with another plugin entirely.
 	writeFile(t, filepath.Join(dir, "loop.wasm"), wasmBytes(t, "hog"))
 	if err := h.Reload(ctx); err != nil {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelrelay/modelrelay/internal/testwait"
 )
 
 const (
@@ -199,7 +201,7 @@ func TestCloseReleasesHang(t *testing.T) {
 		}
 		done <- err
 	}()
-	waitFor(t, 10*time.Second, "the request reaches the hang", func() bool { return s.Requests() > 0 })
+	testwait.For(t, 10*time.Second, "the request reaches the hang", func() bool { return s.Requests() > 0 })
 	s.Close()
 	select {
 	case err := <-done:

@@ -29,23 +29,6 @@ func newClockServer(t *testing.T, opts Options) (*Server, *httptest.Server, *fak
 	return s, ts, clk
 }
 
-// waitFor looks at cond every millisecond until it holds, and fails the
-// test naming what did not happen once within has passed.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("%s: not within %s", what, within)
-		case <-tick.C:
-		}
-	}
-}
-
 func serve(t *testing.T, s *Server) (*Server, *httptest.Server) {
 	t.Helper()
 	ts := httptest.NewServer(s)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelrelay/modelrelay/internal/testwait"
 )
 
 var errDown = errors.New("store unavailable")
@@ -177,7 +179,7 @@ func TestRetriesShareTheBudget(t *testing.T) {
 	for i := range 50 {
 		wg.Go(func() { r.Do(ctx, "settle", string(rune('a'+i)), func() error { return errDown }) })
 	}
-	if eventuallyTrue(func() bool { return r.Waiting() == 50 }) != nil {
+	if !testwait.Holds(time.Second, func() bool { return r.Waiting() == 50 }) {
 		t.Errorf("%d writes waiting for their next try, want the 50", r.Waiting())
 	}
 	wg.Wait()
@@ -189,25 +191,6 @@ func TestRetriesShareTheBudget(t *testing.T) {
 	if n := retries.Load(); n > 12 {
 		t.Fatalf("50 writes made %d retries in 2 s under a budget of %v/s", n, float64(budgetMin))
 	}
-}
-
-// eventuallyTrue polls cond for up to a second.
-func eventuallyTrue(cond func() bool) error { return eventuallyWithin(time.Second, cond) }
-
-// eventuallyWithin polls cond for up to d.
-func eventuallyWithin(d time.Duration, cond func() bool) error {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			return fmt.Errorf("not within %v", d)
-		case <-tick.C:
-		}
-	}
-	return nil
 }
 
 // TestRetriesCatchUpAfterAnOutage: writes that waited through an outage,
@@ -229,7 +212,7 @@ func TestRetriesCatchUpAfterAnOutage(t *testing.T) {
 	}
 	// The outage: every retry unanswered drives the budget to its floor,
 	// where 500 writes would book their tokens 100 s apart in all.
-	if eventuallyWithin(5*time.Second, func() bool { return r.Budget() == budgetMin }) != nil {
+	if !testwait.Holds(5*time.Second, func() bool { return r.Budget() == budgetMin }) {
 		t.Fatalf("budget %v during the outage, want the floor %v", r.Budget(), float64(budgetMin))
 	}
 	time.Sleep(time.Second) // the outage lasts: the writes book their tokens at the floor

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/modelrelay/modelrelay/internal/testwait"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/store"
 )
@@ -85,7 +86,7 @@ func TestAllotmentsAdmitWhatTheyHold(t *testing.T) {
 		if al := a.take("acme", 10, 100, now); al != nil {
 			t.Fatal("the first call was admitted before any allotment was taken")
 		}
-		eventually(t, "an allotment is taken", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open["acme"] != nil })
+		testwait.For(t, 15*time.Second, "an allotment is taken", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open["acme"] != nil })
 		var first *allotment
 		for i := range 10 {
 			al := a.take("acme", 10, 100, time.Now())
@@ -107,9 +108,9 @@ func TestAllotmentsAdmitWhatTheyHold(t *testing.T) {
 		for range 10 {
 			a.carved(first, f.Carve(context.Background(), first.id, store.Hold{Amount: 10}))
 		}
-		eventually(t, "the used-up allotment is released", func() bool { _, rel := f.state(); return len(rel) == 1 && rel[0] == first.id })
-		eventually(t, "a second allotment is taken", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open["acme"] != nil })
-		eventually(t, "the idle allotment is released", func() bool { open, rel := f.state(); return open == 0 && len(rel) == 2 })
+		testwait.For(t, 15*time.Second, "the used-up allotment is released", func() bool { _, rel := f.state(); return len(rel) == 1 && rel[0] == first.id })
+		testwait.For(t, 15*time.Second, "a second allotment is taken", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open["acme"] != nil })
+		testwait.For(t, 15*time.Second, "the idle allotment is released", func() bool { open, rel := f.state(); return open == 0 && len(rel) == 2 })
 
 		a.close(context.Background())
 		if al := a.take("acme", 1, 100, time.Now()); al != nil {
@@ -134,7 +135,7 @@ func TestAllotmentsStopWhenTheStoreIsDown(t *testing.T) {
 		a := newAllotments(f, t.Logf, randomID)
 		for _, acct := range []string{"acme", "beta"} {
 			a.take(acct, 1, 100, time.Now())
-			eventually(t, "an allotment of "+acct, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open[acct] != nil })
+			testwait.For(t, 15*time.Second, "an allotment of "+acct, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open[acct] != nil })
 		}
 		al := a.take("acme", 1, 100, time.Now())
 		if al == nil {
@@ -146,9 +147,9 @@ func TestAllotmentsStopWhenTheStoreIsDown(t *testing.T) {
 				t.Fatalf("%s admitted in memory while the store is down", acct)
 			}
 		}
-		eventually(t, "beta's allotment, with no carve pending, is released", func() bool { open, _ := f.state(); return open == 1 })
+		testwait.For(t, 15*time.Second, "beta's allotment, with no carve pending, is released", func() bool { open, _ := f.state(); return open == 1 })
 		a.carved(al, store.ErrUnavailable)
-		eventually(t, "acme's is released once its carve returned", func() bool { open, _ := f.state(); return open == 0 })
+		testwait.For(t, 15*time.Second, "acme's is released once its carve returned", func() bool { open, _ := f.state(); return open == 0 })
 		synctest.Wait() // every goroutine done or blocked: a late allotment would show
 		a.mu.Lock()
 		taking := len(a.taking)
@@ -163,7 +164,7 @@ func TestAllotmentsStopWhenTheStoreIsDown(t *testing.T) {
 		f.mu.Unlock()
 		a.downUntil = time.Time{}
 		a.take("acme", 1, 100, time.Now())
-		eventually(t, "an allotment once the store is back", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open["acme"] != nil })
+		testwait.For(t, 15*time.Second, "an allotment once the store is back", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.open["acme"] != nil })
 		a.close(context.Background())
 		if open, _ := f.state(); open != 0 {
 			t.Fatal("an allotment whose release met the store down stayed open")
@@ -171,7 +172,7 @@ func TestAllotmentsStopWhenTheStoreIsDown(t *testing.T) {
 
 		g := newAllotments(&fakeAllotStore{allots: map[string]pricing.Nano{}, allotErr: &store.InsufficientError{Limit: store.LimitAccount}}, t.Logf, randomID)
 		g.take("acme", 1, 100, time.Now())
-		eventually(t, "the refused allotment is given up", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.taking) == 0 })
+		testwait.For(t, 15*time.Second, "the refused allotment is given up", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.taking) == 0 })
 		if got := g.take("acme", 1, 100, time.Now()); got != nil {
 			t.Fatal("admitted against a refused allotment")
 		}
@@ -203,21 +204,5 @@ func TestAllotmentsCloseReleasesALateOne(t *testing.T) {
 	}
 	if al := a.take("acme", 1, 100, time.Now()); al != nil {
 		t.Fatal("admitted after close")
-	}
-}
-
-// eventually fails t unless cond becomes true within 15 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(15 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("not so after 15s: %s", what)
-		case <-tick.C:
-		}
 	}
 }

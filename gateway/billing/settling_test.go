@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/modelrelay/modelrelay/internal/testwait"
 )
 
 func TestSettlingWait(t *testing.T) {
@@ -35,7 +37,7 @@ func TestSettlingWait(t *testing.T) {
 	b := s.begin("acme")
 	other := s.begin("zeta")
 	first := waitIn()
-	eventually(t, "the wait sealed its group", sealed)
+	testwait.For(t, 15*time.Second, "the wait sealed its group", sealed)
 	// A call that begins after the first wait does not prolong it, but a
 	// second wait covers it and the first wait's calls too.
 	late := s.begin("acme")
@@ -43,7 +45,7 @@ func TestSettlingWait(t *testing.T) {
 		t.Fatal("a call after a wait joined the sealed group")
 	}
 	second := waitIn()
-	eventually(t, "the wait sealed its group", sealed)
+	testwait.For(t, 15*time.Second, "the wait sealed its group", sealed)
 	s.end("acme", a)
 	still(first, "the first wait")
 	s.end("acme", b)

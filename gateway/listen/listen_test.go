@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/gateway/config"
+	"github.com/modelrelay/modelrelay/internal/testwait"
 )
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -34,21 +35,6 @@ func dialFrom(t testing.TB, local, addr string) net.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(15 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("not so after 15s: %s", what)
-		case <-tick.C:
-		}
-	}
 }
 
 // errBody checks that data is the error body of docs/api.md#errors.
@@ -123,7 +109,7 @@ func TestConnectionCountsConcurrent(t *testing.T) {
 		}()
 	}
 	cl.Wait()
-	eventually(t, "every dial accepted or refused", func() bool {
+	testwait.For(t, 15*time.Second, "every dial accepted or refused", func() bool {
 		return admitted.Load()+int64(b.refusedTotal.Load()+b.refusedAddr.Load()) == clients*dials
 	})
 	ln.Close()
