@@ -13,13 +13,8 @@ func ParseEvent(ev []byte) (name, data []byte) {
 	dataLines := 0
 	var joined []byte
 	for len(ev) > 0 {
-		i := bytes.IndexByte(ev, '\n')
 		var ln []byte
-		if i < 0 {
-			ln, ev = ev, nil
-		} else {
-			ln, ev = ev[:i], ev[i+1:]
-		}
+		ln, ev, _ = bytes.Cut(ev, []byte("\n"))
 		ln = bytes.TrimSuffix(ln, []byte("\r"))
 		switch {
 		case bytes.HasPrefix(ln, []byte("data:")):
@@ -52,13 +47,12 @@ func ParseEvent(ev []byte) (name, data []byte) {
 func rebuildData(ev, data []byte) []byte {
 	var out []byte
 	for len(ev) > 0 {
-		i := bytes.IndexByte(ev, '\n')
-		var ln []byte
-		if i < 0 {
-			ln, ev = ev, nil
-		} else {
-			ln, ev = ev[:i+1], ev[i+1:]
+		end := bytes.IndexByte(ev, '\n') + 1 // the line with its newline
+		if end == 0 {
+			end = len(ev)
 		}
+		ln := ev[:end]
+		ev = ev[end:]
 		if bytes.HasPrefix(ln, []byte("data:")) {
 			out = append(out, "data: "...)
 			out = append(out, data...)
