@@ -2,6 +2,7 @@ package codeshape
 
 import (
 	"bytes"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -163,6 +164,78 @@ func TestWireIsPure(t *testing.T) {
 			if strings.Contains(first, ".") && !wireMayImport[p] {
 				rel, _ := filepath.Rel(root, path)
 				t.Errorf("%s imports %s: wire imports the standard library and %v only", rel, p, slices.Sorted(maps.Keys(wireMayImport)))
+			}
+		}
+	}
+}
+
+// sdkExports are the names package sdk gives plugin authors: what the
+// first-party plugins and the example use. A new one is a decision, made
+// here; the rest of the guest's machinery is sdk/internal/guest's.
+var sdkExports = []string{
+	"Charge", "CheckedList", "Forbidden", "Hold", "Internal", "Invalid",
+	"Plugin", "PriceList", "QuoteValue", "Register", "TokenPlugin", "Unprocessable",
+}
+
+// TestSDKExportsWhatAuthorsUse fails naming each top-level name package sdk
+// exports beyond sdkExports, and each of those it no longer exports.
+func TestSDKExportsWhatAuthorsUse(t *testing.T) {
+	root := moduleRoot(t)
+	files, err := goFiles(filepath.Join(root, "sdk"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if filepath.Dir(path) != filepath.Join(root, "sdk") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil {
+				continue // a method: its type is what is exported
+			}
+			for _, n := range declaredNames(&ast.File{Decls: []ast.Decl{d}}) {
+				if !strings.Contains(n, ".") && token.IsExported(n) {
+					got[n] = true
+				}
+			}
+		}
+	}
+	for _, n := range sdkExports {
+		if !got[n] {
+			t.Errorf("sdk no longer exports %s", n)
+		}
+		delete(got, n)
+	}
+	for n := range got {
+		t.Errorf("sdk exports %s: keep it unexported, in sdk/internal/guest, or add it to sdkExports", n)
+	}
+}
+
+// TestGatewayDoesNotImportTheSDK fails naming each non-test file under
+// gateway/ that imports the plugin-side sdk: the host reads the ABI
+// (sdk/abi) and converts with package plugins.
+func TestGatewayDoesNotImportTheSDK(t *testing.T) {
+	root := moduleRoot(t)
+	files, err := goFiles(filepath.Join(root, "gateway"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if imp.Path.Value == `"github.com/modelrelay/modelrelay/sdk"` {
+				rel, _ := filepath.Rel(root, path)
+				t.Errorf("%s imports the plugin-side sdk", rel)
 			}
 		}
 	}
