@@ -149,6 +149,9 @@ type env struct {
 	sh      *shared.Client // with redis.url
 }
 
+// envVideoStep is one step of the env's simulated video jobs.
+const envVideoStep = 250 * time.Millisecond
+
 type envOption func(*config.Config)
 
 // newEnv starts one sim per line. By default: route standard with lines
@@ -193,7 +196,10 @@ func newEnvOn(t testing.TB, driver string, opts ...envOption) *env {
 	for i := range cfg.Lines {
 		l := &cfg.Lines[i]
 		if l.BaseURL == "" {
-			s := sim.New(sim.Options{VideoSteps: 20 * time.Millisecond})
+			// A video job is final three steps after it is made: long
+			// enough that TestVideoJobs reads it unfinished first, even
+			// under -race beside the tests running in parallel.
+			s := sim.New(sim.Options{VideoSteps: envVideoStep})
 			hs := httptest.NewServer(s)
 			t.Cleanup(hs.Close)
 			t.Cleanup(s.Close)
