@@ -9,6 +9,7 @@ import (
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/sdk/abi"
 	"github.com/modelrelay/modelrelay/wire"
+	"github.com/modelrelay/modelrelay/wire/xlate"
 )
 
 // endpoint describes one relayed POST endpoint.
@@ -18,12 +19,15 @@ type endpoint struct {
 	path     string
 	aliases  []string
 	protocol string // the line protocol that serves it
-	xAPIKey  bool   // x-api-key accepted besides Bearer
-	maxBody  int64  // 0 = limits.max_body_bytes
-	decode   wire.Decoder
-	usage    func(body []byte) (pricing.Usage, bool, error) // JSON responses
-	meter    func() wire.Meter                              // SSE responses
-	text     func(data []byte) int                          // delivered text bytes of one SSE event
+	// shape is the endpoint's wire format when its calls may be
+	// translated for lines of other protocols (translate.go); "" never.
+	shape   xlate.Shape
+	xAPIKey bool  // x-api-key accepted besides Bearer
+	maxBody int64 // 0 = limits.max_body_bytes
+	decode  wire.Decoder
+	usage   func(body []byte) (pricing.Usage, bool, error) // JSON responses
+	meter   func() wire.Meter                              // SSE responses
+	text    func(data []byte) int                          // delivered text bytes of one SSE event
 	// rewrite applies the fields a plugin's quote Set to the forwarded body
 	// (nil: the body is forwarded unchanged whatever the plugin sets).
 	rewrite func(body []byte, set []abi.Param) ([]byte, error)
@@ -44,15 +48,15 @@ func (ep *endpoint) Label() string { return cmp.Or(ep.label, ep.name) }
 
 var endpoints = []*endpoint{
 	{
-		name: pricing.EndpointChat, path: "/v1/chat/completions", protocol: config.ProtocolOpenAI,
+		name: pricing.EndpointChat, path: "/v1/chat/completions", protocol: config.ProtocolOpenAI, shape: xlate.Chat,
 		decode: wire.JSONOnly(wire.DecodeChat), usage: wire.ChatUsage, meter: wire.NewChatMeter, text: wire.ChatText,
 	},
 	{
-		name: pricing.EndpointResponses, path: "/v1/responses", protocol: config.ProtocolOpenAI,
+		name: pricing.EndpointResponses, path: "/v1/responses", protocol: config.ProtocolOpenAI, shape: xlate.Responses,
 		decode: wire.JSONOnly(wire.DecodeResponses), usage: wire.ResponsesUsage, meter: wire.NewResponsesMeter, text: wire.ResponsesText,
 	},
 	{
-		name: pricing.EndpointMessages, path: "/v1/messages", protocol: config.ProtocolAnthropic, xAPIKey: true,
+		name: pricing.EndpointMessages, path: "/v1/messages", protocol: config.ProtocolAnthropic, xAPIKey: true, shape: xlate.Messages,
 		decode: wire.JSONOnly(wire.DecodeMessages), usage: wire.MessagesUsage, meter: wire.NewMessagesMeter, text: wire.MessagesText,
 	},
 	{

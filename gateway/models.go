@@ -29,9 +29,11 @@ func (g *Gateway) handleModels(w http.ResponseWriter, r *http.Request, _ httprou
 		return err
 	}
 	var ids []string
+	var served [][]string
 	for _, m := range g.host.Catalog().Models() {
 		if keyMayCall(k, m) {
 			ids = append(ids, m.ID)
+			served = append(served, servedEndpoints(&g.cfg, m, keyRoute(k, m)))
 		}
 	}
 	if versionHeader(r) != "" {
@@ -42,10 +44,13 @@ func (g *Gateway) handleModels(w http.ResponseWriter, r *http.Request, _ httprou
 		Object  string `json:"object"`
 		Created int64  `json:"created"`
 		OwnedBy string `json:"owned_by"`
+		// Endpoints is where the key can call the model: its catalogue's
+		// endpoints and those the configuration's serve entries add.
+		Endpoints []string `json:"supported_endpoint_types"`
 	}
 	data := make([]item, len(ids))
 	for i, id := range ids {
-		data[i] = item{ID: id, Object: "model", Created: modelsCreated.Unix(), OwnedBy: ownerOf(id)}
+		data[i] = item{ID: id, Object: "model", Created: modelsCreated.Unix(), OwnedBy: ownerOf(id), Endpoints: served[i]}
 	}
 	return wire.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

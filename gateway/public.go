@@ -12,6 +12,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
+	"github.com/modelrelay/modelrelay/gateway/config"
 	"github.com/modelrelay/modelrelay/gateway/openapi"
 	"github.com/modelrelay/modelrelay/gateway/pricingpage"
 	"github.com/modelrelay/modelrelay/plugins"
@@ -28,7 +29,7 @@ func (g *Gateway) publicRoutes(r *httprouter.Router) {
 		if err := g.limits.allowAddr(req.Context(), clientAddr(req), g.now()); err != nil {
 			return err
 		}
-		body, etag, err := pt.get(g.host.Catalog())
+		body, etag, err := pt.get(g.host.Catalog(), &g.cfg)
 		if err != nil {
 			return err
 		}
@@ -85,13 +86,17 @@ type priceTable struct {
 	etag string
 }
 
-func (p *priceTable) get(cat *plugins.Catalog) ([]byte, string, error) {
+func (p *priceTable) get(cat *plugins.Catalog, cfg *config.Config) ([]byte, string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if cat == p.cat && p.body != nil {
 		return p.body, p.etag, nil
 	}
-	body, err := pricing.MarshalTable(cat.Models())
+	models := cat.Models()
+	for i := range models {
+		models[i].Endpoints = servedEndpoints(cfg, models[i], "")
+	}
+	body, err := pricing.MarshalTable(models)
 	if err != nil {
 		return nil, "", apierr.Internal("price_table_error", "the price table cannot be built: %v", err)
 	}

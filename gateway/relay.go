@@ -73,6 +73,10 @@ type call struct {
 	// nil before.
 	ticket *billing.Ticket
 
+	// x is the call's translation for lines of other protocols
+	// (translate.go); nil when every line serving it speaks its endpoint.
+	x *xcall
+
 	// callerBytes is the length of the body the caller sent, before the
 	// gateway's changes to it (a plugin's Set, include_usage): the hold's
 	// estimate and those of a call settled without usage count it.
@@ -112,6 +116,9 @@ func (rl *relay) handler(ep *endpoint) handlerFunc {
 		// Armed before the hold, so that it covers a panic on the way
 		// upstream too; it acts once the hold is taken.
 		defer func() { c.ticket.Finish(ctx) }()
+		if err := rl.translateCall(c); err != nil {
+			return err
+		}
 		if err := prepareBody(c); err != nil {
 			return err
 		}
@@ -205,10 +212,11 @@ func (rl *relay) admitModel(c *call) error {
 	if !ok {
 		return apierr.Forbidden("the model %s is not sold here; GET /v1/models lists the models your key can call", apierr.Quote(c.sum.Model))
 	}
-	if !contains(m.Endpoints, c.ep.name) {
+	route := keyRoute(c.key, m)
+	if !rl.serves(m, route, c.ep) {
 		served := []string{}
 		for _, mm := range cat.Models() {
-			if contains(mm.Endpoints, c.ep.name) {
+			if rl.serves(mm, keyRoute(c.key, mm), c.ep) {
 				served = append(served, mm.ID)
 			}
 		}
@@ -219,10 +227,7 @@ func (rl *relay) admitModel(c *call) error {
 			return apierr.Forbidden("the model %q is excluded by this key's model limits", m.ID)
 		}
 	}
-	route := c.key.Route
-	if route == store.AutoRoute {
-		route = m.EffectiveAutoRoute()
-	} else if _, ok := m.Routes[route]; !ok {
+	if _, ok := m.Routes[route]; !ok && c.key.Route != store.AutoRoute {
 		return apierr.Forbidden("the model %q is not on this key's route %q", m.ID, route)
 	}
 	c.model, c.route = m, route
@@ -238,7 +243,7 @@ func (rl *relay) quote(ctx context.Context, c *call) error {
 	t0 := time.Now()
 	res, err := rl.host.Admit(ctx, abi.AdmitRequest{
 		Now:                 now.UnixNano(),
-		Endpoint:            c.ep.name,
+		Endpoint:            priceEndpoint(c.model, c.ep.name),
 		Model:               c.model.ID,
 		Route:               c.route,
 		InputTokens:         holdInputTokens(c.callerBytes),
@@ -368,6 +373,15 @@ func (rl *relay) send(ctx context.Context, c *call) (*upstream, error) {
 	if c.ep.name == pricing.EndpointMessages {
 		req.Version = versionHeader(c.r)
 	}
+	if c.x != nil {
+		req.Forms = c.x.forms
+		if c.x.chatLine {
+			if req.Forms == nil {
+				req.Forms = make(map[string]*lines.Form, 1)
+			}
+			req.Forms[config.ProtocolOpenAIChat] = &lines.Form{Path: req.Path, RawQuery: req.RawQuery, Body: c.body}
+		}
+	}
 	lu, err := rl.lines.Send(ctx, req)
 	if req.Took != 0 {
 		c.info.upstream = req.Took
@@ -419,7 +433,12 @@ func (rl *relay) relayJSON(ctx context.Context, w http.ResponseWriter, c *call, 
 		up.line.RecordFailure(rl.now(), err)
 		return apierr.Unavailable("upstream_error", "the provider's answer was cut before it was complete; you were not charged; retry")
 	}
-	u, ok, uerr := c.ep.usage(data)
+	usage := c.ep.usage
+	translated := c.translated(up.line.Protocol())
+	if translated {
+		usage = readerFor(lineShape(up.line.Protocol())).usage
+	}
+	u, ok, uerr := usage(data)
 	note := ""
 	if uerr != nil || !ok {
 		if c.ep.estimate != nil {
@@ -431,6 +450,12 @@ func (rl *relay) relayJSON(ctx context.Context, w http.ResponseWriter, c *call, 
 	}
 	// Priced before the answer goes out, so that its headers can say what
 	// the call costs (x-relay-cost-usd): the charge settled below, exactly.
+	if translated {
+		if data, err = translateAnswer(c, up, data); err != nil {
+			up.line.RecordFailure(rl.now(), err)
+			return err
+		}
+	}
 	st := c.ticket.Price(ctx, u, note)
 	w.Header().Set(costHeader, st.Charge.Fixed())
 	c.ticket.Answering(ctx)
@@ -484,7 +509,11 @@ func (rl *relay) sendOK(ctx context.Context, c *call) (*upstream, error) {
 	}
 	if up.resp.StatusCode < 200 || up.resp.StatusCode > 299 {
 		defer up.close()
-		return nil, rl.upstreamError(up)
+		e := rl.upstreamError(up)
+		if c.translated(up.line.Protocol()) {
+			translateStatus(e)
+		}
+		return nil, e
 	}
 	return up, nil
 }
@@ -502,7 +531,7 @@ func (rl *relay) writeAnswer(w http.ResponseWriter, up *upstream, data []byte) {
 
 // upstreamError passes a provider's non-retryable error on in the error
 // shape (docs/api.md#errors), with the provider's status, message, type and code.
-func (rl *relay) upstreamError(up *upstream) error {
+func (rl *relay) upstreamError(up *upstream) *apierr.Error {
 	data, _ := io.ReadAll(io.LimitReader(up.resp.Body, 1<<20))
 	st := up.resp.StatusCode
 	e := &apierr.Error{Status: st, Type: "upstream_error", Code: nil, Provider: true}

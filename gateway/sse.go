@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/modelrelay/modelrelay/gateway/apierr"
 	"github.com/modelrelay/modelrelay/pricing"
 	"github.com/modelrelay/modelrelay/wire"
+	"github.com/modelrelay/modelrelay/wire/xlate"
 )
 
 // errStreamCut marks a stream that ended without its proper end; the handler
@@ -23,7 +25,16 @@ var errStreamCut = errors.New("stream cut")
 // so the client sees exactly what the provider would have sent it.
 func (rl *relay) relayStream(ctx context.Context, w http.ResponseWriter, c *call, up *upstream) error {
 	stripUsage := c.ep.name == pricing.EndpointChat && !c.sum.IncludeUsage
-	meter := c.ep.meter()
+	meter, text := c.ep.meter(), c.ep.text
+	var xs *xlate.Stream
+	if p := up.line.Protocol(); c.translated(p) {
+		rd := readerFor(lineShape(p))
+		meter, text, stripUsage = rd.meter(), rd.text, false
+		var err error
+		if xs, err = xlate.NewStream(lineShape(p), c.ep.shape, c.x.req); err != nil {
+			return apierr.Internal("translation", "%s", err.Error())
+		}
+	}
 	// A read of this call's generation waits for its settle (or release).
 	// A settle left to the background ends it there (SettleAnswered).
 	c.ticket.BeginStream()
@@ -33,7 +44,7 @@ func (rl *relay) relayStream(ctx context.Context, w http.ResponseWriter, c *call
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(up.resp.StatusCode)
-	res := rl.relayEvents(w, c, up, meter, stripUsage)
+	res := rl.relayEvents(w, c, up, events{meter: meter, text: text, strip: stripUsage, x: xs})
 	textBytes, events, readErr, writeErr, complete := res.textBytes, res.events, res.readErr, res.writeErr, res.complete
 	u, ok := meter.Usage()
 	note := ""
@@ -72,9 +83,21 @@ type streamResult struct {
 	complete  bool  // the stream ended cleanly
 }
 
+// events is how relayEvents treats a stream's events: the meter and text
+// count of the upstream's shape, chat's usage chunk stripped, and the
+// translation into the caller's shape (nil: passed on as they come).
+type events struct {
+	meter wire.Meter
+	text  func(data []byte) int
+	strip bool
+	x     *xlate.Stream
+}
+
 // relayEvents copies SSE events from upstream to the client one by one,
-// flushing after each, feeding each to the meter.
-func (rl *relay) relayEvents(w http.ResponseWriter, c *call, up *upstream, meter wire.Meter, stripUsage bool) streamResult {
+// flushing after each, feeding each to the meter; a translated stream's
+// events are written as their translation.
+func (rl *relay) relayEvents(w http.ResponseWriter, c *call, up *upstream, how events) streamResult {
+	meter, stripUsage := how.meter, how.strip
 	flusher, _ := w.(http.Flusher)
 	if flusher != nil {
 		flusher.Flush()
@@ -106,10 +129,19 @@ func (rl *relay) relayEvents(w http.ResponseWriter, c *call, up *upstream, meter
 			if data != nil || len(name) > 0 {
 				_ = meter.Observe(string(name), data)
 			}
-			if data != nil && c.ep.text != nil {
-				textBytes += c.ep.text(data)
+			if data != nil && how.text != nil {
+				textBytes += how.text(data)
 			}
 		}()
+		if how.x != nil {
+			var xerr error
+			if out, xerr = how.x.Event(string(name), data); xerr != nil && readErr == nil {
+				readErr = xerr
+			}
+			if len(out) == 0 {
+				return
+			}
+		}
 		if writeErr == nil {
 			if events == 0 && c.info != nil && !c.info.start.IsZero() {
 				c.info.ttfb = rl.now().Sub(c.info.start)
@@ -133,7 +165,7 @@ func (rl *relay) relayEvents(w http.ResponseWriter, c *call, up *upstream, meter
 			break
 		}
 		emit(ev)
-		if writeErr != nil {
+		if writeErr != nil || readErr != nil {
 			break
 		}
 	}
@@ -142,6 +174,40 @@ func (rl *relay) relayEvents(w http.ResponseWriter, c *call, up *upstream, meter
 		// A final event without its blank line: pass it on as it came.
 		emit(rest)
 	}
+	if how.x != nil && writeErr == nil {
+		readErr, complete = rl.endTranslated(w, flusher, how.x, readErr, complete)
+	}
 
 	return streamResult{textBytes: textBytes, events: events, readErr: readErr, writeErr: writeErr, complete: complete}
+}
+
+// endTranslated ends a translated stream: the caller's closing events when
+// the upstream's ended cleanly, else — it was cut, or ended where it
+// cannot (inside a tool call, before its finish), or could not be
+// translated — an error event in the caller's shape; such a stream is a
+// cut one, charged by the rule for cut streams.
+func (rl *relay) endTranslated(w http.ResponseWriter, flusher http.Flusher, x *xlate.Stream, readErr error, complete bool) (error, bool) {
+	if readErr == nil {
+		tail, err := x.End()
+		if len(tail) > 0 {
+			_, _ = w.Write(tail)
+		}
+		if err == nil {
+			if flusher != nil {
+				flusher.Flush()
+			}
+			return nil, complete
+		}
+		readErr = err
+	}
+	msg := "the provider's stream was cut before its end; retry"
+	var bad *xlate.ErrMalformed
+	if errors.As(readErr, &bad) {
+		msg = "the provider's stream could not be translated: " + bad.Msg
+	}
+	_, _ = w.Write(x.Fail("upstream_error", msg))
+	if flusher != nil {
+		flusher.Flush()
+	}
+	return readErr, false
 }

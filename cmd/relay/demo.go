@@ -59,7 +59,14 @@ func runDemo(args []string) error {
 		srv.shutdown(time.Second)
 		return err
 	}
+	stdKey, err := demoKey(ctx, srv.store, "standard")
+	if err != nil {
+		srv.shutdown(time.Second)
+		return err
+	}
 	fmt.Printf("key: %s\n", key)
+	fmt.Printf("standard key: %s\n", stdKey)
+	fmt.Println("# the standard key's route answers every text model on every text endpoint (chat, responses, messages), translating where its line speaks another API")
 	fmt.Printf("admin token: %s\n", cfg.AdminToken)
 	if seeded {
 		fmt.Println("# first run: created account demo with $10.00 of credit and an Auto-route key")
@@ -79,8 +86,10 @@ func runDemo(args []string) error {
 }
 
 // demoConfig is the demo's catalogue of lines: two named routes besides
-// Auto. "standard" serves every model over two lines (a primary and a
-// fallback); "economy" serves the cheaper subset the plugins price on it.
+// Auto. "standard" serves every model, each over lines of its own
+// protocol (the OpenAI models over a primary and a fallback), and every
+// text model on every text endpoint (serve); "economy" serves the cheaper
+// subset the plugins price on it.
 func demoConfig(simURL, addr, data, pluginDir string) config.Config {
 	tok := make([]byte, 24)
 	_, _ = rand.Read(tok)
@@ -92,16 +101,32 @@ func demoConfig(simURL, addr, data, pluginDir string) config.Config {
 		Plugins:      plugins.Settings{Dir: pluginDir},
 		Routes:       []config.RouteConfig{{Name: "standard"}, {Name: "economy"}},
 		Lines: []config.LineConfig{
-			{Name: "standard-primary", Protocol: config.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "standard", Priority: 0},
-			{Name: "standard-fallback", Protocol: config.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "standard", Priority: 1},
-			{Name: "standard-messages", Protocol: config.ProtocolAnthropic, BaseURL: simURL, Models: []string{"*"}, Route: "standard"},
+			{Name: "standard-primary", Protocol: config.ProtocolOpenAI, BaseURL: simURL, Models: demoOpenAIModels, Route: "standard", Priority: 0},
+			{Name: "standard-fallback", Protocol: config.ProtocolOpenAI, BaseURL: simURL, Models: demoOpenAIModels, Route: "standard", Priority: 1},
+			{Name: "standard-messages", Protocol: config.ProtocolAnthropic, BaseURL: simURL, Models: []string{"modela-fable-5-1", "modela-sonnet-5-5", "modela-opus-5-5"}, Route: "standard"},
+			{Name: "standard-chat", Protocol: config.ProtocolOpenAIChat, BaseURL: simURL, Models: []string{"modeld-5.3-Abliterated", "modele-k3"}, Route: "standard"},
+			{Name: "standard-gemini", Protocol: config.ProtocolGemini, BaseURL: simURL, Models: []string{"modelf-flash", "modelf-v4-pro"}, Route: "standard"},
 			{Name: "economy-a", Protocol: config.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "economy", Weight: 3},
 			{Name: "economy-b", Protocol: config.ProtocolOpenAI, BaseURL: simURL, Models: []string{"*"}, Route: "economy", Weight: 1},
 		},
+		// On standard, every text model answers on every text endpoint:
+		// a call its line does not speak is translated.
+		Serve: []config.ServeConfig{{Models: []string{"*"}, Route: "standard", Endpoints: config.TextEndpoints}},
 	}
 	f := false
 	cfg.SyncWrites = &f
 	return cfg
+}
+
+// demoOpenAIModels are the models the demo's standard openai lines serve:
+// those the simulated provider serves on every OpenAI endpoint (responses
+// models, images, video, typed questions). The other text models have a
+// line of their own protocol: messages (modela), chat only (modeld,
+// modele) and Gemini (modelf).
+var demoOpenAIModels = []string{
+	"modelb-6-astra", "modelb-6.1-sol", "modelc-4.7",
+	"modelb-image-2.5-sunburst", "modelb-image-2.5-flare", "modelc-imagine-video-1.5",
+	"sysmodel-1.13.0", "sysmodel-latest", "sysmodel-preview",
 }
 
 // demoLogin is the console login the demo gives the demo account.
@@ -145,12 +170,18 @@ func seedDemo(ctx context.Context, st store.Store) (key string, seeded bool, err
 	case err != nil:
 		return "", false, err
 	}
+	plain, err := demoKey(ctx, st, store.AutoRoute)
+	return plain, seeded, err
+}
+
+// demoKey makes a new key of the demo account on route.
+func demoKey(ctx context.Context, st store.Store, route string) (string, error) {
 	plain, id, hash, err := store.NewKey()
 	if err != nil {
-		return "", false, err
+		return "", err
 	}
-	if err := st.CreateKey(ctx, store.Key{ID: id, Hash: hash, Account: "demo", Route: store.AutoRoute, Created: time.Now()}); err != nil {
-		return "", false, err
+	if err := st.CreateKey(ctx, store.Key{ID: id, Hash: hash, Account: "demo", Route: route, Created: time.Now()}); err != nil {
+		return "", err
 	}
-	return plain, seeded, nil
+	return plain, nil
 }

@@ -74,6 +74,8 @@ type Config struct {
 	Console console.Config `yaml:"console"`
 	Routes  []RouteConfig  `yaml:"routes"`
 	Lines   []LineConfig   `yaml:"lines"`
+	// Serve widens the endpoints text models answer on (translation).
+	Serve []ServeConfig `yaml:"serve"`
 }
 
 // BillingConfig tunes admission.
@@ -180,7 +182,14 @@ func (c *Config) Resolve() error {
 			return err
 		}
 	}
-	return c.resolveLines()
+	if err := c.resolveLines(); err != nil {
+		return err
+	}
+	routes := map[string]bool{}
+	for _, rt := range c.Routes {
+		routes[rt.Name] = true
+	}
+	return c.resolveServe(routes)
 }
 
 // resolveAddresses fills the defaults of the addresses the gateway shows:

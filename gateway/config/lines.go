@@ -19,8 +19,11 @@ type RouteConfig struct {
 // LineConfig is one upstream connection.
 type LineConfig struct {
 	Name string `yaml:"name"`
-	// Protocol is "openai" (chat, responses, images, videos, typed questions)
-	// or "anthropic" (messages).
+	// Protocol is what the upstream speaks: "openai" (chat, responses,
+	// images, videos, typed questions), "openai-chat" (chat completions
+	// only: the OpenAI-compatible servers), "anthropic" (messages) or
+	// "gemini" (generateContent, key in x-goog-api-key). A text call whose
+	// endpoint the line does not speak is translated (package wire/xlate).
 	Protocol string `yaml:"protocol"`
 	// BaseURL is the provider's base, without /v1, e.g. "http://127.0.0.1:9090".
 	BaseURL string `yaml:"base_url"`
@@ -48,8 +51,10 @@ type Timeouts struct {
 
 // Protocols a line may speak.
 const (
-	ProtocolOpenAI    = "openai"
-	ProtocolAnthropic = "anthropic"
+	ProtocolOpenAI     = "openai"
+	ProtocolOpenAIChat = "openai-chat"
+	ProtocolAnthropic  = "anthropic"
+	ProtocolGemini     = "gemini"
 )
 
 // resolveRoutes requires at least one route, each named once and not
@@ -112,9 +117,9 @@ func (l *LineConfig) resolve(key string, routes map[string]bool) error {
 	switch l.Protocol {
 	case "":
 		l.Protocol = ProtocolOpenAI
-	case ProtocolOpenAI, ProtocolAnthropic:
+	case ProtocolOpenAI, ProtocolOpenAIChat, ProtocolAnthropic, ProtocolGemini:
 	default:
-		return fmt.Errorf("config: %s.protocol: %q is not openai or anthropic", key, l.Protocol)
+		return fmt.Errorf("config: %s.protocol: %q is not openai, openai-chat, anthropic or gemini", key, l.Protocol)
 	}
 	u, err := url.Parse(l.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

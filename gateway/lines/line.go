@@ -141,6 +141,9 @@ func (l *Line) Latency() time.Duration { return time.Duration(l.lat.Load()) }
 // Name is the line's configured name.
 func (l *Line) Name() string { return l.cfg.Name }
 
+// Protocol is what the line's upstream speaks (config.Protocol*).
+func (l *Line) Protocol() string { return l.cfg.Protocol }
+
 // Config is the line's configuration; the caller does not change it.
 func (l *Line) Config() *config.LineConfig { return &l.cfg }
 

@@ -103,10 +103,44 @@ type Request struct {
 	// Conversation is the hash of the call's conversation identity
 	// (Conversation); 0: none, no affinity.
 	Conversation uint64
+	// Forms, when set, holds the call as the lines of other protocols get
+	// it (translated, or chat's body for an openai-chat line). A line
+	// whose protocol is neither Protocol nor a key of Forms is not of the
+	// call's pool.
+	Forms map[string]*Form
 
 	// Took is set by Send: the last answered try's time to response
 	// headers (0 when no try was answered), for the access log.
 	Took time.Duration
+}
+
+// Form is the call as the lines of one protocol get it.
+type Form struct {
+	Path     string
+	RawQuery string
+	Body     []byte
+	Version  string // sent as Anthropic-Version when set
+}
+
+// form is the call as a line of protocol gets it; false when no line of
+// that protocol is of its pool.
+func (req *Request) form(protocol string) (Form, bool) {
+	if protocol == req.Protocol {
+		return Form{Path: req.Path, RawQuery: req.RawQuery, Body: req.Body, Version: req.Version}, true
+	}
+	if f := req.Forms[protocol]; f != nil {
+		return *f, true
+	}
+	return Form{}, false
+}
+
+// accepts reports whether a line of protocol can take the call.
+func (req *Request) accepts(protocol string) bool {
+	if protocol == req.Protocol {
+		return true
+	}
+	_, ok := req.Forms[protocol]
+	return ok
 }
 
 // Upstream is a response from the line that answered.
@@ -137,7 +171,7 @@ func (u *Upstream) Close() {
 func (s *Set) Send(ctx context.Context, req *Request) (*Upstream, error) {
 	plan := make([]*Line, 0, len(req.Plan))
 	for _, name := range req.Plan {
-		if l := s.byName[name]; l != nil && l.cfg.Protocol == req.Protocol {
+		if l := s.byName[name]; l != nil && req.accepts(l.cfg.Protocol) {
 			plan = append(plan, l)
 		}
 	}
@@ -231,7 +265,7 @@ func (s *Set) reopenAfter(req *Request, now time.Time) (wait time.Duration, down
 
 // serves reports whether l is of req's pool: its route, protocol and model.
 func (l *Line) serves(req *Request) bool {
-	return l.cfg.Route == req.Route && l.cfg.Protocol == req.Protocol && l.Serves(req.Model)
+	return l.cfg.Route == req.Route && req.accepts(l.cfg.Protocol) && l.Serves(req.Model)
 }
 
 // retryAfterFor is a Retry-After in whole seconds, at least 1.
@@ -297,4 +331,16 @@ func (s *Set) anyLineFor(req *Request) bool {
 		}
 	}
 	return false
+}
+
+// Protocols is the protocols of the lines configured to serve model on
+// route, each once, in config order.
+func (s *Set) Protocols(model, route string) []string {
+	var out []string
+	for _, l := range s.all {
+		if l.cfg.Route == route && l.Serves(model) && !slices.Contains(out, l.cfg.Protocol) {
+			out = append(out, l.cfg.Protocol)
+		}
+	}
+	return out
 }

@@ -339,12 +339,16 @@ func Forwards(name string) bool { return !dropRequestHeaders[name] }
 
 // try sends the call to one line.
 func (s *Set) try(ctx context.Context, req *Request, l *Line) (*Upstream, error) {
-	rctx, cancel := context.WithCancel(ctx)
-	target := l.cfg.BaseURL + req.Path
-	if req.RawQuery != "" {
-		target += "?" + req.RawQuery
+	f, ok := req.form(l.cfg.Protocol)
+	if !ok {
+		return nil, fmt.Errorf("line %s (%s) cannot take this call", l.cfg.Name, l.cfg.Protocol)
 	}
-	hr, err := http.NewRequestWithContext(rctx, http.MethodPost, target, bytes.NewReader(req.Body))
+	rctx, cancel := context.WithCancel(ctx)
+	target := l.cfg.BaseURL + f.Path
+	if f.RawQuery != "" {
+		target += "?" + f.RawQuery
+	}
+	hr, err := http.NewRequestWithContext(rctx, http.MethodPost, target, bytes.NewReader(f.Body))
 	if err != nil {
 		cancel()
 		// Not err: it quotes the target, and with it the caller's query.
@@ -355,17 +359,25 @@ func (s *Set) try(ctx context.Context, req *Request, l *Line) (*Upstream, error)
 			hr.Header[k] = vs
 		}
 	}
-	if req.Version != "" {
-		hr.Header.Set("Anthropic-Version", req.Version)
+	if f.Version != "" {
+		hr.Header.Set("Anthropic-Version", f.Version)
+	}
+	if l.cfg.Protocol != req.Protocol {
+		// A translated body: the caller's length and encoding do not apply.
+		hr.Header.Del("Content-Encoding")
+		hr.Header.Set("Content-Type", "application/json")
 	}
 	if key := l.cfg.UpstreamKey(); key != "" {
-		if l.cfg.Protocol == config.ProtocolAnthropic {
+		switch l.cfg.Protocol {
+		case config.ProtocolAnthropic:
 			hr.Header.Set("X-Api-Key", key)
-		} else {
+		case config.ProtocolGemini:
+			hr.Header.Set("X-Goog-Api-Key", key)
+		default:
 			hr.Header.Set("Authorization", "Bearer "+key)
 		}
 	}
-	hr.ContentLength = int64(len(req.Body))
+	hr.ContentLength = int64(len(f.Body))
 	start := s.now()
 	resp, err := l.Do(hr)
 	if err != nil {
