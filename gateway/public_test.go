@@ -536,11 +536,11 @@ func FuzzETagMatches(f *testing.F) {
 func testPriceTableCachedPerCatalog(t *testing.T, e *env) {
 	var pt priceTable
 	cat := e.host.Catalog()
-	a, tagA, err := pt.get(cat)
+	a, tagA, err := pt.get(cat, &config.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, tagB, err := pt.get(cat)
+	b, tagB, err := pt.get(cat, &config.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func newTee(t testing.TB) *tee {
 	s := sim.New(sim.Options{})
 	tt := &tee{}
 	tt.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &teeWriter{ResponseWriter: w}
+		rec := &recordWriter{ResponseWriter: w}
 		s.ServeHTTP(rec, r)
 		tt.mu.Lock()
 		tt.last, tt.path = rec.buf.Bytes(), r.URL.Path
@@ -48,17 +48,17 @@ func (tt *tee) answer() (path string, body []byte, calls int) {
 	return tt.path, bytes.Clone(tt.last), tt.calls
 }
 
-type teeWriter struct {
+type recordWriter struct {
 	http.ResponseWriter
 	buf bytes.Buffer
 }
 
-func (w *teeWriter) Write(b []byte) (int, error) {
+func (w *recordWriter) Write(b []byte) (int, error) {
 	w.buf.Write(b)
 	return w.ResponseWriter.Write(b)
 }
 
-func (w *teeWriter) Flush() {
+func (w *recordWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
