@@ -105,6 +105,7 @@ func TestKeyedPromptCache(t *testing.T) {
 	resp := func(key string) string {
 		b, _ := json.Marshal(map[string]any{"model": "modelb-6-astra", "instructions": long, "input": []any{
 			map[string]any{"role": "user", "content": "hello"},
+			map[string]any{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
 			map[string]any{"type": "function_call_output", "call_id": "c1", "output": "42"},
 		}, "prompt_cache_key": key})
 		return string(b)

@@ -10,9 +10,9 @@ const chatPath = "/v1/chat/completions"
 type chatReply struct {
 	model   string
 	created int64
-	rep     reply
+	t       turn
 	c       Counts
-	finish  string // stop, or length when the reply was capped
+	finish  string // stop, length when the reply was capped, tool_calls
 }
 
 // chat answers POST /v1/chat/completions.
@@ -28,9 +28,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, cfg *config) {
 		kp := chatKeyedPrefix(req)
 		c.Cached = kp.cached(&s.cache, s.now().UnixNano())
 	}
-	x := chatReply{model: req.Model, created: s.now().Unix(), rep: buildReply(req.Model, echo, limit), finish: "stop"}
-	c.Completion, c.Capped = x.rep.words(), x.rep.capped
-	if x.rep.capped {
+	x := chatReply{model: req.Model, created: s.now().Unix(), t: chatTurn(req, echo, limit), finish: "stop"}
+	c.setOutput(&x.t)
+	switch {
+	case len(x.t.calls) > 0:
+		x.finish = "tool_calls"
+	case x.t.rep.capped:
 		x.finish = "length"
 	}
 	x.c = c
@@ -51,7 +54,21 @@ func (s *Server) appendChat(b []byte, x *chatReply) []byte {
 	b = append(b, `,"model":`...)
 	b = appendString(b, x.model)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
-	b = appendString(b, x.rep.text)
+	b = appendString(b, x.t.rep.text)
+	if x.t.think != "" {
+		b = append(b, `,"reasoning_content":`...)
+		b = appendString(b, x.t.think)
+	}
+	if len(x.t.calls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for i := range x.t.calls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendChatCallStart(b, &x.t.calls[i], -1, x.t.calls[i].args)
+		}
+		b = append(b, ']')
+	}
 	b = append(b, `,"refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"`...)
 	b = append(b, x.finish...)
 	b = append(b, `"}],"usage":`...)
@@ -59,9 +76,27 @@ func (s *Server) appendChat(b []byte, x *chatReply) []byte {
 	return append(b, `,"service_tier":"default","system_fingerprint":"fp_sim"}`...)
 }
 
+// appendChatCallStart appends a tool call with its id, name and args; a
+// streamed one (index >= 0) carries its index.
+func appendChatCallStart(b []byte, c *toolCall, index int, args string) []byte {
+	b = append(b, '{')
+	if index >= 0 {
+		b = append(b, `"index":`...)
+		b = append(appendInt(b, int64(index)), ',')
+	}
+	b = append(b, `"id":"`...)
+	b = c.appendID(b, "call_")
+	b = append(b, `","type":"function","function":{"name":`...)
+	b = appendString(b, c.name)
+	b = append(b, `,"arguments":`...)
+	b = appendString(b, args)
+	return append(b, "}}"...)
+}
+
 // chatStream streams the answer as chat.completion.chunk events: the role,
-// one per content chunk, the finish reason, the usage when the caller
-// asked for it (stream_options.include_usage), then [DONE].
+// the reasoning when there is one, one per content chunk, the tool calls,
+// the finish reason, the usage when the caller asked for it
+// (stream_options.include_usage), then [DONE].
 func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, cfg *config, sc *scratch, x *chatReply, includeUsage bool) {
 	usageNull := ""
 	if includeUsage {
@@ -82,44 +117,97 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, cfg *config,
 	if !ok {
 		return
 	}
-	b := append(frameData(sc.out[:0]), pre...)
-	defer func() { sc.out = b }()
-	b = append(b, `{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]`...)
-	b = frameEnd(append(append(b, usageNull...), '}'))
-	if !st.event(b) {
+	e := chatEvents{b: sc.out[:0], pre: pre, tail: usageNull}
+	defer func() { sc.out = e.b }()
+	e.start()
+	e.b = append(e.b, `{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]`...)
+	if !st.event(e.end()) {
+		return
+	}
+	if x.t.think != "" && !st.event(e.delta("reasoning_content", x.t.think)) {
 		return
 	}
 	n := cfg.chunks
 	for i := 0; i < n; i++ {
-		b = append(frameData(b[:0]), pre...)
-		b = append(b, `{"index":0,"delta":{"content":`...)
-		b = appendString(b, x.rep.chunk(i, n))
-		b = append(b, `},"logprobs":null,"finish_reason":null}]`...)
-		b = frameEnd(append(append(b, usageNull...), '}'))
-		if !st.content(i, b) {
+		if !st.content(i, e.delta("content", x.t.rep.chunk(i, n))) {
 			return
 		}
 	}
 	st.contentDone()
-	b = append(frameData(b[:0]), pre...)
-	b = append(b, `{"index":0,"delta":{},"logprobs":null,"finish_reason":"`...)
-	b = append(b, x.finish...)
-	b = append(b, `"}]`...)
-	b = frameEnd(append(append(b, usageNull...), '}'))
-	if !st.event(b) {
+	if !chatStreamCalls(st, &e, x.t.calls) {
+		return
+	}
+	e.start()
+	e.b = append(e.b, `{"index":0,"delta":{},"logprobs":null,"finish_reason":"`...)
+	e.b = append(e.b, x.finish...)
+	e.b = append(e.b, `"}]`...)
+	if !st.event(e.end()) {
 		return
 	}
 	if includeUsage {
-		b = append(frameData(b[:0]), pre...)
-		b = append(b, `],"usage":`...)
-		b = appendChatUsage(b, x.c)
-		b = frameEnd(append(b, '}'))
-		if !st.event(b) {
+		e.b = append(frameData(e.b[:0]), pre...)
+		e.b = append(e.b, `],"usage":`...)
+		e.b = appendChatUsage(e.b, x.c)
+		e.b = frameEnd(append(e.b, '}'))
+		if !st.event(e.b) {
 			return
 		}
 	}
-	b = append(b[:0], "data: [DONE]\n\n"...)
-	st.event(b)
+	e.b = append(e.b[:0], "data: [DONE]\n\n"...)
+	st.event(e.b)
+}
+
+// chatStreamCalls streams each tool call: its id and name, then its
+// arguments in two pieces.
+func chatStreamCalls(st *stream, e *chatEvents, calls []toolCall) bool {
+	for i := range calls {
+		c := &calls[i]
+		e.start()
+		e.b = append(e.b, `{"index":0,"delta":{"tool_calls":[`...)
+		e.b = appendChatCallStart(e.b, c, i, "")
+		e.b = append(e.b, `]},"logprobs":null,"finish_reason":null}]`...)
+		if !st.event(e.end()) {
+			return false
+		}
+		a, b := c.argPieces()
+		for _, piece := range [2]string{a, b} {
+			e.start()
+			e.b = append(e.b, `{"index":0,"delta":{"tool_calls":[{"index":`...)
+			e.b = appendInt(e.b, int64(i))
+			e.b = append(e.b, `,"function":{"arguments":`...)
+			e.b = appendString(e.b, piece)
+			e.b = append(e.b, `}}]},"logprobs":null,"finish_reason":null}]`...)
+			if !st.event(e.end()) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// chatEvents frames the chunks of a streamed chat answer into b.
+type chatEvents struct {
+	b    []byte
+	pre  []byte // every chunk's start, up to its choices
+	tail string // ,"usage":null when the caller asked for usage
+}
+
+func (e *chatEvents) start() { e.b = append(frameData(e.b[:0]), e.pre...) }
+
+func (e *chatEvents) end() []byte {
+	e.b = frameEnd(append(append(e.b, e.tail...), '}'))
+	return e.b
+}
+
+// delta frames a chunk whose delta is the object {"field": value}.
+func (e *chatEvents) delta(field, value string) []byte {
+	e.start()
+	e.b = append(e.b, `{"index":0,"delta":{"`...)
+	e.b = append(e.b, field...)
+	e.b = append(e.b, `":`...)
+	e.b = appendString(e.b, value)
+	e.b = append(e.b, `},"logprobs":null,"finish_reason":null}]`...)
+	return e.end()
 }
 
 // appendChatUsage appends a chat completion usage object.
@@ -132,6 +220,8 @@ func appendChatUsage(b []byte, c Counts) []byte {
 	b = appendInt(b, c.Prompt+c.Completion)
 	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
 	b = appendInt(b, c.Cached)
-	b = append(b, `,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`...)
+	b = append(b, `,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":`...)
+	b = appendInt(b, c.Reasoning)
+	b = append(b, `,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`...)
 	return b
 }

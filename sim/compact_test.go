@@ -15,7 +15,7 @@ const claudeCodeBody = `{"model":"modela-sonnet-5-5","max_tokens":32000,"stream"
 	`"system":[{"type":"text","text":"You are a coding agent.","cache_control":{"type":"ephemeral"}},{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral","ttl":"1h"}}],` +
 	`"messages":[` +
 	`{"role":"user","content":[{"type":"text","text":"<reminder>context</reminder>"},{"type":"text","text":"list the files","cache_control":{"type":"ephemeral"}}]},` +
-	`{"role":"assistant","content":[{"type":"thinking","thinking":"I will run ls.","signature":"c2ln"},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"},"cache_control":{"type":"ephemeral"}}]},` +
+	`{"role":"assistant","content":[{"type":"thinking","thinking":"I will run ls.","signature":"simsig_e1a2c1afc29a043d"},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"},"cache_control":{"type":"ephemeral"}}]},` +
 	`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"a.go b.go"}],"cache_control":{"type":"ephemeral"}}]},` +
 	`{"role":"system","content":"The user changed the working directory."},` +
 	`{"role":"user","content":"now count them canary-4242"}],` +
@@ -49,8 +49,9 @@ func TestMessagesAcceptClientShapes(t *testing.T) {
 	if wantIn := int64(MessageTokens+Tokens("The user changed the working directory.")) + MessageTokens + Tokens("now count them canary-4242"); want.Prompt != wantIn {
 		t.Errorf("input_tokens %d, want %d (the system turn and the last user turn)", want.Prompt, wantIn)
 	}
-	if !strings.Contains(m.Content[0].Text, "canary-4242") {
-		t.Errorf("the reply does not echo the last user turn: %q", m.Content[0].Text)
+	// Thinking is enabled: a thinking block, then the text.
+	if len(m.Content) != 2 || m.Content[0].Type != "thinking" || !strings.Contains(m.Content[1].Text, "canary-4242") {
+		t.Errorf("the reply is not thinking then the text echoing the last user turn: %+v", m.Content)
 	}
 	// The same request again reads what the first one wrote.
 	_, _, b = call(t, ts, http.MethodPost, "/v1/messages?beta=true", claudeCodeBody, anthropicHdr)
@@ -147,7 +148,7 @@ func TestCompact(t *testing.T) {
 	_, ts := newTestServer(t, Options{})
 	items := `[{"type":"message","role":"developer","content":[{"type":"input_text","text":"sandbox rules"}]},` +
 		`{"type":"message","role":"user","content":[{"type":"input_text","text":"fix the bug canary-5150"}]},` +
-		`{"type":"reasoning","summary":[],"content":null,"encrypted_content":"gAAAAB"},` +
+		`{"type":"reasoning","summary":[],"content":null,"encrypted_content":"simenc_gAAAAB"},` +
 		`{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"call_1"},` +
 		`{"type":"function_call_output","call_id":"call_1","output":"main.go"},` +
 		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]},` +

@@ -10,8 +10,8 @@ import (
 // # Token counting
 //
 // Every number is deterministic and the exported helpers (ChatUsage,
-// ResponsesUsage, MessagesUsage, SystemOneUsage, ReplyText) compute exactly
-// what the server reports.
+// ResponsesUsage, MessagesUsage, GeminiUsage, SystemOneUsage, ReplyText)
+// compute exactly what the server reports.
 //
 //   - Tokens(s) = ceil(len(s)/4), len in bytes: 0 for "", at least 1 otherwise.
 //   - A content is a string (Tokens of it) or an array of parts: a part of
@@ -34,17 +34,21 @@ import (
 //
 // # Completions
 //
-// The reply text is "Simulated reply from <model>:" followed by the first
-// EchoWords (64) whitespace-separated words of the last user message (its
-// text parts joined by spaces), then filler words until it has ReplyWords
+// An answer is, in order: the reasoning when thinking is asked for, the
+// text, the tool calls the prompt scripts (turn.go). The usual reply text
+// is "Simulated reply from <model>:" followed by the first EchoWords (64)
+// whitespace-separated words of the last user message (its text parts
+// joined by spaces), then filler words until it has ReplyWords
 // (24) words. A canary in a short prompt therefore appears in the reply.
 // The completion token count is the number of words. The request's max
 // tokens field (chat: max_completion_tokens, else max_tokens; responses:
 // max_output_tokens; messages: max_tokens) caps the words; when it cuts the
 // reply, chat finish_reason is "length", responses status "incomplete" with
 // incomplete_details.reason "max_output_tokens", messages stop_reason
-// "max_tokens" (otherwise "stop", "completed", "end_turn"). A max tokens
-// field below 1 is 400.
+// "max_tokens" (otherwise "stop", "completed", "end_turn"; with tool
+// calls "tool_calls", "completed", "tool_use"). A max tokens field below 1
+// is 400. With thinking, the field caps the reasoning and the reply
+// together (turn.go).
 
 // Counting constants; "Token counting" above states the rules they belong to.
 const (
@@ -75,6 +79,14 @@ func tokensN(n int) int64 { return (int64(n) + 3) / 4 }
 //     writes, CacheWrite1h = ephemeral 1h writes (their sum is
 //     cache_creation_input_tokens), Completion = output_tokens.
 //   - systemone: Prompt = input_tokens; Completion is 0.
+//   - gemini: Prompt = promptTokenCount, Cached = cachedContentTokenCount
+//     (included in Prompt), Completion = candidatesTokenCount (text and
+//     calls), Reasoning = thoughtsTokenCount (not in Completion).
+//
+// Reasoning is the reasoning tokens of a thinking answer (turn.go): chat
+// completion_tokens_details.reasoning_tokens, responses
+// output_tokens_details.reasoning_tokens, both included in Completion, as
+// they are in messages output_tokens; Gemini thoughtsTokenCount.
 //
 // Capped reports that the completion stopped at the request's max tokens
 // field (finish_reason "length", status "incomplete", stop_reason
@@ -85,7 +97,14 @@ type Counts struct {
 	CacheWrite   int64
 	CacheWrite1h int64
 	Completion   int64
+	Reasoning    int64
 	Capped       bool
+}
+
+// setOutput sets the output counts of an answer: Completion includes the
+// reasoning (chat, responses, messages).
+func (c *Counts) setOutput(t *turn) {
+	c.Completion, c.Reasoning, c.Capped = t.output(), t.thinkN, t.rep.capped
 }
 
 // contentTokens counts a content: text parts by Tokens, others PartTokens.
@@ -323,9 +342,27 @@ func ChatUsage(body []byte) (Counts, error) {
 		return Counts{}, usageErr(err, req)
 	}
 	c, echo, limit := chatPlan(req)
-	r := buildReply(req.Model, echo, limit)
-	c.Completion, c.Capped = r.words(), r.capped
+	t := chatTurn(req, echo, limit)
+	c.setOutput(&t)
 	return c, nil
+}
+
+// chatTurn plans the answer of a chat request.
+func chatTurn(req *chatRequest, echo string, limit int64) turn {
+	cv := chatConvo(req)
+	return planTurn(req.Model, &cv, echo, limit, effortWords(req.ReasoningEffort))
+}
+
+// responsesTurn plans the answer of a responses request.
+func responsesTurn(req *responsesRequest, echo string, limit int64) turn {
+	cv := responsesConvo(req)
+	return planTurn(req.Model, &cv, echo, limit, req.thinkWords())
+}
+
+// messagesTurn plans the answer of a messages request.
+func messagesTurn(req *messagesRequest) turn {
+	cv := messagesConvo(req)
+	return planTurn(req.Model, &cv, lastText(req.Messages, "user"), *req.MaxTokens, req.thinkWords())
 }
 
 // ResponsesUsage returns the usage the sim reports for a responses request
@@ -340,8 +377,8 @@ func ResponsesUsage(body []byte) (Counts, error) {
 		c.Completion = CompactTokens
 		return c, nil
 	}
-	r := buildReply(req.Model, echo, limit)
-	c.Completion, c.Capped = r.words(), r.capped
+	t := responsesTurn(req, echo, limit)
+	c.setOutput(&t)
 	return c, nil
 }
 
@@ -356,8 +393,8 @@ func MessagesUsage(body []byte) (Counts, error) {
 	}
 	p := messagesPrefix(req)
 	c := p.counts(nil, 0)
-	r := buildReply(req.Model, lastText(req.Messages, "user"), *req.MaxTokens)
-	c.Completion, c.Capped = r.words(), r.capped
+	t := messagesTurn(req)
+	c.setOutput(&t)
 	return c, nil
 }
 

@@ -42,6 +42,8 @@ func FuzzChatRequest(f *testing.F) {
 		chatBody, chatStream,
 		`{"model":"modelb-6-astra","max_tokens":3,"messages":[{"role":"user","content":[{"type":"text","text":"a\u2028b"},{"type":"image_url"}]}]}`,
 		`{"model":"modele-k3","messages":[{"role":"user","content":null}],"max_completion_tokens":-1}`,
+		string(chatProto.body([]lTurn{{role: "user", text: loopScript}}, true, chatProto.think)),
+		`{"model":"modelf-flash","reasoning_effort":"high","tools":[{"type":"function","function":{"name":"f"}}],"messages":[{"role":"user","content":"sim:call f {}"},{"role":"assistant","tool_calls":[{"id":"c"}]},{"role":"tool","tool_call_id":"c"}]}`,
 		`{"model":"x"}`, `[]`, `{"messages":[1]}`, "", "\xff",
 	} {
 		f.Add([]byte(seed))
@@ -69,6 +71,8 @@ func FuzzResponsesRequest(f *testing.F) {
 		respStream, `{"model":"modelc-4.7","input":[{"role":"user","content":"x"},{"type":"reasoning"}],"max_output_tokens":2}`,
 		`{"model":"modelc-4.7","input":[1]}`, `{"model":"modelc-4.7","input":{"a":1}}`,
 		`{"model":"modelc-4.7","stream":true,"input":[{"role":"user","content":"x"},{"type":"compaction_trigger"}]}`,
+		string(responsesProto.body([]lTurn{{role: "user", text: loopScript + "sim:calls-parallel"}}, true, responsesProto.think)),
+		`{"model":"modelc-4.7","input":[{"type":"reasoning","encrypted_content":"simenc_"},{"type":"function_call_output","call_id":"c"}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -83,6 +87,8 @@ func FuzzMessagesRequest(f *testing.F) {
 	for _, seed := range []string{
 		msgBody, msgStream, cacheReq("modela-fable-5-1", "1h", "a|5m", "b"),
 		`{"model":"modela-fable-5-1","max_tokens":1,"system":[{"type":"text","text":"s","cache_control":{"type":"other"}}],"messages":[{"role":"user","content":"x"}]}`,
+		string(messagesProto.body([]lTurn{{role: "user", text: loopScript}}, true, messagesProto.think)),
+		rtMessages(`"thinking":{"type":"enabled","budget_tokens":2048},`, thinkingBlock("I read.", Signature(rtModel, "I read."))+rtToolUse),
 	} {
 		f.Add([]byte(seed))
 	}
@@ -93,6 +99,29 @@ func FuzzMessagesRequest(f *testing.F) {
 			t.Fatalf("first-sight counts %+v", c)
 		}
 		checkAnswer(t, serveBody(s, "/v1/messages", "application/json", body, anthropicHdr), err)
+	})
+}
+
+func FuzzGeminiRequest(f *testing.F) {
+	for _, seed := range []string{
+		gemBody, `{"contents":[{"parts":[{"text":"a"}]}],"generationConfig":{"maxOutputTokens":1,"thinkingConfig":{"includeThoughts":true}}}`,
+		string(geminiProto.body([]lTurn{{role: "user", text: loopScript}}, false, geminiProto.think)),
+		`{"contents":[{"role":"model","parts":[{"functionCall":{"name":"f"},"thoughtSignature":"simsig_"}]},{"parts":[{"function_response":{"name":"f"}}]}]}`,
+		`{"contents":[]}`, `{"contents":[{"role":"x"}]}`, `[]`, "",
+	} {
+		f.Add([]byte(seed), false)
+	}
+	s := New(Options{Chunks: 2})
+	f.Fuzz(func(t *testing.T, body []byte, stream bool) {
+		c, err := GeminiUsage(body)
+		if err == nil && (c.Prompt < 0 || c.Cached > c.Prompt || c.Completion < 0 || c.Reasoning < 0) {
+			t.Fatalf("counts %+v", c)
+		}
+		path := gemJSON
+		if stream {
+			path = gemStream
+		}
+		checkAnswer(t, serveBody(s, path, "application/json", body, nil), err)
 	})
 }
 

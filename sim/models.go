@@ -15,6 +15,7 @@ const (
 	famImage
 	famVideo
 	famSystemOne
+	famGemini
 )
 
 // models is the catalogue of docs/api.md#models in the order Models returns it.
@@ -30,8 +31,8 @@ var models = []struct {
 	{"modelc-4.7", famChat | famResponses},
 	{"modeld-5.3-Abliterated", famChat},
 	{"modele-k3", famChat},
-	{"modelf-flash", famChat},
-	{"modelf-v4-pro", famChat},
+	{"modelf-flash", famChat | famGemini},
+	{"modelf-v4-pro", famChat | famGemini},
 	{"modelb-image-2.5-sunburst", famImage},
 	{"modelb-image-2.5-flare", famImage},
 	{"modelc-imagine-video-1.5", famVideo},

@@ -20,7 +20,10 @@ import (
 // "ephemeral", ttl "5m" or "1h"). Responses: items of any type and role
 // (developer messages, reasoning items with content null, function calls
 // and outputs, compaction items, unknown fields such as store, include,
-// prompt_cache_key, client_metadata).
+// prompt_cache_key, client_metadata). Of tools, tool_choice, thinking and
+// reasoning it reads what the tool loop and thinking need (turn.go), and
+// of tool calls and results the ids that tie them (conv.go says what it
+// refuses).
 
 // content is a message content: a string, an array of content parts, or
 // null. A string becomes one text part with str set.
@@ -60,6 +63,11 @@ type part struct {
 	CacheControl *cacheControl
 	str          bool
 	raw          []byte
+	// ID is a tool_use block's id or a tool_result block's tool_use_id;
+	// Thinking and Signature are a thinking block's.
+	ID        string
+	Thinking  string
+	Signature string
 }
 
 // cacheControl is an Anthropic prompt-cache breakpoint.
@@ -87,6 +95,22 @@ func (p *part) UnmarshalJSON(b []byte) error {
 	if !isText(v.Type) {
 		p.raw = append([]byte(nil), b...)
 	}
+	switch v.Type {
+	case "tool_use", "tool_result", "thinking":
+		var x struct {
+			ID        string `json:"id"`
+			ToolUseID string `json:"tool_use_id"`
+			Thinking  string `json:"thinking"`
+			Signature string `json:"signature"`
+		}
+		if err := json.Unmarshal(b, &x); err != nil {
+			return err
+		}
+		p.ID, p.Thinking, p.Signature = x.ID, x.Thinking, x.Signature
+		if v.Type == "tool_result" {
+			p.ID = x.ToolUseID
+		}
+	}
 	return nil
 }
 
@@ -103,14 +127,23 @@ type chatRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	MaxTokens           *int64 `json:"max_tokens"`
-	MaxCompletionTokens *int64 `json:"max_completion_tokens"`
-	PromptCacheKey      string `json:"prompt_cache_key"`
+	MaxTokens           *int64          `json:"max_tokens"`
+	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
+	PromptCacheKey      string          `json:"prompt_cache_key"`
+	ReasoningEffort     string          `json:"reasoning_effort"`
+	Tools               []toolDef       `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
 }
 
 type chatMessage struct {
 	Role    string  `json:"role"`
 	Content content `json:"content"`
+	// ToolCalls (chat assistant messages) and ToolCallID (chat tool
+	// messages) tie tool results to their calls.
+	ToolCalls []struct {
+		ID string `json:"id"`
+	} `json:"tool_calls"`
+	ToolCallID string `json:"tool_call_id"`
 }
 
 // responsesRequest is the part of a responses request the sim reads.
@@ -121,6 +154,32 @@ type responsesRequest struct {
 	Stream          bool       `json:"stream"`
 	MaxOutputTokens *int64     `json:"max_output_tokens"`
 	PromptCacheKey  string     `json:"prompt_cache_key"`
+	Reasoning       *struct {
+		Effort string `json:"effort"`
+	} `json:"reasoning"`
+	Include            []string        `json:"include"`
+	Tools              []toolDef       `json:"tools"`
+	ToolChoice         json.RawMessage `json:"tool_choice"`
+	PreviousResponseID string          `json:"previous_response_id"`
+	Conversation       json.RawMessage `json:"conversation"`
+}
+
+// includes reports whether the request's include names what.
+func (r *responsesRequest) includes(what string) bool {
+	for _, s := range r.Include {
+		if s == what {
+			return true
+		}
+	}
+	return false
+}
+
+// thinkWords is the reasoning words the request asks for.
+func (r *responsesRequest) thinkWords() int {
+	if r.Reasoning == nil {
+		return 0
+	}
+	return effortWords(r.Reasoning.Effort)
 }
 
 // respInput is a responses `input`: a string or an array of items.
@@ -156,6 +215,10 @@ type respItem struct {
 	rawLen     int
 	rawHash    uint64 // FNV-1a of the raw JSON of an item without content
 	hasContent bool
+	// id, callID and encrypted are read from calls, call outputs and
+	// reasoning items only.
+	id, callID string
+	encrypted  *string
 }
 
 var errItem = errors.New("each input item must be a JSON object")
@@ -178,16 +241,57 @@ func (it *respItem) UnmarshalJSON(b []byte) error {
 	if !it.hasContent {
 		it.rawHash = fnvBytes(fnvOffset, b)
 	}
+	switch v.Type {
+	case "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output", "reasoning":
+		var x struct {
+			ID        string  `json:"id"`
+			CallID    string  `json:"call_id"`
+			Encrypted *string `json:"encrypted_content"`
+		}
+		if err := json.Unmarshal(b, &x); err != nil {
+			return err
+		}
+		it.id, it.callID, it.encrypted = x.ID, x.CallID, x.Encrypted
+	}
 	return nil
 }
 
 // messagesRequest is the part of a messages request the sim reads.
 type messagesRequest struct {
-	Model     string        `json:"model"`
-	MaxTokens *int64        `json:"max_tokens"`
-	System    *content      `json:"system"`
-	Messages  []chatMessage `json:"messages"`
-	Stream    bool          `json:"stream"`
+	Model      string          `json:"model"`
+	MaxTokens  *int64          `json:"max_tokens"`
+	System     *content        `json:"system"`
+	Messages   []chatMessage   `json:"messages"`
+	Stream     bool            `json:"stream"`
+	Tools      []toolDef       `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+	Thinking   *struct {
+		Type         string `json:"type"`
+		BudgetTokens int64  `json:"budget_tokens"`
+		Display      string `json:"display"`
+	} `json:"thinking"`
+	OutputConfig *struct {
+		Effort string `json:"effort"`
+	} `json:"output_config"`
+}
+
+// thinkWords is the reasoning words the request asks for: enabled by its
+// budget, adaptive by output_config.effort (high when absent).
+func (r *messagesRequest) thinkWords() int {
+	if r.Thinking == nil {
+		return 0
+	}
+	switch r.Thinking.Type {
+	case "enabled":
+		return budgetWords(r.Thinking.BudgetTokens)
+	case "adaptive":
+		effort := "high"
+		if r.OutputConfig != nil && r.OutputConfig.Effort != "" {
+			effort = r.OutputConfig.Effort
+		}
+		return effortWords(effort)
+	}
+	return 0
 }
 
 // limitField checks an optional max-tokens field: absent is no cap,
@@ -223,6 +327,9 @@ func parseChat(body []byte) (*chatRequest, error) {
 	if _, err := limitField("max_completion_tokens", req.MaxCompletionTokens); err != nil {
 		return nil, err
 	}
+	if err := checkChatTools(req.Messages); err != nil {
+		return nil, err
+	}
 	return &req, nil
 }
 
@@ -236,6 +343,9 @@ func parseResponses(body []byte) (*responsesRequest, error) {
 		return nil, errors.New("`input` is required")
 	}
 	if _, err := limitField("max_output_tokens", req.MaxOutputTokens); err != nil {
+		return nil, err
+	}
+	if err := checkResponsesItems(&req); err != nil {
 		return nil, err
 	}
 	return &req, nil
@@ -255,6 +365,9 @@ func parseMessages(body []byte) (*messagesRequest, error) {
 		return nil, errors.New("max_tokens: must be at least 1, got " + strconv.FormatInt(*req.MaxTokens, 10))
 	}
 	if err := checkMessages(&req); err != nil {
+		return nil, err
+	}
+	if err := checkMessagesTurns(&req); err != nil {
 		return nil, err
 	}
 	return &req, nil

@@ -12,19 +12,34 @@ type respReply struct {
 	created    int64
 	model      string
 	maxOut     *int64
-	rep        reply
+	t          turn
 	c          Counts
 	// compaction, when set, is the encrypted_content of the one output
 	// item, a compaction (the input had a compaction_trigger item).
 	compaction []byte
+	// effort is the request's reasoning.effort; rsID the reasoning item's
+	// id and enc its encrypted_content ("" unless the request's include
+	// asked for it).
+	effort string
+	rsID   []byte
+	enc    string
 }
 
 // finalStatus is the status of the finished response.
 func (x *respReply) finalStatus() string {
-	if x.rep.capped {
+	if x.t.rep.capped {
 		return "incomplete"
 	}
 	return "completed"
+}
+
+// msgIndex is the output_index of the message item: after the reasoning
+// item when there is one.
+func (x *respReply) msgIndex() int64 {
+	if x.t.think != "" {
+		return 1
+	}
+	return 0
 }
 
 // responses answers POST /v1/responses.
@@ -40,19 +55,28 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, cfg *config) 
 		kp := responsesKeyedPrefix(req)
 		c.Cached = kp.cached(&s.cache, s.now().UnixNano())
 	}
-	var idBuf, itemBuf [48]byte
+	var idBuf, itemBuf, rsBuf [48]byte
 	x := respReply{
 		id:      s.id(idBuf[:0], "resp_"),
 		itemID:  s.id(itemBuf[:0], "msg_"),
 		created: s.now().Unix(),
 		model:   req.Model,
 		maxOut:  req.MaxOutputTokens,
-		rep:     buildReply(req.Model, echo, limit),
+		t:       responsesTurn(req, echo, limit),
 	}
-	c.Completion, c.Capped = x.rep.words(), x.rep.capped
+	if req.Reasoning != nil {
+		x.effort = req.Reasoning.Effort
+	}
+	c.setOutput(&x.t)
+	if x.t.think != "" {
+		x.rsID = s.id(rsBuf[:0], "rs_")
+		if req.includes("reasoning.encrypted_content") {
+			x.enc = encryptedReasoning(req.Model, x.t.think)
+		}
+	}
 	if req.Input.compactionTrigger() {
-		x.rep = reply{}
-		c.Completion, c.Capped = CompactTokens, false
+		x.t = turn{}
+		c = Counts{Prompt: c.Prompt, Cached: c.Cached, Completion: CompactTokens}
 		x.itemID = s.id(itemBuf[:0], "cmp_")
 		x.compaction = appendHex([]byte("sim-compaction-"), fnvBytes(fnvString(fnvOffset, req.Model), sc.body.Bytes()), 16)
 	}
@@ -67,8 +91,8 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, cfg *config) 
 	s.responsesStream(w, r, cfg, sc, &x)
 }
 
-// respEvents frames the events of a streamed responses answer into b, each
-// with its type and the next sequence number.
+// respEvents frames the events of a streamed responses answer into b,
+// each with its type and the next sequence number.
 type respEvents struct {
 	b   []byte
 	seq int64
@@ -85,15 +109,28 @@ func (e *respEvents) begin(name string) {
 }
 
 // end closes the event begun.
-func (e *respEvents) end() { e.b = frameEnd(append(e.b, '}')) }
-
-// item frames event name carrying x's output item, in progress or done.
-func (e *respEvents) item(x *respReply, name string, done bool) []byte {
-	e.begin(name)
-	e.b = append(e.b, `,"output_index":0,"item":`...)
-	e.b = x.appendItem(e.b, done)
-	e.end()
+func (e *respEvents) end() []byte {
+	e.b = frameEnd(append(e.b, '}'))
 	return e.b
+}
+
+// item frames event name carrying output item index of x, in progress or
+// done.
+func (e *respEvents) item(x *respReply, name string, index int64, done bool) []byte {
+	e.begin(name)
+	e.b = append(e.b, `,"output_index":`...)
+	e.b = appendInt(e.b, index)
+	e.b = append(e.b, `,"item":`...)
+	e.b = x.appendOutput(e.b, index, done)
+	return e.end()
+}
+
+// ref appends the item_id and output_index fields of an event.
+func (e *respEvents) ref(itemID []byte, index int64) {
+	e.b = append(e.b, `,"item_id":"`...)
+	e.b = append(e.b, itemID...)
+	e.b = append(e.b, `","output_index":`...)
+	e.b = appendInt(e.b, index)
 }
 
 // response frames event name carrying x's response, in progress or done.
@@ -101,13 +138,12 @@ func (e *respEvents) response(x *respReply, name string, done bool) []byte {
 	e.begin(name)
 	e.b = append(e.b, `,"response":`...)
 	e.b = x.appendResponse(e.b, done)
-	e.end()
-	return e.b
+	return e.end()
 }
 
 // responsesStream streams the answer: created and in_progress, then the
-// compaction item or the text item with its content part, then the final
-// response.
+// compaction item, or the reasoning item, the text item with its content
+// part and the function call items; then the final response.
 func (s *Server) responsesStream(w http.ResponseWriter, r *http.Request, cfg *config, sc *scratch, x *respReply) {
 	st, ok := s.startStream(w, r, cfg)
 	if !ok {
@@ -121,17 +157,21 @@ func (s *Server) responsesStream(w http.ResponseWriter, r *http.Request, cfg *co
 	if x.compaction != nil {
 		// One item, whole when added; its done event is the one content
 		// event (timing and cuts apply to it).
-		if !st.event(e.item(x, "response.output_item.added", true)) || !st.content(0, e.item(x, "response.output_item.done", true)) {
+		if !st.event(e.item(x, "response.output_item.added", 0, true)) || !st.content(0, e.item(x, "response.output_item.done", 0, true)) {
 			return
 		}
 		st.contentDone()
 		st.event(e.response(x, "response.completed", true))
 		return
 	}
-	if !st.event(e.item(x, "response.output_item.added", false)) || !streamText(st, &e, x, cfg.chunks) {
+	if x.t.think != "" && !streamReasoning(st, &e, x) {
 		return
 	}
-	if !st.event(e.item(x, "response.output_item.done", true)) {
+	m := x.msgIndex()
+	if !st.event(e.item(x, "response.output_item.added", m, false)) || !streamText(st, &e, x, cfg.chunks) {
+		return
+	}
+	if !st.event(e.item(x, "response.output_item.done", m, true)) || !streamFunctionCalls(st, &e, x) {
 		return
 	}
 	st.event(e.response(x, "response."+x.finalStatus(), true))
@@ -141,53 +181,43 @@ func (s *Server) responsesStream(w http.ResponseWriter, r *http.Request, cfg *co
 // content chunk of n, the text done and the part done. It reports whether
 // the stream is still open.
 func streamText(st *stream, e *respEvents, x *respReply, n int) bool {
+	m := x.msgIndex()
 	e.begin("response.content_part.added")
-	e.b = x.appendPartRef(e.b)
-	e.b = append(e.b, `,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}`...)
-	e.end()
-	if !st.event(e.b) {
+	e.ref(x.itemID, m)
+	e.b = append(e.b, `,"content_index":0,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}`...)
+	if !st.event(e.end()) {
 		return false
 	}
 	for i := 0; i < n; i++ {
 		e.begin("response.output_text.delta")
-		e.b = x.appendPartRef(e.b)
-		e.b = append(e.b, `,"delta":`...)
-		e.b = appendString(e.b, x.rep.chunk(i, n))
+		e.ref(x.itemID, m)
+		e.b = append(e.b, `,"content_index":0,"delta":`...)
+		e.b = appendString(e.b, x.t.rep.chunk(i, n))
 		e.b = append(e.b, `,"logprobs":[]`...)
-		e.end()
-		if !st.content(i, e.b) {
+		if !st.content(i, e.end()) {
 			return false
 		}
 	}
 	st.contentDone()
 	e.begin("response.output_text.done")
-	e.b = x.appendPartRef(e.b)
-	e.b = append(e.b, `,"text":`...)
-	e.b = appendString(e.b, x.rep.text)
+	e.ref(x.itemID, m)
+	e.b = append(e.b, `,"content_index":0,"text":`...)
+	e.b = appendString(e.b, x.t.rep.text)
 	e.b = append(e.b, `,"logprobs":[]`...)
-	e.end()
-	if !st.event(e.b) {
+	if !st.event(e.end()) {
 		return false
 	}
 	e.begin("response.content_part.done")
-	e.b = x.appendPartRef(e.b)
-	e.b = append(e.b, `,"part":`...)
+	e.ref(x.itemID, m)
+	e.b = append(e.b, `,"content_index":0,"part":`...)
 	e.b = x.appendPart(e.b)
-	e.end()
-	return st.event(e.b)
-}
-
-// appendPartRef appends the item_id/output_index/content_index fields.
-func (x *respReply) appendPartRef(b []byte) []byte {
-	b = append(b, `,"item_id":"`...)
-	b = append(b, x.itemID...)
-	return append(b, `","output_index":0,"content_index":0`...)
+	return st.event(e.end())
 }
 
 // appendPart appends the finished output_text part.
 func (x *respReply) appendPart(b []byte) []byte {
 	b = append(b, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
-	b = appendString(b, x.rep.text)
+	b = appendString(b, x.t.rep.text)
 	return append(b, '}')
 }
 
@@ -224,7 +254,7 @@ func (x *respReply) appendResponse(b []byte, done bool) []byte {
 	switch {
 	case !done:
 		b = append(b, `in_progress","background":false,"error":null,"incomplete_details":null`...)
-	case x.rep.capped:
+	case x.t.rep.capped:
 		b = append(b, `incomplete","background":false,"error":null,"incomplete_details":{"reason":"max_output_tokens"}`...)
 	default:
 		b = append(b, `completed","background":false,"error":null,"incomplete_details":null`...)
@@ -239,9 +269,20 @@ func (x *respReply) appendResponse(b []byte, done bool) []byte {
 	b = appendString(b, x.model)
 	b = append(b, `,"output":[`...)
 	if done {
-		b = x.appendItem(b, true)
+		for i, n := int64(0), x.outputs(); i < n; i++ {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = x.appendOutput(b, i, true)
+		}
 	}
-	b = append(b, `],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"service_tier":"default","store":false,"temperature":1.0,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled","usage":`...)
+	b = append(b, `],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":`...)
+	if x.effort != "" {
+		b = appendString(b, x.effort)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"summary":null},"service_tier":"default","store":false,"temperature":1.0,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled","usage":`...)
 	if done {
 		b = appendResponsesUsage(b, x.c)
 	} else {
@@ -258,7 +299,9 @@ func appendResponsesUsage(b []byte, c Counts) []byte {
 	b = appendInt(b, c.Cached)
 	b = append(b, `},"output_tokens":`...)
 	b = appendInt(b, c.Completion)
-	b = append(b, `,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":`...)
+	b = append(b, `,"output_tokens_details":{"reasoning_tokens":`...)
+	b = appendInt(b, c.Reasoning)
+	b = append(b, `},"total_tokens":`...)
 	b = appendInt(b, c.Prompt+c.Completion)
 	return append(b, '}')
 }

@@ -52,16 +52,17 @@ func TestResponsesJSON(t *testing.T) {
 	}{
 		{
 			name:     "string input with instructions and ignored fields",
-			body:     `{"model":"modelb-6.1-sol","instructions":"be terse","input":"canary-9 ping","tools":[{"type":"web_search"}],"include":["x"],"store":false,"reasoning":{"effort":"high"},"metadata":{"a":"b"}}`,
+			body:     `{"model":"modelb-6.1-sol","instructions":"be terse","input":"canary-9 ping","tools":[{"type":"web_search"}],"include":["x"],"store":false,"reasoning":{"summary":"auto"},"metadata":{"a":"b"}}`,
 			input:    2 + 4 + 4,
 			output:   ReplyWords,
 			status:   "completed",
 			contains: "Simulated reply from modelb-6.1-sol: canary-9 ping",
 		},
 		{
-			name:     "item array: messages and a function output",
-			body:     `{"model":"modelc-4.7","input":[{"role":"developer","content":"rules"},{"type":"function_call_output","call_id":"c1","output":"42"},{"role":"user","content":[{"type":"input_text","text":"last canary-3"},{"type":"input_image","image_url":"data:x"}]}]}`,
-			input:    (4 + 2) + (4 + tokensN(len(`{"type":"function_call_output","call_id":"c1","output":"42"}`))) + (4 + 4 + PartTokens),
+			name: "item array: messages and a function output",
+			body: `{"model":"modelc-4.7","input":[{"role":"developer","content":"rules"},{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"42"},{"role":"user","content":[{"type":"input_text","text":"last canary-3"},{"type":"input_image","image_url":"data:x"}]}]}`,
+			input: (4 + 2) + (4 + tokensN(len(`{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}`))) +
+				(4 + tokensN(len(`{"type":"function_call_output","call_id":"c1","output":"42"}`))) + (4 + 4 + PartTokens),
 			output:   ReplyWords,
 			status:   "completed",
 			contains: "last canary-3",

@@ -18,14 +18,17 @@ import (
 
 // # Endpoints
 //
-// All under /v1; JSON unless stated. Unknown paths answer 404, a known path
-// with the wrong method 405, both with an error body.
+// All under /v1 but Gemini's, under /v1beta; JSON unless stated. Unknown
+// paths answer 404, a known path with the wrong method 405, both with an
+// error body.
 //
 //	POST /v1/chat/completions     text models (docs/api.md#models); JSON or SSE
 //	POST /v1/responses            modelb-6-astra, modelb-6.1-sol, modelc-4.7; JSON or SSE
 //	POST /v1/responses/compact    the responses models; JSON
 //	POST /v1/messages             modela-fable-5-1, modela-sonnet-5-5, modela-opus-5-5; JSON or SSE
 //	POST /v1/messages/count_tokens the messages models; JSON {"input_tokens": N}
+//	POST /v1beta/models/{m}:generateContent   modelf-flash, modelf-v4-pro; JSON (gemini_request.go)
+//	POST /v1beta/models/{m}:streamGenerateContent?alt=sse  same models; SSE
 //	POST /v1/images/generations   modelb-image-2.5-sunburst, modelb-image-2.5-flare
 //	POST /v1/images/edits         same models, multipart/form-data
 //	POST /v1/videos/generations   modelc-imagine-video-1.5
@@ -40,13 +43,17 @@ import (
 // "type":"invalid_request_error","param":null,"code":"model_not_found"}};
 // /v1/messages and /v1/messages/count_tokens answer every error in the
 // Anthropic shape {"type":"error","error":{"type":"not_found_error",
-// "message":"…"}}. A body that is not valid JSON, or misses a required
-// field, is 400 and the message names the field (typed questions:
+// "message":"…"}}; the Gemini endpoints answer every error (faults and
+// 401 too) in Google's shape {"error":{"code":404,"message":"…",
+// "status":"NOT_FOUND"}}. A body that is not valid JSON, or misses a
+// required field, is 400 and the message names the field (typed questions:
 // validation problems are 422 with a FastAPI-style
 // {"detail":[{"loc","msg","type"}]}). /v1/messages needs the header
 // anthropic-version (or the neutral spelling vendorx-version, docs/api.md#versioning) and
 // max_tokens, else 400 invalid_request_error; count_tokens needs the header
-// but not max_tokens.
+// but not max_tokens. The text endpoints also refuse (400) a conversation
+// that sends back what the sim could not have answered: tool results
+// without their call, thinking it did not sign (conv.go).
 //
 // # Faults and timing
 //
@@ -63,10 +70,12 @@ import (
 // same seed gives the same sequence. A faulted request hangs without headers
 // until the client goes away when Hang is set; otherwise, after Latency, it
 // gets Status (default 500) and an error body (Anthropic shape on
-// /v1/messages): 429 has Retry-After: RetryAfter (default 1) and type
-// "requests"/"rate_limit_error", code "rate_limit_exceeded"; 503 and 529
-// have message "overloaded" (type "server_error" code "overloaded" /
-// "overloaded_error"); other 5xx "server_error"/"api_error".
+// /v1/messages, Google's on /v1beta): 429 has Retry-After: RetryAfter
+// (default 1) and type "requests"/"rate_limit_error", code
+// "rate_limit_exceeded" (status RESOURCE_EXHAUSTED); 503 and 529 have
+// message "overloaded" (type "server_error" code "overloaded" /
+// "overloaded_error"; UNAVAILABLE); other 5xx "server_error"/"api_error"
+// (INTERNAL).
 //
 // Latency is waited before the headers of every fault-eligible answer. A
 // stream then flushes its headers, waits FirstChunk, sends its opening
@@ -123,8 +132,9 @@ type Options struct {
 	CutAfter int
 	// RetryAfter is the Retry-After value, in seconds, of 429 faults; 0 = 1.
 	RetryAfter int
-	// APIKey, when set, must be presented as "Authorization: Bearer <key>" or
-	// "x-api-key: <key>"; anything else is answered 401.
+	// APIKey, when set, must be presented as "Authorization: Bearer <key>",
+	// "x-api-key: <key>" or "x-goog-api-key: <key>" (the Gemini endpoints
+	// also take ?key=<key>); anything else is answered 401.
 	APIKey string
 	// VideoSteps is one step of the video schedule: a job is pending, then
 	// processing after 1 step, then final after 3 steps. 0 = 1s.
@@ -293,6 +303,8 @@ const (
 	routeImageFile
 	routeCountTokens
 	routeCompact
+	routeGemini
+	routeGeminiStream
 )
 
 // match maps a path to its route, the method it needs and, for video
@@ -334,6 +346,9 @@ func match(path string) (rt route, method, id string) {
 	if rest, ok := strings.CutPrefix(path, imageFilePrefix); ok && rest != "" && !strings.Contains(rest, "/") {
 		return routeImageFile, http.MethodGet, rest
 	}
+	if rt, model := matchGemini(path); rt != routeNone {
+		return rt, http.MethodPost, model
+	}
 	return routeNone, "", ""
 }
 
@@ -343,10 +358,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	cfg := s.cfg.Load()
 	rt, method, id := match(r.URL.Path)
-	sh := shapeOpenAI
-	if rt == routeMessages || rt == routeCountTokens {
-		sh = shapeAnthropic
-	}
+	sh := errorShape(rt, r.URL.Path)
 	if rt == routeNone {
 		writeError(w, sh, http.StatusNotFound, "invalid_request_error", "unknown_url",
 			"Unknown request URL: "+r.Method+" "+r.URL.Path)
@@ -358,13 +370,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"Method "+r.Method+" is not allowed on "+r.URL.Path+"; use "+method)
 		return
 	}
-	if cfg.opts.APIKey != "" && !authorized(r, cfg.opts.APIKey) {
-		if sh == shapeAnthropic {
-			writeError(w, sh, http.StatusUnauthorized, "authentication_error", "", "invalid x-api-key")
-		} else {
-			writeError(w, sh, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
-				"Incorrect API key provided")
-		}
+	if cfg.opts.APIKey != "" && !authorized(r, cfg.opts.APIKey, sh == shapeGoogle) {
+		unauthorized(w, sh)
 		return
 	}
 	ctx := r.Context()
@@ -415,14 +422,48 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.systemOne(w, r)
 	case routeModels:
 		s.models(w)
+	case routeGemini, routeGeminiStream:
+		s.gemini(w, r, cfg, id, rt == routeGeminiStream)
 	}
 }
 
-// authorized reports whether r carries key as a Bearer token or x-api-key.
-func authorized(r *http.Request, key string) bool {
-	if got := r.Header.Get("x-api-key"); got != "" &&
-		subtle.ConstantTimeCompare([]byte(got), []byte(key)) == 1 {
-		return true
+// errorShape is the error body shape of a route: Anthropic's on the
+// messages routes, Google's under /v1beta, else OpenAI's.
+func errorShape(rt route, path string) shape {
+	switch {
+	case rt == routeMessages || rt == routeCountTokens:
+		return shapeAnthropic
+	case strings.HasPrefix(path, "/v1beta/"):
+		return shapeGoogle
+	}
+	return shapeOpenAI
+}
+
+// unauthorized answers 401 in shape sh.
+func unauthorized(w http.ResponseWriter, sh shape) {
+	switch sh {
+	case shapeGoogle:
+		writeError(w, sh, http.StatusUnauthorized, "", "", "API key not valid. Please pass a valid API key.")
+	case shapeAnthropic:
+		writeError(w, sh, http.StatusUnauthorized, "authentication_error", "", "invalid x-api-key")
+	default:
+		writeError(w, sh, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
+			"Incorrect API key provided")
+	}
+}
+
+// authorized reports whether r carries key as a Bearer token, x-api-key or
+// x-goog-api-key, or (query) as the ?key= parameter.
+func authorized(r *http.Request, key string, query bool) bool {
+	for _, h := range [...]string{"x-api-key", "x-goog-api-key"} {
+		if got := r.Header.Get(h); got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(key)) == 1 {
+			return true
+		}
+	}
+	if query {
+		if got := r.URL.Query().Get("key"); got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(key)) == 1 {
+			return true
+		}
 	}
 	auth := r.Header.Get("Authorization")
 	if len(auth) > 7 && strings.EqualFold(auth[:7], "Bearer ") {

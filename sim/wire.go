@@ -172,19 +172,31 @@ type shape uint8
 const (
 	shapeOpenAI    shape = iota // {"error":{"message","type","param","code"}}
 	shapeAnthropic              // {"type":"error","error":{"type","message"}}
+	shapeGoogle                 // {"error":{"code","message","status"}}
 )
 
 // writeError sends an error body in shape sh. code "" is written as null
-// (OpenAI shape only; the Anthropic shape has no code).
+// (OpenAI shape only; the Anthropic shape has no code; the Google shape has
+// the HTTP status as its code and its canonical name as its status, and
+// neither typ nor code).
 func writeError(w http.ResponseWriter, sh shape, status int, typ, code, msg string) {
 	b := make([]byte, 0, 128+len(msg))
-	if sh == shapeAnthropic {
+	switch sh {
+	case shapeGoogle:
+		b = append(b, `{"error":{"code":`...)
+		b = appendInt(b, int64(status))
+		b = append(b, `,"message":`...)
+		b = appendString(b, msg)
+		b = append(b, `,"status":`...)
+		b = appendString(b, googleStatus(status))
+		b = append(b, `}}`...)
+	case shapeAnthropic:
 		b = append(b, `{"type":"error","error":{"type":`...)
 		b = appendString(b, typ)
 		b = append(b, `,"message":`...)
 		b = appendString(b, msg)
 		b = append(b, `}}`...)
-	} else {
+	default:
 		b = append(b, `{"error":{"message":`...)
 		b = appendString(b, msg)
 		b = append(b, `,"type":`...)
