@@ -12,14 +12,17 @@ import (
 
 // This file and the other messages*.go files are Anthropic's Messages
 // API (POST /v1/messages), in all six directions: a caller's request
-// (messages_parse.go), the request to an Anthropic upstream
-// (messages_build.go), the JSON answer both ways (messages_answer.go),
-// and the event stream both ways (messages_decode.go, messages_encode.go).
+// (messages_parse.go, messages_settings.go), the request to an Anthropic
+// upstream (messages_build.go), the JSON answer both ways
+// (messages_answer.go), and the event stream both ways
+// (messages_decode.go, messages_encode.go).
 //
 // cache_control markers on a caller's system blocks, content blocks and
 // tools are read and dropped: caching hints mean nothing to another
 // upstream, and the charge still follows the cache usage the upstream
-// reports. A caller's metadata other than user_id does not exist in the
+// reports. So is context_management (Claude Code sends it to have old
+// thinking or tool results cleared upstream): another upstream is sent the
+// conversation as the caller sent it. A caller's metadata other than user_id does not exist in the
 // Messages API; a neutral request's OpenAI-style Metadata has no Messages
 // field either and is left out of a request to an Anthropic upstream.
 

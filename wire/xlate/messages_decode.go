@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -65,10 +66,10 @@ type msgDecoder struct {
 func msgNewDecoder() Decoder { return &msgDecoder{} }
 
 // Event decodes one upstream event. Events of types this package does not
-// know are ignored, as Anthropic asks of its clients; so is anything after
-// message_stop or an error.
+// know are ignored, as Anthropic asks of its clients; so are events
+// without data, and anything after message_stop or an error.
 func (d *msgDecoder) Event(_ string, data []byte, emit func(*Event)) error {
-	if d.stopped || d.failed {
+	if d.stopped || d.failed || len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
 	if kind, index, text, ok := msgFastDelta(data); ok && d.started {
@@ -78,8 +79,11 @@ func (d *msgDecoder) Event(_ string, data []byte, emit func(*Event)) error {
 	if err := json.Unmarshal(data, &w); err != nil {
 		return msgMalformedJSON("stream event", err)
 	}
-	if !d.started && w.Type != "message_start" && w.Type != "ping" && w.Type != "error" {
-		return malformed("a %s event before message_start", strconv.Quote(w.Type))
+	switch w.Type {
+	case "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
+		if !d.started {
+			return malformed("a %s event before message_start", w.Type)
+		}
 	}
 	switch w.Type {
 	case "message_start":
@@ -362,15 +366,96 @@ func msgFastString(s []byte) (string, bool) {
 			if !bytes.Equal(bytes.TrimRight(s[i+1:], " \t\r\n"), []byte("}}")) {
 				return "", false
 			}
-			if !escaped {
-				return string(s[1:i]), utf8.Valid(s[1:i])
+			if !escaped && utf8.Valid(s[1:i]) {
+				return string(s[1:i]), true
 			}
-			var out string
-			if json.Unmarshal(s[:i+1], &out) != nil {
-				return "", false
-			}
-			return out, true
+			return msgUnquote(s[1:i])
 		}
 	}
 	return "", false
+}
+
+// msgUnquote decodes the inside of a JSON string exactly as encoding/json
+// does: escapes, surrogate pairs (a lone surrogate is U+FFFD), and each
+// byte of invalid UTF-8 as U+FFFD; ok is false where encoding/json fails.
+func msgUnquote(s []byte) (string, bool) {
+	buf := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case c == '\\':
+			if i+1 >= len(s) {
+				return "", false
+			}
+			e := s[i+1]
+			i += 2
+			switch e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				r := msgHex4(s[i:])
+				if r < 0 {
+					return "", false
+				}
+				i += 4
+				if utf16.IsSurrogate(r) {
+					r2 := rune(-1)
+					if len(s) > i+1 && s[i] == '\\' && s[i+1] == 'u' {
+						r2 = msgHex4(s[i+2:])
+					}
+					if r = utf16.DecodeRune(r, r2); r != utf8.RuneError {
+						i += 6
+					}
+				}
+				buf = utf8.AppendRune(buf, r)
+			default:
+				return "", false
+			}
+		case c < 0x20:
+			return "", false
+		case c < utf8.RuneSelf:
+			buf = append(buf, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				buf = utf8.AppendRune(buf, r)
+			} else {
+				buf = append(buf, s[i:i+size]...)
+			}
+			i += size
+		}
+	}
+	return string(buf), true
+}
+
+// msgHex4 is the rune of four hex digits at the start of s, or -1.
+func msgHex4(s []byte) rune {
+	if len(s) < 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range s[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
 }

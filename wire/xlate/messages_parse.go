@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 )
 
 // msgRequestWire is a caller's Messages request body. Fields of the
@@ -33,9 +34,8 @@ type msgRequestWire struct {
 	} `json:"output_config"`
 	Stream bool `json:"stream"`
 	// What only Anthropic runs: refused by name when given.
-	MCPServers        json.RawMessage `json:"mcp_servers"`
-	Container         json.RawMessage `json:"container"`
-	ContextManagement json.RawMessage `json:"context_management"`
+	MCPServers json.RawMessage `json:"mcp_servers"`
+	Container  json.RawMessage `json:"container"`
 }
 
 type msgChoiceWire struct {
@@ -57,6 +57,10 @@ type msgFormatWire struct {
 type msgMessageWire struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// OutputConfig of a system turn (Claude Code's per-turn control).
+	OutputConfig *struct {
+		Effort string `json:"effort"`
+	} `json:"output_config"`
 }
 
 // msgBlockWire is any content block: of a request's messages, system and
@@ -100,17 +104,21 @@ func msgParseRequest(body []byte) (*Request, error) {
 	for _, f := range [...]struct {
 		raw  json.RawMessage
 		name string
-	}{{w.MCPServers, "mcp_servers"}, {w.Container, "container"}, {w.ContextManagement, "context_management"}} {
+	}{{w.MCPServers, "mcp_servers"}, {w.Container, "container"}} {
 		if !msgAbsent(f.raw) {
 			return nil, &Unsupported{Feature: f.name}
 		}
 	}
 	r := &Request{Model: w.Model, Stop: w.StopSequences, Stream: w.Stream}
 	var err error
-	if r.System, err = msgParseSystem(w.System); err != nil {
+	if r.System, err = msgParseSystem("system", w.System); err != nil {
 		return nil, err
 	}
-	if r.Messages, err = msgParseMessages(w.Messages); err != nil {
+	effort := ""
+	if w.OutputConfig != nil {
+		effort = w.OutputConfig.Effort
+	}
+	if r.Messages, err = msgParseMessages(r, w.Messages, &effort); err != nil {
 		return nil, err
 	}
 	if r.Tools, err = msgParseTools(w.Tools); err != nil {
@@ -119,58 +127,22 @@ func msgParseRequest(body []byte) (*Request, error) {
 	if err = msgParseChoice(r, w.ToolChoice); err != nil {
 		return nil, err
 	}
-	if err = msgParseSettings(r, &w); err != nil {
+	if err = msgParseSettings(r, &w, effort); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// msgParseSettings reads the sampling, thinking and output settings.
-func msgParseSettings(r *Request, w *msgRequestWire) error {
-	if w.MaxTokens != nil {
-		if *w.MaxTokens < 0 {
-			return &Invalid{Field: "max_tokens", Msg: "must not be negative"}
-		}
-		r.MaxTokens = *w.MaxTokens
-	}
-	var err error
-	if r.Temperature, err = msgNumber("temperature", w.Temperature); err != nil {
-		return err
-	}
-	if r.TopP, err = msgNumber("top_p", w.TopP); err != nil {
-		return err
-	}
-	if r.TopK, err = msgNumber("top_k", w.TopK); err != nil {
-		return err
-	}
-	if w.Metadata != nil && w.Metadata.UserID != nil {
-		r.User = *w.Metadata.UserID
-	}
-	effort := ""
-	if w.OutputConfig != nil {
-		effort = w.OutputConfig.Effort
-	}
-	if r.Reasoning, err = msgParseThinking(w.Thinking, effort); err != nil {
-		return err
-	}
-	format, field := w.OutputFormat, "output_format"
-	if w.OutputConfig != nil && w.OutputConfig.Format != nil {
-		format, field = w.OutputConfig.Format, "output_config.format"
-	}
-	r.Format, err = msgParseFormat(field, format)
-	return err
-}
-
-// msgParseSystem reads system: a string or an array of text blocks, one
-// string per block.
-func msgParseSystem(raw json.RawMessage) ([]string, error) {
+// msgParseSystem reads system (or a system turn's content, at field): a
+// string or an array of text blocks, one string per block.
+func msgParseSystem(field string, raw json.RawMessage) ([]string, error) {
 	if msgAbsent(raw) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, msgInvalid("system", err)
+			return nil, msgInvalid(field, err)
 		}
 		if s == "" {
 			return nil, nil
@@ -179,12 +151,12 @@ func msgParseSystem(raw json.RawMessage) ([]string, error) {
 	}
 	var blocks []msgBlockWire
 	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return nil, &Invalid{Field: "system", Msg: "must be a string or an array of text blocks"}
+		return nil, &Invalid{Field: field, Msg: "must be a string or an array of text blocks"}
 	}
 	out := make([]string, 0, len(blocks))
 	for i, b := range blocks {
 		if b.Type != "text" || b.Text == nil {
-			return nil, &Invalid{Field: fmt.Sprintf("system[%d]", i), Msg: "must be a text block"}
+			return nil, &Invalid{Field: fmt.Sprintf("%s[%d]", field, i), Msg: "must be a text block"}
 		}
 		out = append(out, *b.Text)
 	}
@@ -192,8 +164,12 @@ func msgParseSystem(raw json.RawMessage) ([]string, error) {
 }
 
 // msgParseMessages reads messages; a tool result is given the name of the
-// earlier tool call it answers, when there is one.
-func msgParseMessages(raws []json.RawMessage) ([]Message, error) {
+// earlier tool call it answers, when there is one. A system turn inside
+// messages (Anthropic's mid-conversation system messages, which Claude
+// Code sends) joins r.System: the neutral form holds instructions apart
+// from the turns, as chat's system messages do. Its output_config.effort
+// (Claude Code's per-turn control) replaces *effort.
+func msgParseMessages(r *Request, raws []json.RawMessage, effort *string) ([]Message, error) {
 	if len(raws) == 0 {
 		return nil, &Invalid{Field: "messages", Msg: "must be a non-empty array"}
 	}
@@ -205,8 +181,19 @@ func msgParseMessages(raws []json.RawMessage) ([]Message, error) {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, msgInvalid(path, err)
 		}
+		if m.Role == "system" {
+			sys, err := msgParseSystem(path+".content", m.Content)
+			if err != nil {
+				return nil, err
+			}
+			r.System = append(r.System, sys...)
+			if m.OutputConfig != nil && m.OutputConfig.Effort != "" {
+				*effort = m.OutputConfig.Effort
+			}
+			continue
+		}
 		if m.Role != RoleUser && m.Role != RoleAssistant {
-			return nil, &Invalid{Field: path + ".role", Msg: `must be "user" or "assistant"`}
+			return nil, &Invalid{Field: path + ".role", Msg: `must be "user", "assistant" or "system"`}
 		}
 		parts, err := msgParseContent(path+".content", m.Role, m.Content, names)
 		if err != nil {
@@ -401,7 +388,9 @@ func msgParseResultContent(path string, raw json.RawMessage) ([]Part, error) {
 // msgParseTools reads tools: custom tools only; Anthropic's own server
 // and client tools (web search, bash, the text editor, computer use, code
 // execution, ...) run on Anthropic's side or follow Anthropic's schemas
-// and are refused by type.
+// and are refused by type. The tool search tool is left out, and the
+// tools it would have loaded on demand (defer_loading) are given in full:
+// the model sees every tool from the start, as without tool search.
 func msgParseTools(raws []json.RawMessage) ([]Tool, error) {
 	if len(raws) == 0 {
 		return nil, nil
@@ -412,6 +401,9 @@ func msgParseTools(raws []json.RawMessage) ([]Tool, error) {
 		var t msgToolWire
 		if err := json.Unmarshal(raw, &t); err != nil {
 			return nil, msgInvalid(path, err)
+		}
+		if strings.HasPrefix(t.Type, "tool_search_tool_") {
+			continue
 		}
 		if t.Type != "" && t.Type != "custom" {
 			return nil, &Unsupported{Feature: "the " + t.Type + " tool"}
@@ -429,94 +421,6 @@ func msgParseTools(raws []json.RawMessage) ([]Tool, error) {
 		out = append(out, tool)
 	}
 	return out, nil
-}
-
-// msgParseChoice reads tool_choice.
-func msgParseChoice(r *Request, c *msgChoiceWire) error {
-	if c == nil {
-		return nil
-	}
-	mode := ""
-	switch c.Type {
-	case "auto":
-		mode = ChoiceAuto
-	case "any":
-		mode = ChoiceRequired
-	case "none":
-		mode = ChoiceNone
-	case "tool":
-		if c.Name == "" {
-			return &Invalid{Field: "tool_choice.name", Msg: "is required"}
-		}
-		mode = ChoiceTool
-	default:
-		return &Invalid{Field: "tool_choice.type", Msg: `must be "auto", "any", "tool" or "none"`}
-	}
-	r.ToolChoice = &ToolChoice{Mode: mode}
-	if mode == ChoiceTool {
-		r.ToolChoice.Name = c.Name
-	}
-	if c.DisableParallelToolUse != nil {
-		parallel := !*c.DisableParallelToolUse
-		r.ParallelToolCalls = &parallel
-	}
-	return nil
-}
-
-// msgParseThinking reads thinking. Adaptive thinking leaves the budget to
-// the model: its effort is output_config.effort ("max" is "high"), or
-// "medium".
-func msgParseThinking(t *msgThinkingWire, effort string) (*Reasoning, error) {
-	if t == nil {
-		return nil, nil
-	}
-	switch t.Type {
-	case "enabled":
-		if t.BudgetTokens == nil || *t.BudgetTokens <= 0 {
-			return nil, &Invalid{Field: "thinking.budget_tokens", Msg: "must be a positive integer"}
-		}
-		return &Reasoning{Budget: *t.BudgetTokens}, nil
-	case "disabled":
-		return &Reasoning{Off: true}, nil
-	case "adaptive":
-		switch effort {
-		case "low", "medium", "high":
-		case "max":
-			effort = "high"
-		default:
-			effort = "medium"
-		}
-		return &Reasoning{Effort: effort}, nil
-	}
-	return nil, &Invalid{Field: "thinking.type", Msg: `must be "enabled", "disabled" or "adaptive"`}
-}
-
-// msgParseFormat reads Anthropic's structured output (output_config.format,
-// or the beta's output_format): a JSON schema the answer's text follows.
-// The Messages API names no schema; other targets that need a name get
-// "response". Anthropic enforces the schema, so it is strict.
-func msgParseFormat(field string, f *msgFormatWire) (*Format, error) {
-	if f == nil {
-		return nil, nil
-	}
-	if f.Type != "json_schema" {
-		return nil, &Invalid{Field: field + ".type", Msg: `must be "json_schema"`}
-	}
-	if msgAbsent(f.Schema) || f.Schema[0] != '{' {
-		return nil, &Invalid{Field: field + ".schema", Msg: "must be a JSON object"}
-	}
-	return &Format{Type: "json_schema", Name: "response", Schema: f.Schema, Strict: true}, nil
-}
-
-// msgNumber checks that raw, when given, is a JSON number.
-func msgNumber(field string, raw json.RawMessage) (json.RawMessage, error) {
-	if msgAbsent(raw) {
-		return nil, nil
-	}
-	if c := raw[0]; c != '-' && (c < '0' || c > '9') {
-		return nil, &Invalid{Field: field, Msg: "must be a number"}
-	}
-	return raw, nil
 }
 
 // msgWant says what type a field must have.

@@ -302,9 +302,16 @@ func TestMsgDecoderUsage(t *testing.T) {
 	}
 }
 
+// TestMsgDecoderRedactedAndStartText: pings, event types to come and
+// citations are skipped; a redacted_thinking block carries its data; a
+// block that starts with text or input gives it as its first delta; a
+// second message_stop is ignored.
 func TestMsgDecoderRedactedAndStartText(t *testing.T) {
 	evs, err := msgDecodeSSE([]msgSSE{
+		{"ping", nil},
+		{"future_event", []byte(`{"type":"future_event","x":1}`)},
 		{"message_start", []byte(`{"type":"message_start","message":{"id":"msg_1","model":"m"}}`)},
+		{"ping", []byte(`{"type": "ping"}`)},
 		{"content_block_start", []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"EmwK"}}`)},
 		{"content_block_stop", []byte(`{"type":"content_block_stop","index":0}`)},
 		{"content_block_start", []byte(`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"f","input":{"a": 1}}}`)},
@@ -394,7 +401,9 @@ func TestMsgFastDelta(t *testing.T) {
 		{`{"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"x"}}`, false, 0, 0, ""},
 		{`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"x\"}}`, false, 0, 0, ""},
 		{`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"x"},"extra":1}`, false, 0, 0, ""},
-		{`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"x` + "\xff" + `"}}`, false, 0, 0, ""},
+		{`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"x` + "\xff" + `"}}`, true, msgDeltaText, 1, "x\ufffd"},
+		{`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"\ud83d\ude00 \ud83d \ude00\u00E9\/\b\f\r\t"}}`, true, msgDeltaText, 1, "😀 \ufffd \ufffdé/\b\f\r\t"},
+		{`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"\u00g0"}}`, false, 0, 0, ""},
 		{`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"x` + "\n" + `"}}`, false, 0, 0, ""},
 		{`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"\x"}}`, false, 0, 0, ""},
 		{`{"type":"content_block_delta","index":1,"delta":{"type":"signature_delta","signature":"s"}}`, false, 0, 0, ""},

@@ -211,7 +211,9 @@ func TestMsgParseRequestErrors(t *testing.T) {
 		{`[]`, "body", ""},
 		{deep, "body", ""},
 		{`{"messages":[]}`, "messages", ""},
-		{`{"messages":[{"role":"system","content":"x"}]}`, "messages[0].role", ""},
+		{`{"messages":[{"role":"tool","content":"x"}]}`, "messages[0].role", ""},
+		{`{"messages":[{"role":"user","content":"x"},{"role":"system","content":[{"type":"image"}]}]}`, "messages[1].content[0]", ""},
+		{`{"messages":[{"role":"user","content":"x"},{"role":"system","content":7}]}`, "messages[1].content", ""},
 		{`{"messages":[{"role":"user"}]}`, "messages[0].content", ""},
 		{`{"messages":[{"role":"user","content":7}]}`, "messages[0].content", ""},
 		{`{"messages":["x"]}`, "messages[0]", ""},
@@ -310,4 +312,126 @@ func TestMsgParseRequestDetails(t *testing.T) {
 	if p := r.ParallelToolCalls; p == nil || !*p || r.ToolChoice.Mode != ChoiceRequired {
 		t.Errorf("tool choice %+v, parallel %v", r.ToolChoice, p)
 	}
+}
+
+// msgClientBodies are the request bodies Claude Code sends (the gateway's
+// client fixtures and the recordings they were made from).
+func msgClientBodies(t *testing.T) map[string][]byte {
+	t.Helper()
+	bodies := map[string][]byte{}
+	dir := filepath.Join("..", "..", "testdata", "clients")
+	https, _ := filepath.Glob(filepath.Join(dir, "claude-code", "messages-*.http"))
+	recs, _ := filepath.Glob(filepath.Join(dir, "claude-code", "rec-*.http"))
+	for _, name := range append(https, recs...) {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, body, ok := bytes.Cut(b, []byte("\n\n"))
+		if !ok {
+			t.Fatalf("%s: no body", name)
+		}
+		bodies[filepath.Base(name)] = body
+	}
+	recorded, _ := filepath.Glob(filepath.Join(dir, "recorded", "claude-*.json"))
+	for _, name := range recorded {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec struct {
+			Body json.RawMessage `json:"body"`
+		}
+		if err := json.Unmarshal(b, &rec); err != nil {
+			t.Fatal(err)
+		}
+		bodies[filepath.Base(name)] = rec.Body
+	}
+	if len(bodies) < 10 {
+		t.Fatalf("found %d Claude Code requests", len(bodies))
+	}
+	return bodies
+}
+
+// TestMsgClaudeCodeRequests: every request Claude Code was seen to send
+// reads (system turns inside messages join the instructions, the tool
+// search tool is left out, context_management dropped) and is built again
+// for an Anthropic upstream without losing a turn.
+func TestMsgClaudeCodeRequests(t *testing.T) {
+	for name, body := range msgClientBodies(t) {
+		r, err := msgParseRequest(body)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		var w struct {
+			System   json.RawMessage `json:"system"`
+			Messages []struct {
+				Role string `json:"role"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(body, &w); err != nil {
+			t.Fatal(err)
+		}
+		turns := 0
+		for _, m := range w.Messages {
+			if m.Role != "system" {
+				turns++
+			} else if len(r.System) == 0 {
+				t.Errorf("%s: a system turn is not in System", name)
+			}
+		}
+		if len(r.Messages) != turns || len(r.Tools) == 0 && name != "messages-title.http" {
+			t.Errorf("%s: %d messages (want %d), %d tools", name, len(r.Messages), turns, len(r.Tools))
+		}
+		for _, tool := range r.Tools {
+			if strings.HasPrefix(tool.Name, "tool_search_tool") {
+				t.Errorf("%s: the tool search tool is kept", name)
+			}
+		}
+		built, err := msgBuildRequest(r)
+		if err != nil {
+			t.Errorf("%s: build: %v", name, err)
+			continue
+		}
+		back, err := msgParseRequest(built)
+		if err != nil || !reflect.DeepEqual(back.Messages, msgMergeTurns(r.Messages)) {
+			t.Errorf("%s: built again, the messages differ (%v)", name, err)
+		}
+	}
+}
+
+func TestMsgSystemTurnEffort(t *testing.T) {
+	r, err := msgParseRequest([]byte(`{"system":"top","messages":[{"role":"user","content":"hi"},{"role":"system","content":[{"type":"text","text":"turn"}],"output_config":{"effort":"low"}}],"thinking":{"type":"adaptive","display":"omitted"},"output_config":{"effort":"high"},"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(r.System, []string{"top", "turn"}) || len(r.Messages) != 1 || r.Reasoning == nil || r.Reasoning.Effort != "low" {
+		t.Errorf("system %q, %d messages, reasoning %+v", r.System, len(r.Messages), r.Reasoning)
+	}
+}
+
+// msgMergeTurns is msgs with consecutive turns of one role merged, tool
+// results first: what the builder sends.
+func msgMergeTurns(msgs []Message) []Message {
+	var out []Message
+	for _, m := range msgs {
+		if n := len(out); n > 0 && out[n-1].Role == m.Role {
+			out[n-1].Parts = append(out[n-1].Parts, m.Parts...)
+			continue
+		}
+		out = append(out, Message{Role: m.Role, Parts: append([]Part(nil), m.Parts...)})
+	}
+	for i := range out {
+		var results, rest []Part
+		for _, p := range out[i].Parts {
+			if p.Type == ToolResult {
+				results = append(results, p)
+			} else {
+				rest = append(rest, p)
+			}
+		}
+		out[i].Parts = append(results, rest...)
+	}
+	return out
 }
