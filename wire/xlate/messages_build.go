@@ -12,8 +12,9 @@ import (
 // encrypted reasoning), Thinking parts without a signature (never signed
 // by Anthropic), and empty text (Anthropic refuses empty text blocks).
 // When thinking is on, temperature, top_p and top_k are left out
-// (Anthropic refuses them beside thinking), and a tool_choice that forces
-// a tool turns thinking off (Anthropic refuses the two together).
+// (Anthropic refuses them beside thinking); thinking is turned off when a
+// tool_choice forces a tool, or when the last assistant turn calls tools
+// without signed thinking first (Anthropic refuses both).
 func msgBuildRequest(r *Request) ([]byte, error) {
 	maxTokens := r.MaxTokens
 	if maxTokens <= 0 {
@@ -102,6 +103,9 @@ func msgThinkingBudget(r *Request, maxTokens int64) int64 {
 	if c := r.ToolChoice; c != nil && len(r.Tools) > 0 && (c.Mode == ChoiceRequired || c.Mode == ChoiceTool) {
 		return 0
 	}
+	if msgUnsignedToolTurn(r.Messages) {
+		return 0
+	}
 	budget := re.Budget
 	if budget <= 0 {
 		budget = msgEffortBudget(re.Effort)
@@ -111,6 +115,44 @@ func msgThinkingBudget(r *Request, maxTokens int64) int64 {
 		return 0
 	}
 	return budget
+}
+
+// msgUnsignedToolTurn reports whether the last assistant turn (consecutive
+// assistant messages, as they are merged) calls tools without starting
+// with thinking Anthropic signed: with thinking on, Anthropic refuses such
+// a turn, which callers of other shapes send in every tool loop.
+func msgUnsignedToolTurn(msgs []Message) bool {
+	first, calls, seen := (*Part)(nil), false, false
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := &msgs[i]
+		if !msgHasWritable(m) {
+			continue
+		}
+		if m.Role != RoleAssistant {
+			if seen {
+				break
+			}
+			continue
+		}
+		seen = true
+		for j := len(m.Parts) - 1; j >= 0; j-- {
+			if p := &m.Parts[j]; msgWritable(p) {
+				first, calls = p, calls || p.Type == ToolCall
+			}
+		}
+	}
+	return calls && first.Type != Thinking && first.Type != RedactedThinking
+}
+
+// msgHasWritable reports whether a message has a part a Messages request
+// takes.
+func msgHasWritable(m *Message) bool {
+	for j := range m.Parts {
+		if msgWritable(&m.Parts[j]) {
+			return true
+		}
+	}
+	return false
 }
 
 // msgEffortBudget is the thinking budget of an OpenAI effort; 0 for
@@ -191,11 +233,8 @@ func msgBuildMessages(b []byte, msgs []Message) ([]byte, error) {
 		if m.Role != RoleUser && m.Role != RoleAssistant {
 			return nil, &Invalid{Field: fmt.Sprintf("messages[%d].role", i), Msg: `must be "user" or "assistant"`}
 		}
-		for j := range m.Parts {
-			if msgWritable(&m.Parts[j]) {
-				kept = append(kept, i)
-				break
-			}
+		if msgHasWritable(m) {
+			kept = append(kept, i)
 		}
 	}
 	for g := 0; g < len(kept); {

@@ -75,6 +75,38 @@ func TestMsgBuildRequest(t *testing.T) {
 	}
 }
 
+// TestMsgThinkingInToolLoops: Anthropic refuses thinking when the last
+// assistant turn calls tools without signed thinking first, as every tool
+// loop of a chat or responses caller does; the builder then asks for none.
+func TestMsgThinkingInToolLoops(t *testing.T) {
+	call := Part{Type: ToolCall, ID: "c1", Name: "f", Arguments: "{}"}
+	signed := Part{Type: Thinking, Text: "t", Signature: "s"}
+	result := Message{Role: RoleUser, Parts: []Part{{Type: ToolResult, ID: "c1"}}}
+	cases := []struct {
+		name     string
+		msgs     []Message
+		thinking bool
+	}{
+		{"no tool loop", []Message{msgUserText("q")}, true},
+		{"unsigned tool turn", []Message{msgUserText("q"), {Role: RoleAssistant, Parts: []Part{{Type: Thinking, Text: "chat reasoning"}, {Type: Text, Text: "a"}, call}}, result}, false},
+		{"signed tool turn", []Message{msgUserText("q"), {Role: RoleAssistant, Parts: []Part{signed, call}}, result}, true},
+		{"signed, split over two messages", []Message{msgUserText("q"), {Role: RoleAssistant, Parts: []Part{signed}}, {Role: RoleAssistant, Parts: []Part{call}}, result}, true},
+		{"redacted first", []Message{msgUserText("q"), {Role: RoleAssistant, Parts: []Part{{Type: RedactedThinking, Data: "d"}, call}}, result}, true},
+		{"an earlier unsigned tool turn", []Message{msgUserText("q"), {Role: RoleAssistant, Parts: []Part{call}}, result, {Role: RoleAssistant, Parts: []Part{{Type: Text, Text: "done"}}}, msgUserText("more")}, true},
+		{"a last turn with no tool call", []Message{msgUserText("q"), {Role: RoleAssistant, Parts: []Part{{Type: Text, Text: "a"}}}, msgUserText("more")}, true},
+	}
+	for _, c := range cases {
+		r := &Request{Model: "m", MaxTokens: 32000, Messages: c.msgs, Reasoning: &Reasoning{Effort: "medium"}}
+		got, err := msgBuildRequest(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if has := strings.Contains(string(got), `"thinking":{"type":"enabled","budget_tokens":8192}`); has != c.thinking {
+			t.Errorf("%s: thinking %v, want %v: %s", c.name, has, c.thinking, got)
+		}
+	}
+}
+
 func TestMsgBuildRequestErrors(t *testing.T) {
 	q := []Message{msgUserText("q")}
 	cases := []struct {
