@@ -237,3 +237,32 @@ func msgAppendObject(dst []byte, raw string) ([]byte, bool) {
 	}
 	return buf.Bytes(), true
 }
+
+// msgClip is a name from a body (a block or tool type, an id) clipped to
+// 64 bytes for an error message.
+func msgClip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// msgQuote is a type name from a body as an error shows it: clipped, and
+// quoted unless it is a plain name, so that "the web_search_20250305
+// tool" reads as Anthropic names it.
+func msgQuote(s string) string {
+	s = msgClip(s)
+	for _, c := range s {
+		if c != '_' && c != '-' && c != '.' && (c < '0' || c > '9') && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') {
+			return strconv.Quote(s)
+		}
+	}
+	if s == "" {
+		return `""`
+	}
+	return s
+}

@@ -86,7 +86,7 @@ func msgAnswerPart(i int, b *msgBlockWire) (Part, error) {
 		}
 		return Part{Type: ToolCall, ID: b.ID, Name: b.Name, Arguments: string(args)}, nil
 	}
-	return Part{}, malformed("content[%d]: a %s block cannot be translated", i, strconv.Quote(b.Type))
+	return Part{}, malformed("content[%d]: a %s block cannot be translated", i, msgQuote(b.Type))
 }
 
 // msgMalformedJSON describes a decoding error of an upstream's JSON by
@@ -133,7 +133,7 @@ func msgWriteAnswer(a *Answer, r *Request) ([]byte, error) {
 		b = append(b, `,"input":`...)
 		var ok bool
 		if b, ok = msgAppendObject(b, p.Arguments); !ok {
-			return nil, malformed("the arguments of tool call %s are not a JSON object", strconv.Quote(p.ID))
+			return nil, malformed("the arguments of tool call %s are not a JSON object", strconv.Quote(msgClip(p.ID)))
 		}
 		b = append(b, '}')
 	}

@@ -314,7 +314,7 @@ func msgAppendBlock(b []byte, p *Part, path string) ([]byte, error) {
 		b = append(b, `,"input":`...)
 		b, ok := msgAppendObject(b, p.Arguments)
 		if !ok {
-			return nil, &Invalid{Field: "the arguments of tool call " + strconv.Quote(p.ID), Msg: "must be a JSON object"}
+			return nil, &Invalid{Field: "the arguments of tool call " + strconv.Quote(msgClip(p.ID)), Msg: "must be a JSON object"}
 		}
 		return append(b, '}'), nil
 	case ToolResult:
@@ -453,7 +453,7 @@ func msgBuildChoice(b []byte, r *Request) ([]byte, error) {
 	case ChoiceNone:
 		return append(b, `,"tool_choice":{"type":"none"}`...), nil
 	default:
-		return nil, &Invalid{Field: "tool_choice", Msg: "unknown mode " + strconv.Quote(mode)}
+		return nil, &Invalid{Field: "tool_choice", Msg: "unknown mode " + msgQuote(mode)}
 	}
 	if serial {
 		b = append(b, `,"disable_parallel_tool_use":true`...)
@@ -481,5 +481,5 @@ func msgBuildFormat(b []byte, f *Format) ([]byte, error) {
 	case "", "text":
 		return b, nil
 	}
-	return nil, &Invalid{Field: "format.type", Msg: "unknown type " + strconv.Quote(f.Type)}
+	return nil, &Invalid{Field: "format.type", Msg: "unknown type " + msgQuote(f.Type)}
 }

@@ -3,7 +3,6 @@ package xlate
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -202,7 +201,7 @@ func (d *msgDecoder) blockStart(w *msgEventWire, emit func(*Event)) error {
 			}
 		}
 	default:
-		return malformed("a %s block cannot be translated", strconv.Quote(b.Type))
+		return malformed("a %s block cannot be translated", msgQuote(b.Type))
 	}
 	d.open, d.openType, d.index, d.args = true, d.ev.Part, *w.Index, d.args[:0]
 	emit(&d.ev)

@@ -270,7 +270,7 @@ func msgParseBlock(path, role string, raw json.RawMessage, names map[string]stri
 		}
 		return Part{Type: RedactedThinking, Data: *b.Data}, nil
 	}
-	return Part{}, &Unsupported{Feature: "the " + b.Type + " content block"}
+	return Part{}, &Unsupported{Feature: "the " + msgQuote(b.Type) + " content block"}
 }
 
 // msgDecodeBlock decodes a block; a block of a type this package does not
@@ -282,7 +282,7 @@ func msgDecodeBlock(path string, raw json.RawMessage) (*msgBlockWire, error) {
 			Type string `json:"type"`
 		}
 		if json.Unmarshal(raw, &t) == nil && t.Type != "" && !msgKnownBlock(t.Type) {
-			return nil, &Unsupported{Feature: "the " + t.Type + " content block"}
+			return nil, &Unsupported{Feature: "the " + msgQuote(t.Type) + " content block"}
 		}
 		return nil, msgInvalid(path, err)
 	}
@@ -374,7 +374,7 @@ func msgParseResultContent(path string, raw json.RawMessage) ([]Part, error) {
 			return nil, err
 		}
 		if b.Type != "text" && b.Type != "image" {
-			return nil, &Unsupported{Feature: "the " + b.Type + " content block in a tool_result"}
+			return nil, &Unsupported{Feature: "the " + msgQuote(b.Type) + " content block in a tool_result"}
 		}
 		p, err := msgParseMedia(bpath, b)
 		if err != nil {
@@ -406,7 +406,7 @@ func msgParseTools(raws []json.RawMessage) ([]Tool, error) {
 			continue
 		}
 		if t.Type != "" && t.Type != "custom" {
-			return nil, &Unsupported{Feature: "the " + t.Type + " tool"}
+			return nil, &Unsupported{Feature: "the " + msgQuote(t.Type) + " tool"}
 		}
 		if t.Name == "" {
 			return nil, &Invalid{Field: path + ".name", Msg: "is required"}

@@ -302,6 +302,15 @@ func TestMsgParseRequestDetails(t *testing.T) {
 			t.Errorf("%s: reasoning %+v (%v), want %+v", body, r.Reasoning, err, want)
 		}
 	}
+	var uns *Unsupported
+	_, err = msgParseRequest([]byte(`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"` + strings.Repeat("x", 500) + `","name":"n"}]}`))
+	if !errors.As(err, &uns) || len(uns.Feature) > 100 || !strings.HasPrefix(uns.Feature, `the "xxx`) {
+		t.Errorf("a long tool type: %v", err)
+	}
+	_, err = msgParseRequest([]byte(`{"messages":[{"role":"user","content":[{"type":"a b\n"}]}]}`))
+	if !errors.As(err, &uns) || uns.Feature != `the "a b\n" content block` {
+		t.Errorf("an odd block type: %v", err)
+	}
 	r, err = msgParseRequest([]byte(`{"messages":[{"role":"user","content":"x"}],"output_format":{"type":"json_schema","schema":{"type":"object"}},"tool_choice":{"type":"any","disable_parallel_tool_use":false}}`))
 	if err != nil {
 		t.Fatal(err)
