@@ -113,7 +113,7 @@ func upstreamUsage(t *testing.T, protocol string, body []byte, stream bool) pric
 	var err error
 	switch {
 	case stream:
-		m := map[string]func() wire.Meter{"chat": wire.NewChatMeter, "anthropic": wire.NewMessagesMeter, "gemini": wire.NewGeminiMeter}[protocol]()
+		m := map[string]func() wire.Meter{"chat": wire.NewChatMeter, "openai": wire.NewChatMeter, "anthropic": wire.NewMessagesMeter, "gemini": wire.NewGeminiMeter}[protocol]()
 		rd := wire.NewEventReader(bytes.NewReader(body))
 		for {
 			ev, err := rd.Next()

@@ -33,6 +33,9 @@ type Unsupported struct {
 }
 
 func (e *Unsupported) Error() string {
+	if e.Target == "" {
+		return e.Feature + " cannot be translated"
+	}
 	return fmt.Sprintf("%s cannot be translated to %s", e.Feature, e.Target)
 }
 
