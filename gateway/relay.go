@@ -368,7 +368,10 @@ func (rl *relay) send(ctx context.Context, c *call) (*upstream, error) {
 	req := &lines.Request{
 		Model: c.model.ID, Route: c.route, Protocol: c.ep.protocol, Plan: lines.OrderPlan(sel.Plan, rand.Int64N),
 		Path: c.ep.path, RawQuery: c.r.URL.RawQuery, Header: c.r.Header, Body: c.body,
-		Conversation: lines.Conversation(conv, c.r.Header),
+		Conversation: lines.Conversation(conv, c.r.Header), Endpoints: c.model.Endpoints,
+	}
+	if c.ep.shape != "" && !c.native() {
+		req.Protocol = "" // every line gets the call translated
 	}
 	if c.ep.name == pricing.EndpointMessages {
 		req.Version = versionHeader(c.r)

@@ -76,7 +76,10 @@ func TestRetryHintsOnEveryPath(t *testing.T) {
 	e := newEnv(t, func(c *config.Config) {
 		c.Limits.KeyRate = config.RateConfig{Rate: 0.5, Burst: 1}
 		c.Limits.OverloadDelay = time.Hour
-		c.Lines = c.Lines[:1] // std-a: no line serves the messages endpoint
+		// std-a alone, serving modelf-flash: no line serves modela-sonnet-5-5
+		// (over /v1/messages, or translated for another protocol).
+		c.Lines = c.Lines[:1]
+		c.Lines[0].Models = []string{"modelf-flash"}
 	})
 	e.account("acme", "5")
 	e.account("broke", "0")

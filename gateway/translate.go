@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/modelrelay/modelrelay/gateway/apierr"
@@ -48,11 +49,15 @@ func lineShape(protocol string) xlate.Shape {
 
 // translated reports whether a line of protocol gets c translated.
 func (c *call) translated(protocol string) bool {
-	if c.x == nil || protocol == c.ep.protocol {
-		return false
-	}
-	return !(protocol == config.ProtocolOpenAIChat && c.x.chatLine)
+	return c.x != nil && c.x.forms[protocol] != nil
 }
+
+// native reports whether c goes as the caller sent it to the lines of
+// its endpoint's protocol: the model's catalogue lists the endpoint. A
+// call on an endpoint only the configuration's serve entries add is
+// translated for every line, its endpoint's protocol's included: their
+// upstream serves the model as the catalogue says.
+func (c *call) native() bool { return slices.Contains(c.model.Endpoints, c.ep.name) }
 
 // translateCall prepares c's translation when a line of another protocol
 // serves its model on its route. A request no serving line can take — a
@@ -64,8 +69,10 @@ func (rl *relay) translateCall(c *call) error {
 	}
 	var own bool
 	var others []string
-	for _, p := range rl.lines.Protocols(c.model.ID, c.route) {
+	for _, p := range rl.lines.Protocols(c.model.ID, c.route, c.model.Endpoints) {
 		switch {
+		case !c.native():
+			others = append(others, p)
 		case p == c.ep.protocol:
 			own = true
 		case p == config.ProtocolOpenAIChat && c.ep.shape == xlate.Chat:
@@ -121,15 +128,15 @@ func cmpOr(a, b error) error {
 func formFor(protocol, model string, stream bool, body []byte) *lines.Form {
 	switch protocol {
 	case config.ProtocolAnthropic:
-		return &lines.Form{Path: "/v1/messages", Body: body, Version: anthropicVersion}
+		return &lines.Form{Path: "/v1/messages", Body: body, Version: anthropicVersion, Translated: true}
 	case config.ProtocolGemini:
-		f := &lines.Form{Path: "/v1beta/models/" + url.PathEscape(model) + ":generateContent", Body: body}
+		f := &lines.Form{Path: "/v1beta/models/" + url.PathEscape(model) + ":generateContent", Body: body, Translated: true}
 		if stream {
 			f.Path, f.RawQuery = "/v1beta/models/"+url.PathEscape(model)+":streamGenerateContent", "alt=sse"
 		}
 		return f
 	default:
-		return &lines.Form{Path: "/v1/chat/completions", Body: body}
+		return &lines.Form{Path: "/v1/chat/completions", Body: body, Translated: true}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -174,10 +175,35 @@ func (l *LineConfig) SetUpstreamKey(k string) { l.key = k }
 
 // Serves reports whether the line serves model.
 func (l *LineConfig) Serves(model string) bool {
-	for _, m := range l.Models {
-		if m == "*" || m == model {
-			return true
-		}
-	}
-	return false
+	return l.ServesModel(model, nil)
 }
+
+// ServesModel is Serves for a model whose catalogue endpoints are
+// endpoints (nil: unknown, any): a line with "*" serves only the models
+// its protocol can answer — an anthropic line those served by messages,
+// an openai-chat or gemini line the text models, an openai line any —
+// so that translation never sends a model to a line of another protocol
+// only because it serves "*". A model the line names is always served.
+func (l *LineConfig) ServesModel(model string, endpoints []string) bool {
+	if slices.Contains(l.Models, model) {
+		return true
+	}
+	return slices.Contains(l.Models, "*") && (endpoints == nil || wildcardServes(l.Protocol, endpoints))
+}
+
+func wildcardServes(protocol string, endpoints []string) bool {
+	switch protocol {
+	case ProtocolAnthropic:
+		return slices.Contains(endpoints, "messages")
+	case ProtocolOpenAIChat, ProtocolGemini:
+		for _, e := range TextEndpoints {
+			if slices.Contains(endpoints, e) {
+				return true
+			}
+		}
+		return false
+	default:
+		return true
+	}
+}
+

@@ -108,6 +108,10 @@ type Request struct {
 	// whose protocol is neither Protocol nor a key of Forms is not of the
 	// call's pool.
 	Forms map[string]*Form
+	// Endpoints is the model's catalogue endpoints: a line serving "*"
+	// serves it only when its protocol can (config.LineConfig.ServesModel).
+	// nil: any.
+	Endpoints []string
 
 	// Took is set by Send: the last answered try's time to response
 	// headers (0 when no try was answered), for the access log.
@@ -120,6 +124,9 @@ type Form struct {
 	RawQuery string
 	Body     []byte
 	Version  string // sent as Anthropic-Version when set
+	// Translated: the body is the call translated into the line's
+	// protocol. A plan tries the lines that take the call as sent first.
+	Translated bool
 }
 
 // form is the call as a line of protocol gets it; false when no line of
@@ -132,6 +139,14 @@ func (req *Request) form(protocol string) (Form, bool) {
 		return *f, true
 	}
 	return Form{}, false
+}
+
+// translatedFor is 1 when a line of protocol gets the call translated.
+func (req *Request) translatedFor(protocol string) int {
+	if f := req.Forms[protocol]; f != nil && f.Translated && protocol != req.Protocol {
+		return 1
+	}
+	return 0
 }
 
 // accepts reports whether a line of protocol can take the call.
@@ -171,9 +186,16 @@ func (u *Upstream) Close() {
 func (s *Set) Send(ctx context.Context, req *Request) (*Upstream, error) {
 	plan := make([]*Line, 0, len(req.Plan))
 	for _, name := range req.Plan {
-		if l := s.byName[name]; l != nil && req.accepts(l.cfg.Protocol) {
+		if l := s.byName[name]; l != nil && req.accepts(l.cfg.Protocol) && l.cfg.ServesModel(req.Model, req.Endpoints) {
 			plan = append(plan, l)
 		}
+	}
+	if len(req.Forms) > 0 {
+		// Translation serves a call only where no line that takes it as
+		// sent can: those lines go first, each group in the plan's order.
+		slices.SortStableFunc(plan, func(a, b *Line) int {
+			return cmp.Compare(req.translatedFor(a.cfg.Protocol), req.translatedFor(b.cfg.Protocol))
+		})
 	}
 	return s.sendPlan(ctx, req, plan)
 }
@@ -265,7 +287,7 @@ func (s *Set) reopenAfter(req *Request, now time.Time) (wait time.Duration, down
 
 // serves reports whether l is of req's pool: its route, protocol and model.
 func (l *Line) serves(req *Request) bool {
-	return l.cfg.Route == req.Route && req.accepts(l.cfg.Protocol) && l.Serves(req.Model)
+	return l.cfg.Route == req.Route && req.accepts(l.cfg.Protocol) && l.cfg.ServesModel(req.Model, req.Endpoints)
 }
 
 // retryAfterFor is a Retry-After in whole seconds, at least 1.
@@ -333,12 +355,12 @@ func (s *Set) anyLineFor(req *Request) bool {
 	return false
 }
 
-// Protocols is the protocols of the lines configured to serve model on
-// route, each once, in config order.
-func (s *Set) Protocols(model, route string) []string {
+// Protocols is the protocols of the lines configured to serve model, whose
+// catalogue endpoints are endpoints, on route, each once, in config order.
+func (s *Set) Protocols(model, route string, endpoints []string) []string {
 	var out []string
 	for _, l := range s.all {
-		if l.cfg.Route == route && l.Serves(model) && !slices.Contains(out, l.cfg.Protocol) {
+		if l.cfg.Route == route && l.cfg.ServesModel(model, endpoints) && !slices.Contains(out, l.cfg.Protocol) {
 			out = append(out, l.cfg.Protocol)
 		}
 	}
