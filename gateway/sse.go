@@ -134,11 +134,7 @@ func (rl *relay) relayEvents(w http.ResponseWriter, c *call, up *upstream, how e
 			}
 		}()
 		if how.x != nil {
-			var xerr error
-			if out, xerr = how.x.Event(string(name), data); xerr != nil && readErr == nil {
-				readErr = xerr
-			}
-			if len(out) == 0 {
+			if out = how.translate(name, data, &readErr); len(out) == 0 {
 				return
 			}
 		}
@@ -177,8 +173,17 @@ func (rl *relay) relayEvents(w http.ResponseWriter, c *call, up *upstream, how e
 	if how.x != nil && writeErr == nil {
 		readErr, complete = rl.endTranslated(w, flusher, how.x, readErr, complete)
 	}
-
 	return streamResult{textBytes: textBytes, events: events, readErr: readErr, writeErr: writeErr, complete: complete}
+}
+
+// translate is an upstream event's translation; a malformed one sets
+// *readErr, which ends the stream.
+func (how events) translate(name, data []byte, readErr *error) []byte {
+	out, err := how.x.Event(string(name), data)
+	if err != nil && *readErr == nil {
+		*readErr = err
+	}
+	return out
 }
 
 // endTranslated ends a translated stream: the caller's closing events when
