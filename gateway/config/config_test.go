@@ -47,7 +47,8 @@ func TestExampleConfigIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Lines) != 4 || c.Lines[0].UpstreamKey() != "upstream" || c.Routes[1].Rate.Rate != 20 ||
+	if len(c.Lines) != 5 || c.Lines[0].UpstreamKey() != "upstream" || c.Routes[1].Rate.Rate != 20 ||
+		c.Lines[4].Protocol != ProtocolOpenAIChat || !c.Widens("modele-k3", "standard", "messages") || c.Widens("modele-k3", "economy", "messages") ||
 		c.Retry.Max429Wait != 10*time.Second || c.Retry.AffinityTTL != time.Hour {
 		t.Fatalf("example: %+v", c)
 	}
@@ -196,5 +197,50 @@ func TestStoreBehindConfig(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "billing.max_store_") {
 			t.Fatalf("%+v: %v, want an error naming the key", bad, err)
 		}
+	}
+}
+
+func TestServeIsChecked(t *testing.T) {
+	t.Setenv("RELAY_ADMIN_TOKEN", "an-admin-token-of-some-length")
+	base := "routes: [{name: standard}]\nlines: [{name: a, protocol: gemini, base_url: \"http://127.0.0.1:1\", models: [\"*\"], route: standard}]\nadmin_token_env: RELAY_ADMIN_TOKEN\n"
+	for _, tc := range []struct{ serve, want string }{
+		{"serve: [{models: [\"*\"], endpoints: [images]}]", "serve[0].endpoints[0]"},
+		{"serve: [{endpoints: [messages]}]", "serve[0].models"},
+		{"serve: [{models: [m], endpoints: []}]", "serve[0].endpoints"},
+		{"serve: [{models: [m], route: nope, endpoints: [messages]}]", "serve[0].route"},
+	} {
+		_, err := Parse([]byte(base + tc.serve))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %s", tc.serve, err, tc.want)
+		}
+	}
+	c, err := Parse([]byte(base + "serve: [{models: [m], endpoints: [responses]}]"))
+	if err != nil || !c.Widens("m", "standard", "responses") || c.Widens("m", "standard", "messages") || c.Widens("x", "standard", "responses") {
+		t.Fatalf("%v %+v", err, c.Serve)
+	}
+	if _, err := Parse([]byte(strings.Replace(base, "gemini", "grpc", 1))); err == nil || !strings.Contains(err.Error(), "openai-chat") {
+		t.Fatalf("unknown protocol: %v", err)
+	}
+}
+
+func TestWildcardLinesServeWhatTheirProtocolCan(t *testing.T) {
+	chatOnly, msgs := []string{"chat_completions"}, []string{"chat_completions", "messages"}
+	for _, tc := range []struct {
+		protocol string
+		eps      []string
+		want     bool
+	}{
+		{ProtocolAnthropic, chatOnly, false}, {ProtocolAnthropic, msgs, true},
+		{ProtocolOpenAIChat, chatOnly, true}, {ProtocolGemini, chatOnly, true}, {ProtocolGemini, []string{"image_generation"}, false},
+		{ProtocolOpenAI, []string{"image_generation"}, true}, {ProtocolAnthropic, nil, true},
+	} {
+		l := LineConfig{Protocol: tc.protocol, Models: []string{"*"}}
+		if got := l.ServesModel("m", tc.eps); got != tc.want {
+			t.Errorf("%s \"*\" serving %v: %v, want %v", tc.protocol, tc.eps, got, tc.want)
+		}
+	}
+	l := LineConfig{Protocol: ProtocolAnthropic, Models: []string{"*", "m"}}
+	if !l.ServesModel("m", chatOnly) {
+		t.Error("a model the line names is served whatever its catalogue")
 	}
 }
