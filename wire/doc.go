@@ -6,8 +6,8 @@
 // event stream (EventReader, ParseEvent, StripChatUsage), the generated
 // text an event delivered (ChatText, ResponsesText, MessagesText), and the
 // usage an answer or a stream reports, in every format the gateway relays
-// (ChatUsage, ResponsesUsage, MessagesUsage, SystemOneUsage, ImagesUsage,
-// VideoUsage, and a Meter per stream format); and the writer of the
+// (ChatUsage, ResponsesUsage, MessagesUsage, GeminiUsage, SystemOneUsage,
+// ImagesUsage, VideoUsage, and a Meter per stream format); and the writer of the
 // gateway's own JSON answers (WriteJSON).
 //
 // It is pure: it imports the standard library and this module's
