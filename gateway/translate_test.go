@@ -310,3 +310,61 @@ func TestTranslatedUpstreamErrors(t *testing.T) {
 		t.Fatalf("balance %s held %s", b.Balance.Fixed(), b.Held.Fixed())
 	}
 }
+
+// TestServeShowsWhereModelsAnswer: /v1/models shows the endpoints serve
+// adds on the key's route, /api/pricing (and so the price page) those it
+// adds on any route; a model without them stays refused on the others.
+func TestServeShowsWhereModelsAnswer(t *testing.T) {
+	t.Parallel()
+	e, _ := translateEnv(t)
+	e.account("acme", "5")
+	endpointsOf := func(data []byte, model string) []string {
+		var v struct {
+			Data []struct {
+				ID        string   `json:"id"`
+				Endpoints []string `json:"supported_endpoint_types"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatalf("%v: %s", err, data)
+		}
+		for _, m := range v.Data {
+			if m.ID == model {
+				return m.Endpoints
+			}
+		}
+		t.Fatalf("%s not listed: %s", model, data)
+		return nil
+	}
+	_, _, std := e.do("GET", "/v1/models", e.key("acme", "standard"), nil)
+	if got := strings.Join(endpointsOf(std, "modele-k3"), ","); got != "chat_completions,responses,messages" {
+		t.Errorf("standard key: modele-k3 on %s", got)
+	}
+	_, _, eco := e.do("GET", "/v1/models", e.key("acme", "economy"), nil)
+	if got := strings.Join(endpointsOf(eco, "modele-k3"), ","); got != "chat_completions" {
+		t.Errorf("economy key: modele-k3 on %s", got)
+	}
+	var table struct {
+		Models []struct {
+			ID        string   `json:"model_name"`
+			Endpoints []string `json:"supported_endpoint_types"`
+		} `json:"data"`
+	}
+	_, _, pt := e.do("GET", "/api/pricing", "", nil)
+	if err := json.Unmarshal(pt, &table); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range table.Models {
+		if m.ID == "modele-k3" {
+			found = strings.Join(m.Endpoints, ",") == "chat_completions,responses,messages"
+		}
+	}
+	if !found {
+		t.Errorf("/api/pricing does not show modele-k3 on every text endpoint: %s", pt)
+	}
+	st, _, data := e.do("POST", "/v1/messages", e.key("acme", "economy"), callerBody("messages", "modele-k3", "hi", false), "Anthropic-Version", "2023-06-01")
+	if st != 403 {
+		t.Fatalf("economy key, messages on modele-k3: %d %s", st, data)
+	}
+}
