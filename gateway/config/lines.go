@@ -206,4 +206,3 @@ func wildcardServes(protocol string, endpoints []string) bool {
 		return true
 	}
 }
-
