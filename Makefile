@@ -81,11 +81,13 @@ test-overload: plugins
 	RELAY_TEST_OVERLOAD=1 $(GO) test -count=1 -timeout 30m -run '^TestOverload' -v ./cmd/relay/
 
 # The real coding CLIs against relay demo: Claude Code (claude -p) and Codex
-# (codex exec, with a custom provider and with the built-in OpenAI one), the
-# versions pinned in clients/package-lock.json. Needs npm (the registry, once)
-# and about a minute; the CLIs only ever reach 127.0.0.1. See README.
+# (codex exec, with a custom provider and with the built-in OpenAI one), and
+# the official npm SDKs (openai, @anthropic-ai/sdk) streaming tool calls
+# through translation (clients/sdk-stream.mjs, on the demo's standard key),
+# the versions pinned in clients/package-lock.json. Needs npm (the registry,
+# once) and about a minute; the clients only ever reach 127.0.0.1. See README.
 test-clients: plugins clients/node_modules/.installed
-	RELAY_TEST_CLIENTS=1 $(GO) test -count=1 -timeout 15m -run '^TestRealClients$$' -v ./cmd/relay/
+	RELAY_TEST_CLIENTS=1 $(GO) test -count=1 -timeout 15m -run '^(TestRealClients|TestNodeSDKs)$$' -v ./cmd/relay/
 
 clients/node_modules/.installed: clients/package.json clients/package-lock.json
 	npm ci --prefix clients --no-audit --no-fund
