@@ -9,6 +9,9 @@
 #   bareproxy        :9203 -> :9101   the same again: the A/A control
 #   relay serve      :8080  the gateway: real Badger ledger in a temp dir, the
 #                           first-party plugins sandboxed as in production
+#   relay serve      :8082  gateway-x: the same as the gateway, but its line
+#                           speaks Gemini: every chat call translated to
+#                           generateContent and back (same model, route, prices)
 #   relay serve      :8081  gateway-pg: the same, its ledger in PostgreSQL (a
 #                           database made for the run on the machine's server,
 #                           reached through its unix socket, dropped at the end)
@@ -45,7 +48,8 @@
 # an experiment, stamped on the report), PG_ALLOT (off: gateway-pg with
 # billing.allot false, each call held in the database; stamped on the
 # report), ACCOUNTS (how many accounts, one key
-# each, every gateway's calls spread over, in turn; default 1), GO (go).
+# each, every gateway's calls spread over, in turn; default 1), TRANSLATED
+# (off: no gateway-x), GO (go).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -66,6 +70,7 @@ IDLE_SPIN=${IDLE_SPIN:-0}
 PG_SYNCHRONOUS_COMMIT=${PG_SYNCHRONOUS_COMMIT:-}
 PG_SET=${PG_SET:-}
 ACCOUNTS=${ACCOUNTS:-1}
+TRANSLATED=${TRANSLATED:-on}
 PROFDIR=$ROOT/build/bench-prof
 BIN=$ROOT/build/bench/bin
 REPORT=$ROOT/build/bench-report.md
@@ -84,6 +89,10 @@ done
 case "$PG_SYNCHRONOUS_COMMIT" in
 '' | on | off) ;;
 *) die "PG_SYNCHRONOUS_COMMIT=$PG_SYNCHRONOUS_COMMIT: on, off or unset (the server's setting)" ;;
+esac
+case "$TRANSLATED" in
+on | off) ;;
+*) die "TRANSLATED=$TRANSLATED: on (gateway-x measured beside the gateway, the default) or off" ;;
 esac
 [[ "$ACCOUNTS" =~ ^[1-9][0-9]{0,3}$ ]] || die "ACCOUNTS=$ACCOUNTS: a count of accounts, 1 to 9999"
 for kv in $PG_SET; do
@@ -182,6 +191,9 @@ cleanup() {
 	fi
 	if [ -f "$WORK/gateway-pg.log" ]; then
 		grep -E -v '"level":"INFO"' "$WORK/gateway-pg.log" | head -n 1000 >"$ROOT/build/bench-gateway-pg-warnings.log" || true
+	fi
+	if [ -f "$WORK/gateway-x.log" ]; then
+		grep -E -v '"level":"INFO"' "$WORK/gateway-x.log" | head -n 1000 >"$ROOT/build/bench-gateway-x-warnings.log" || true
 	fi
 	[ -z "${KEEP_LOGS:-}" ] || { mkdir -p "$KEEP_LOGS" && cp "$WORK"/*.log "$KEEP_LOGS"/ 2>/dev/null; } || true
 	rm -rf "$WORK"
@@ -320,6 +332,28 @@ for check in "http://127.0.0.1:9101/v1/models $SIM_PID 10" "http://127.0.0.1:910
 	fi
 done
 
+# gateway-x: the same configuration (Badger, plugins, limits, routes), its
+# own port and data, but line bench speaks Gemini: the sim answers
+# modelf-flash on generateContent too, so every chat call is translated
+# there and back, same model, route and prices as the gateway's. Started
+# once the gateway has filled the plugins' compilation cache.
+X_FLAGS=()
+if [ "$TRANSLATED" != off ]; then
+	sed -e 's/^listen: .*/listen: 127.0.0.1:8082/' -e 's/^debug_listen: .*/debug_listen: 127.0.0.1:6062/' \
+		-e "s#^data_dir: .*#data_dir: $WORK/data-x#" \
+		-e '/^  - name: bench$/{n;s/^    protocol: openai$/    protocol: gemini/;}' "$WORK/relay.yaml" >"$WORK/relay-x.yaml"
+	grep -A1 '^  - name: bench$' "$WORK/relay-x.yaml" | grep -qx '    protocol: gemini' ||
+		die "gateway-x's configuration: line bench's protocol is not gemini"
+	mkdir -p "$WORK/data-x"
+	start gateway-x "$CPU_SUT" env ${GATEWAY_GOGC:+"GOGC=$GATEWAY_GOGC"} ${GATEWAY_GODEBUG:+"GODEBUG=$GATEWAY_GODEBUG"} "$GATEWAY_EXE" serve -config "$WORK/relay-x.yaml" -log-level "$LOG_LEVEL"
+	GATEWAY_X_PID=$STARTED_PID
+	if ! wait_http http://127.0.0.1:8082/healthz "$GATEWAY_X_PID" 120; then
+		log "gateway-x did not come up; its log:"
+		tail -n 20 "$WORK/gateway-x.log" >&2
+		exit 1
+	fi
+fi
+
 # gateway-pg: the same configuration with its ledger in a database made for
 # this run (dropped by cleanup), started once the first gateway has filled
 # the plugins' compilation cache.
@@ -377,6 +411,12 @@ GW=http://127.0.0.1:8080
 KEY=$(accounts "$GW")
 HOLD_KEY=$("$ROOT/bin/relay" keys create -account bench -route standard -server "$GW")
 BALANCE_BEFORE=$("$ROOT/bin/relay" accounts balance -account bench -server "$GW")
+if [ "$TRANSLATED" != off ]; then
+	GW_X=http://127.0.0.1:8082
+	KEY_X=$(accounts "$GW_X")
+	X_BALANCE_BEFORE=$("$ROOT/bin/relay" accounts balance -account bench -server "$GW_X")
+	X_FLAGS=(-gateway-x "$GW_X" -key-x "$KEY_X" -gateway-x-pid "$GATEWAY_X_PID")
+fi
 if [ -n "$PG_DB" ]; then
 	GW_PG=http://127.0.0.1:8081
 	KEY_PG=$(accounts "$GW_PG")
@@ -411,12 +451,13 @@ timeout --signal=INT 1800 nice -n "$NICE" taskset -c "$CPU_LOAD" "$BIN/loadgen" 
 	-gateway-pid "$GATEWAY_PID" -proxy-pid "$PROXY_PID" -control-pid "$CONTROL_PID" -sim-pid "$SIM_PID" -hold-proxy-pid "$PROXY_SLOW_PID" \
 	-rates "$RATES" -conns 64 -stream-rate 50 -chunks 20 -chunk-gap 10ms \
 	-open-streams 1000 -open-rate 500 -open-timeout 45s -sim-latency "$SIM_LATENCY" \
-	"${PG_FLAGS[@]}" "${LOAD_ARGS[@]}" "${MICRO_FLAG[@]}" "${PROFILE_FLAG[@]}" ${CALLS_DIR:+-calls-dir "$CALLS_DIR"} -json "$ROOT/build/bench-results.json" -md "$WORK/load.md"
+	"${X_FLAGS[@]}" "${PG_FLAGS[@]}" "${LOAD_ARGS[@]}" "${MICRO_FLAG[@]}" "${PROFILE_FLAG[@]}" ${CALLS_DIR:+-calls-dir "$CALLS_DIR"} -json "$ROOT/build/bench-results.json" -md "$WORK/load.md"
 
 read -r TICKS1 STEAL1 <<<"$(cpu_ticks)"
 LOADAVG_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 STEAL_PCT=$(awk -v t=$((TICKS1 - TICKS0)) -v s=$((STEAL1 - STEAL0)) 'BEGIN { printf "%.1f", (t > 0 ? 100 * s / t : 0) }')
 BALANCE_AFTER=$("$ROOT/bin/relay" accounts balance -account bench -server "$GW")
+[ "$TRANSLATED" = off ] || X_BALANCE_AFTER=$("$ROOT/bin/relay" accounts balance -account bench -server "$GW_X")
 if [ -n "$PG_DB" ]; then
 	PG_BALANCE_AFTER=$("$ROOT/bin/relay" accounts balance -account bench -server "$GW_PG")
 	pg_commits "$WORK/commits-after"
@@ -479,6 +520,12 @@ MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
 	echo "CPU time stolen by the hypervisor during them: $STEAL_PCT%. Other work on the machine (a load average above ~2"
 	echo "on two CPUs before the run) makes every number noisier; rerun on a quiet machine before comparing runs."
 	echo
+	if [ "$TRANSLATED" != off ]; then
+		echo "**gateway-x** (:8082): the same configuration as the gateway (Badger, plugins, limits, route, model, prices) but with line \`bench\`'s"
+		echo "\`protocol: gemini\`: every chat call is translated to the sim's \`generateContent\` (\`streamGenerateContent?alt=sse\` when streamed) and back."
+		echo "Account bench's balance before/after the load: $X_BALANCE_BEFORE / $X_BALANCE_AFTER USD."
+		echo
+	fi
 	if [ -n "$PG_DB" ]; then
 		PG_SET_BY=
 		[ -z "$PG_SYNCHRONOUS_COMMIT" ] || PG_SET_BY="; set by \`ALTER DATABASE $PG_DB SET synchronous_commit = $PG_SYNCHRONOUS_COMMIT\`"

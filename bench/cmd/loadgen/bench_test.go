@@ -219,6 +219,9 @@ func TestRunFlags(t *testing.T) {
 		{"gateway-pg needs its key", []string{"-direct", "http://a", "-proxy", "http://b", "-gateway", "http://c", "-key", "k", "-gateway-pg", "http://d"}, "-gateway-pg needs -key-pg"},
 		{"as many keys for both gateways", []string{"-direct", "http://a", "-proxy", "http://b", "-gateway", "http://c", "-key", "k1,k2", "-gateway-pg", "http://d", "-key-pg", "k3"}, "as many accounts"},
 		{"pg flags need gateway-pg", []string{"-direct", "http://a", "-proxy", "http://b", "-gateway", "http://c", "-key", "k", "-pg-db", "x"}, "need -gateway-pg"},
+		{"gateway-x needs its key", []string{"-direct", "http://a", "-proxy", "http://b", "-gateway", "http://c", "-key", "k", "-gateway-x", "http://d"}, "-gateway-x needs -key-x"},
+		{"as many keys for gateway-x", []string{"-direct", "http://a", "-proxy", "http://b", "-gateway", "http://c", "-key", "k1,k2", "-gateway-x", "http://d", "-key-x", "k3"}, "-key-x has 1 keys and -key 2"},
+		{"x flags need gateway-x", []string{"-direct", "http://a", "-proxy", "http://b", "-gateway", "http://c", "-key", "k", "-key-x", "x"}, "need -gateway-x"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -227,6 +230,34 @@ func TestRunFlags(t *testing.T) {
 				t.Fatalf("run(%q) = %v, want an error containing %q", c.args, err, c.want)
 			}
 		})
+	}
+}
+
+// gateway-x and gateway-pg are measured beside the gateway, each with its
+// own keys and process.
+func TestTargetsSecondGateways(t *testing.T) {
+	o, err := parseFlags([]string{"-direct", "http://a", "-proxy", "http://b", "-control", "http://e", "-gateway", "http://c", "-key", "k1,k2",
+		"-gateway-x", "http://x", "-key-x", "x1,x2", "-gateway-x-pid", "7", "-gateway-pg", "http://p", "-key-pg", "p1,p2", "-phases", "latency"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, hold, err := o.targets()
+	if err != nil || hold != nil {
+		t.Fatalf("targets: %v, hold %v", err, hold)
+	}
+	var names []string
+	for _, x := range ts {
+		names = append(names, x.Name)
+	}
+	if got := strings.Join(names, ","); got != "direct,proxy,control,gateway,gateway-x,gateway-pg" {
+		t.Fatalf("targets %s", got)
+	}
+	x := ts[4]
+	if x.URL != "http://x" || x.PID != 7 || x.key() != "x1" || x.key() != "x2" || x.key() != "x1" {
+		t.Errorf("gateway-x %+v", x)
+	}
+	if !isGateway(gatewayX) {
+		t.Error("gateway-x's /metrics are not read")
 	}
 }
 

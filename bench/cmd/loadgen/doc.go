@@ -2,8 +2,9 @@
 // it loads the targets that answer the same chat call — the simulated
 // provider directly, a bare httputil.ReverseProxy in front of it (the
 // floor), a second one (the A/A control), the gateway and, with
-// -gateway-pg, a gateway whose ledger is in PostgreSQL — and writes the
-// comparison as JSON and markdown.
+// -gateway-x, a gateway whose line speaks Gemini (every call translated
+// there and back) and, with -gateway-pg, a gateway whose ledger is in
+// PostgreSQL — and writes the comparison as JSON and markdown.
 //
 // Phases, each interleaving the targets (their order rotates every round)
 // so that drift on the machine hits all of them alike:

@@ -25,7 +25,7 @@ func main() {
 
 // target is one system the benchmark loads.
 type target struct {
-	Name string // direct, proxy, control (optional), gateway, gateway-pg (optional)
+	Name string // direct, proxy, control (optional), gateway, gateway-x, gateway-pg (optional)
 	URL  string // base URL; the chat path is appended
 	Key  string // sent as "Authorization: Bearer" (the sim and the proxy ignore it)
 	// Keys, when more than one, are taken in turn instead of Key (keys of
@@ -91,8 +91,13 @@ type Settings struct {
 // measured beside the Badger one ("gateway").
 const gatewayPG = "gateway-pg"
 
+// gatewayX is the target of the gateway whose line speaks Gemini: every
+// chat call translated there and back, measured beside the pass-through
+// one ("gateway").
+const gatewayX = "gateway-x"
+
 // isGateway reports whether a target is a relay serve (it serves /metrics).
-func isGateway(name string) bool { return name == "gateway" || name == gatewayPG }
+func isGateway(name string) bool { return name == "gateway" || name == gatewayX || name == gatewayPG }
 
 // stallCPUs are the CPUs whose stalls the latency phase watches for.
 func (s Settings) stallCPUs() []int {
@@ -113,7 +118,9 @@ type options struct {
 	s                                    Settings
 	direct, proxy, gateway, control, key string
 	gatewayPG, keyPG, holdProxy, holdKey string
+	gatewayX, keyX                       string
 	gatewayPID, gatewayPGPID, proxyPID   int
+	gatewayXPID                          int
 	controlPID, simPID, holdProxyPID     int
 	profileURL, profileDir, callsDir     string
 	microPath, jsonOut, mdOut            string
@@ -193,6 +200,9 @@ func (o *options) targetFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.gatewayPGPID, "gateway-pg-pid", 0, "gateway-pg process id (memory; CPU per call with -sim-pid)")
 	fs.StringVar(&o.s.PGDB, "pg-db", "", "gateway-pg's database: CPU per call also counts its server processes (backends titled with this name) (with -gateway-pg)")
 	fs.StringVar(&o.s.PGSync, "pg-sync", "", "gateway-pg's synchronous_commit, for the report (with -gateway-pg)")
+	fs.StringVar(&o.gatewayX, "gateway-x", "", "base URL of a gateway in front of -direct whose line speaks Gemini (every chat call translated there and back): measured beside -gateway (optional)")
+	fs.StringVar(&o.keyX, "key-x", "", "gateway-x's key whose route reaches -direct (with -gateway-x); several as with -key")
+	fs.IntVar(&o.gatewayXPID, "gateway-x-pid", 0, "gateway-x process id (memory; CPU per call with -sim-pid)")
 	fs.StringVar(&o.holdProxy, "hold-proxy", "", "rss: base URL of a bare proxy in front of a provider with a long chunk gap")
 	fs.StringVar(&o.holdKey, "hold-key", "", "rss: gateway key whose route reaches that provider")
 	fs.IntVar(&o.gatewayPID, "gateway-pid", 0, "gateway process id (memory; CPU per call with -sim-pid)")
@@ -244,14 +254,21 @@ func (o *options) targets() (targets, hold []target, err error) {
 	if o.control != "" {
 		targets = slices.Insert(targets, 2, target{Name: "control", URL: o.control, PID: o.controlPID}.withKeys(o.key))
 	}
+	if o.gatewayX != "" {
+		t, err := o.second("-gateway-x", "-key-x", target{Name: gatewayX, URL: o.gatewayX, PID: o.gatewayXPID}, o.keyX)
+		if err != nil {
+			return nil, nil, err
+		}
+		targets = append(targets, t)
+	} else if o.keyX != "" || o.gatewayXPID != 0 {
+		return nil, nil, errors.New("-key-x and -gateway-x-pid need -gateway-x")
+	}
 	if o.gatewayPG != "" {
-		if o.keyPG == "" {
-			return nil, nil, errors.New("-gateway-pg needs -key-pg")
+		t, err := o.second("-gateway-pg", "-key-pg", target{Name: gatewayPG, URL: o.gatewayPG, PID: o.gatewayPGPID}, o.keyPG)
+		if err != nil {
+			return nil, nil, err
 		}
-		if n := len(strings.Split(o.keyPG, ",")); n != o.s.Accounts {
-			return nil, nil, fmt.Errorf("-key-pg has %d keys and -key %d: both gateways spread their calls over as many accounts", n, o.s.Accounts)
-		}
-		targets = append(targets, target{Name: gatewayPG, URL: o.gatewayPG, PID: o.gatewayPGPID}.withKeys(o.keyPG))
+		targets = append(targets, t)
 	} else if o.s.PGDB != "" || o.s.PGSync != "" || o.keyPG != "" {
 		return nil, nil, errors.New("-pg-db, -pg-sync and -key-pg need -gateway-pg")
 	}
@@ -265,6 +282,19 @@ func (o *options) targets() (targets, hold []target, err error) {
 		}
 	}
 	return targets, hold, nil
+}
+
+// second is t, a gateway beside -gateway (flag), with its keys (keyFlag):
+// as many as -key has, so that both spread their calls over as many
+// accounts.
+func (o *options) second(flag, keyFlag string, t target, keys string) (target, error) {
+	if keys == "" {
+		return t, fmt.Errorf("%s needs %s", flag, keyFlag)
+	}
+	if n := len(strings.Split(keys, ",")); n != o.s.Accounts {
+		return t, fmt.Errorf("%s has %d keys and -key %d: both gateways spread their calls over as many accounts", keyFlag, n, o.s.Accounts)
+	}
+	return t.withKeys(keys), nil
 }
 
 // write adds the micro-benchmarks' summary to res, when -micro names their

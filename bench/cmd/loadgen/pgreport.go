@@ -44,24 +44,29 @@ func newPGLatency(res *Results) *pgLatency {
 // aa is how far the control measured from the proxy in each round, at the
 // targets' rate, on the percentile pick reads.
 func (l *pgLatency) aa(pick func(Lat) time.Duration) []float64 {
-	return perRound(l.latency, atTargetRate, func(m map[string]Lat) (float64, bool) {
-		p, okp := m["proxy"]
-		c, okc := m["control"]
-		return float64(pick(c) - pick(p)), okp && okc
-	})
+	return latencySpreads(&Results{Latency: l.latency}, pick)
 }
 
 // answered says which gateway refused calls at the targets' rate: a
 // latency compares only calls answered, and a gateway that refused some did
 // not carry the rate. It is "" when neither did.
 func (l *pgLatency) answered() string {
+	return refusedNote(namedShare{gatewayPG, l.pg.Success}, namedShare{"gateway", l.g.Success})
+}
+
+// namedShare is the share of its calls a target answered.
+type namedShare struct {
+	name  string
+	share float64
+}
+
+// refusedNote names the targets that answered less than minAnswered of
+// their calls, "" when none did.
+func refusedNote(shares ...namedShare) string {
 	var s []string
-	for _, a := range []struct {
-		name string
-		agg  latAgg
-	}{{"gateway-pg", l.pg}, {"gateway", l.g}} {
-		if a.agg.Success < minAnswered {
-			s = append(s, fmt.Sprintf("%s answered only %s of the calls", a.name, pct(a.agg.Success)))
+	for _, a := range shares {
+		if a.share < minAnswered {
+			s = append(s, fmt.Sprintf("%s answered only %s of the calls", a.name, pct(a.share)))
 		}
 	}
 	if len(s) == 0 {

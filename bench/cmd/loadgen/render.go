@@ -41,6 +41,12 @@ func renderIntro(p func(string, ...any), res *Results) {
 			"overhead ÷ the proxy's, **pg − gw** = its overhead minus the Badger gateway's. The PostgreSQL server is not pinned: its processes "+
 			"run on whichever CPU it may use (the header says which), while Badger's work is inside the gateway's process.\n\n", s.PGDB, s.PGSync)
 	}
+	if hasX(res) {
+		p("**gateway-x** is a third ModelRelay, configured as **gateway** (Badger, the same plugins, limits, route, model and prices) but with its " +
+			"line speaking Gemini (`protocol: gemini`): every chat call is translated to `generateContent` (`streamGenerateContent?alt=sse` when " +
+			"streamed), which the same provider answers, and the answer translated back to chat, billed from Gemini's usage. **x/proxy** = its " +
+			"overhead ÷ the proxy's, **x − gw** = its overhead minus the pass-through gateway's: what translation adds.\n\n")
+	}
 	if hasControl(res) {
 		p("**control** is a second bare proxy, the same program as **proxy** in front of the same provider, measured the same way: " +
 			"the A/A test. **control/proxy** would be 1.00× on a quiet machine; how far it is from 1.00× is a lower bound on how far this run's noise " +
@@ -98,11 +104,13 @@ func renderLatency(p func(string, ...any), res *Results) {
 					ratio(float64(og.P99), float64(op.P99)), ratio(float64(og.Max), float64(op.Max)))
 			}
 		}
-		// Both gateways' overheads over the same direct: the difference
-		// is the PostgreSQL ledger's share.
-		if g, pg := aggLatency(res.Latency, "gateway", rate), aggLatency(res.Latency, gatewayPG, rate); g.ok && pg.ok && !g.Lat.none() && !pg.Lat.none() {
-			o := pg.Lat.sub(g.Lat)
-			p("| %d | **pg − gw** | | | | | | | | %s | %s | %s | %s |\n", rate, signedMs(o.P50), signedMs(o.P90), signedMs(o.P99), signedMs(o.Max))
+		// Two gateways' overheads over the same direct: the difference is
+		// the translation's or the PostgreSQL ledger's share.
+		for _, r := range [][2]string{{gatewayX, "x − gw"}, {gatewayPG, "pg − gw"}} {
+			if g, o := aggLatency(res.Latency, "gateway", rate), aggLatency(res.Latency, r[0], rate); g.ok && o.ok && !g.Lat.none() && !o.Lat.none() {
+				d := o.Lat.sub(g.Lat)
+				p("| %d | **%s** | | | | | | | | %s | %s | %s | %s |\n", rate, r[1], signedMs(d.P50), signedMs(d.P90), signedMs(d.P99), signedMs(d.Max))
+			}
 		}
 	}
 	p("\n")
@@ -131,7 +139,7 @@ func renderThroughput(p func(string, ...any), res *Results) {
 		if name != "proxy" && px.ok {
 			r = ratio(a.Throughput, px.Throughput)
 		}
-		if name == gatewayPG && gw.ok {
+		if (name == gatewayPG || name == gatewayX) && gw.ok {
 			rg = ratio(a.Throughput, gw.Throughput)
 		}
 		p("| %s | %.0f | %s | %s | %s | %s | %s | %s |\n", name, a.Throughput, pct(a.Success), msOf(a.Lat, a.Lat.P50), msOf(a.Lat, a.Lat.P99), stolenCell(a.Stolen), r, rg)
@@ -246,6 +254,15 @@ func renderTargets(p func(string, ...any), res *Results) {
 		p("| %s | %s | %s |\n", row[0], row[1], row[2])
 	}
 	p("\n")
+	if hasX(res) {
+		p("### Targets: translation, chat → Gemini → chat\n\n")
+		p("gateway-x against the pass-through gateway of the same run, measured side by side. Added = overhead over direct at the same percentile.\n\n")
+		p("| target | measured | verdict |\n|---|---|---|\n")
+		for _, row := range xTargetRows(res) {
+			p("| %s | %s | %s |\n", row[0], row[1], row[2])
+		}
+		p("\n")
+	}
 	if hasPG(res) {
 		p("### Targets: the ledger on PostgreSQL, synchronous_commit %s\n\n", s.PGSync)
 		p("gateway-pg against the Badger gateway of the same run. Added = overhead over direct at the same percentile.\n\n")
@@ -321,9 +338,12 @@ func renderCPU(p func(string, ...any), res *Results) {
 		p("**database** is, for gateway-pg, the CPU time of the PostgreSQL processes serving its database (its connections' backends, " +
 			"which do the statements and, with synchronous_commit on, their own WAL flushes; the server's shared WAL writer is not counted). " +
 			"They are not pinned: they may run on the load generator's CPU as well as on the targets'. **total** adds them in; " +
-			"**+ database ÷ gateway's** is gateway-pg's hop and database against the Badger gateway's hop, whose ledger runs inside it.\n\n")
+			"**hop + database ÷ gateway's** is gateway-pg's hop and database against the Badger gateway's hop, whose ledger runs inside it.\n\n")
 	}
-	p("| rate/s | target | hop | database | provider | total | hop ÷ proxy's | + database ÷ gateway's |\n|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	if hasX(res) {
+		p("For gateway-x, **hop + database ÷ gateway's** is its hop against the pass-through gateway's: the CPU translation costs.\n\n")
+	}
+	p("| rate/s | target | hop | database | provider | total | hop ÷ proxy's | hop + database ÷ gateway's |\n|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, rate := range res.Settings.Rates {
 		px := aggLatency(res.Latency, "proxy", rate).CPU
 		gw := aggLatency(res.Latency, "gateway", rate).CPU
@@ -344,6 +364,8 @@ func renderCPU(p func(string, ...any), res *Results) {
 			}
 			if name == gatewayPG {
 				db = micros(c.DB)
+			}
+			if name == gatewayPG || name == gatewayX {
 				if gw != nil && gw.Hop > 0 && c.Hop > 0 {
 					vg = ratio(float64(c.Hop+c.DB), float64(gw.Hop))
 				}
@@ -366,7 +388,7 @@ func renderGC(p func(string, ...any), res *Results) {
 		"work is a burst of CPU on the CPU the provider shares; they come as often as the bytes allocated fill the heap's headroom.\n\n")
 	p("| rate/s | target | collections | calls | calls per collection | allocated per call |\n|---:|---|---:|---:|---:|---:|\n")
 	for _, rate := range res.Settings.Rates {
-		for _, name := range []string{"gateway", gatewayPG} {
+		for _, name := range []string{"gateway", gatewayX, gatewayPG} {
 			g := aggLatency(res.Latency, name, rate).GC
 			if g == nil || g.Calls == 0 {
 				continue

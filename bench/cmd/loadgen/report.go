@@ -283,7 +283,7 @@ func verdict(ok bool) string {
 }
 
 // targetNames are the targets in the order the tables show them.
-var targetNames = []string{"direct", "proxy", "control", "gateway", gatewayPG}
+var targetNames = []string{"direct", "proxy", "control", "gateway", gatewayX, gatewayPG}
 
 // hasStolen reports whether any measurement read the SUT CPU's steal.
 func hasStolen(res *Results) bool {
@@ -292,18 +292,19 @@ func hasStolen(res *Results) bool {
 		slices.ContainsFunc(res.Stream, func(r StreamRun) bool { return r.Stolen != nil })
 }
 
-// hasPG reports whether the run measured gateway-pg.
-func hasPG(res *Results) bool {
-	is := func(name string) bool { return name == gatewayPG }
-	return slices.ContainsFunc(res.Latency, func(r LatencyRun) bool { return is(r.Target) }) ||
-		slices.ContainsFunc(res.Throughput, func(r ThroughputRun) bool { return is(r.Target) }) ||
-		slices.ContainsFunc(res.Stream, func(r StreamRun) bool { return is(r.Target) })
+// hasTarget reports whether the run measured the target name in the
+// latency, throughput or stream phase.
+func hasTarget(res *Results, name string) bool {
+	return slices.ContainsFunc(res.Latency, func(r LatencyRun) bool { return r.Target == name }) ||
+		slices.ContainsFunc(res.Throughput, func(r ThroughputRun) bool { return r.Target == name }) ||
+		slices.ContainsFunc(res.Stream, func(r StreamRun) bool { return r.Target == name })
 }
 
+// hasPG reports whether the run measured gateway-pg.
+func hasPG(res *Results) bool { return hasTarget(res, gatewayPG) }
+
+// hasX reports whether the run measured gateway-x.
+func hasX(res *Results) bool { return hasTarget(res, gatewayX) }
+
 // hasControl reports whether the run measured the A/A control.
-func hasControl(res *Results) bool {
-	is := func(name string) bool { return name == "control" }
-	return slices.ContainsFunc(res.Latency, func(r LatencyRun) bool { return is(r.Target) }) ||
-		slices.ContainsFunc(res.Throughput, func(r ThroughputRun) bool { return is(r.Target) }) ||
-		slices.ContainsFunc(res.Stream, func(r StreamRun) bool { return is(r.Target) })
-}
+func hasControl(res *Results) bool { return hasTarget(res, "control") }

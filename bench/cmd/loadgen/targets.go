@@ -166,13 +166,7 @@ func streamRow(res *Results) [3]string {
 		if sp.ok && !sp.TTFB.none() {
 			m += fmt.Sprintf(" (proxy %s", signedMs(sp.TTFB.P50-sd.TTFB.P50))
 			if sc.ok && !sc.TTFB.none() {
-				spreads := perRound(res.Stream, func(r StreamRun) (int, string, Lat, bool) {
-					return r.Round, r.Target, r.TTFB, !r.TTFB.none()
-				}, func(m map[string]Lat) (float64, bool) {
-					p, okp := m["proxy"]
-					c, okc := m["control"]
-					return float64(c.P50 - p.P50), okp && okc
-				})
+				spreads := streamSpreads(res)
 				m += fmt.Sprintf(", control %s", signedMs(sc.TTFB.P50-sd.TTFB.P50))
 				m += spreadRange(spreads, "control − proxy ", func(f float64) string { return signedMs(time.Duration(f)) })
 				v += noise(float64(og-limitTTFB), widest(spreads, float64(sc.TTFB.P50-sp.TTFB.P50)))
@@ -231,6 +225,29 @@ func throughputSpreads(res *Results) []float64 {
 		p, okp := m["proxy"]
 		c, okc := m["control"]
 		return c/p - 1, okp && okc && p > 0
+	})
+}
+
+// streamSpreads is how far the control's p50 time to first event was from
+// the proxy's in each round, in nanoseconds.
+func streamSpreads(res *Results) []float64 {
+	return perRound(res.Stream, func(r StreamRun) (int, string, Lat, bool) {
+		return r.Round, r.Target, r.TTFB, !r.TTFB.none()
+	}, func(m map[string]Lat) (float64, bool) {
+		p, okp := m["proxy"]
+		c, okc := m["control"]
+		return float64(c.P50 - p.P50), okp && okc
+	})
+}
+
+// latencySpreads is how far the control measured from the proxy in each
+// round, at the targets' rate, on the percentile pick reads, in
+// nanoseconds.
+func latencySpreads(res *Results, pick func(Lat) time.Duration) []float64 {
+	return perRound(res.Latency, atTargetRate, func(m map[string]Lat) (float64, bool) {
+		p, okp := m["proxy"]
+		c, okc := m["control"]
+		return float64(pick(c) - pick(p)), okp && okc
 	})
 }
 
@@ -348,4 +365,4 @@ func allErrors(res *Results) []string {
 
 // ratioRows are the hops whose overhead the report divides by the bare
 // proxy's, each with its row's name.
-var ratioRows = [][2]string{{"gateway", "gw/proxy"}, {gatewayPG, "pg/proxy"}, {"control", "control/proxy"}}
+var ratioRows = [][2]string{{"gateway", "gw/proxy"}, {gatewayX, "x/proxy"}, {gatewayPG, "pg/proxy"}, {"control", "control/proxy"}}
