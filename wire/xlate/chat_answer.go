@@ -139,6 +139,9 @@ type chatChoiceOut struct {
 // text, thinking as reasoning_content and reasoning_details, usage in
 // chat's convention.
 func chatWriteAnswer(a *Answer, r *Request) ([]byte, error) {
+	if r == nil {
+		r = &Request{}
+	}
 	out := chatAnswerOut{
 		ID:      CallerID("chatcmpl-", a.ID),
 		Object:  "chat.completion",

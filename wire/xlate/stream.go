@@ -13,7 +13,8 @@ type EventKind uint8
 const (
 	EvStart EventKind = iota + 1
 	// EvBlockStart opens block Block of type Part (Text, Thinking,
-	// RedactedThinking with Text = its data, ToolCall with ID and Name,
+	// RedactedThinking with Text = its data, ToolCall with ID and Name
+	// and Text = its Gemini thoughtSignature when it has one,
 	// ReasoningItem with ID).
 	EvBlockStart
 	// EvDelta adds Text to the open block: text, thinking text, or a
