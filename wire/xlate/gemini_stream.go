@@ -48,6 +48,14 @@ func (d *gemDecoder) Event(_ string, data []byte, emit func(*Event)) error {
 		d.started = true
 		emit(&Event{Kind: EvStart, ID: ch.ResponseID, Model: ch.ModelVersion})
 	}
+	// The first chunk's usage comes before its parts: a messages caller's
+	// message_start carries the input counts Gemini reports from it. Later
+	// usage follows the parts, as Gemini sends it.
+	if d.block == 0 && d.open == 0 {
+		if err := d.observeUsage(ch.UsageMetadata, emit); err != nil {
+			return err
+		}
+	}
 	finish := ""
 	if !d.finished {
 		switch {
@@ -68,19 +76,28 @@ func (d *gemDecoder) Event(_ string, data []byte, emit func(*Event)) error {
 	if finish != "" {
 		d.closeBlock(emit)
 	}
-	if ch.UsageMetadata != nil {
-		u, err := ch.UsageMetadata.usage()
-		if err != nil {
-			return err
-		}
-		if !d.hasUsage || u != d.usage {
-			d.usage, d.hasUsage = u, true
-			emit(&Event{Kind: EvUsage, Usage: u})
-		}
+	if err := d.observeUsage(ch.UsageMetadata, emit); err != nil {
+		return err
 	}
 	if finish != "" {
 		d.finished = true
 		emit(&Event{Kind: EvFinish, Finish: finish})
+	}
+	return nil
+}
+
+// observeUsage emits a chunk's usage when it says more than the last.
+func (d *gemDecoder) observeUsage(um *gemUsageWire, emit func(*Event)) error {
+	if um == nil {
+		return nil
+	}
+	u, err := um.usage()
+	if err != nil {
+		return err
+	}
+	if !d.hasUsage || u != d.usage {
+		d.usage, d.hasUsage = u, true
+		emit(&Event{Kind: EvUsage, Usage: u})
 	}
 	return nil
 }

@@ -218,13 +218,13 @@ finish content_filter
 			`{"candidates":[{"content":{"parts":[{"text":"ignored"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":2}}`,
 			"  ",
 		}, `start id="" model=""
+usage {Input:3 CacheRead:0 CacheWrite5m:0 CacheWrite1h:0 Output:1 Reasoning:0}
 block_start 0 thinking
 delta 0 "Once"
 block_end 0
 block_start 1 text
 delta 1 "upon"
 block_end 1
-usage {Input:3 CacheRead:0 CacheWrite5m:0 CacheWrite1h:0 Output:1 Reasoning:0}
 finish length
 usage {Input:3 CacheRead:0 CacheWrite5m:0 CacheWrite1h:0 Output:2 Reasoning:0}
 `},
