@@ -135,8 +135,9 @@ func (d *gemDecoder) thought(p *gemPartWire, emit func(*Event)) {
 	}
 }
 
-// call emits a whole function call as one ToolCall block: its arguments
-// in one delta, then its thoughtSignature.
+// call emits a whole function call as one ToolCall block, its
+// thoughtSignature the start's Text (as the chat decoder gives a call's
+// signature), its arguments in one delta.
 func (d *gemDecoder) call(p *gemPartWire, emit func(*Event)) error {
 	fc := p.FunctionCall
 	if fc.Name == "" {
@@ -153,11 +154,8 @@ func (d *gemDecoder) call(p *gemPartWire, emit func(*Event)) error {
 	d.calls++
 	d.closeBlock(emit)
 	d.open = ToolCall
-	emit(&Event{Kind: EvBlockStart, Block: d.block, Part: ToolCall, ID: id, Name: fc.Name})
+	emit(&Event{Kind: EvBlockStart, Block: d.block, Part: ToolCall, ID: id, Name: fc.Name, Text: p.ThoughtSignature})
 	emit(&Event{Kind: EvDelta, Block: d.block, Text: args})
-	if p.ThoughtSignature != "" {
-		emit(&Event{Kind: EvSignature, Block: d.block, Text: p.ThoughtSignature})
-	}
 	d.closeBlock(emit)
 	return nil
 }

@@ -382,9 +382,9 @@ func respAnswerOutput(parts []Part, custom map[string]bool) []byte {
 		case ToolCall:
 			flush()
 			if custom[p.Name] {
-				add(respAppendCustomItem(nil, "ctc_"+respHex(), true, p.ID, p.Name, respCustomInput(p.Arguments)))
+				add(respAppendCustomItem(nil, "ctc_"+respHex(), true, callIDWithSig(p.ID, p.Signature), p.Name, respCustomInput(p.Arguments)))
 			} else {
-				add(respAppendCallItem(nil, "fc_"+respHex(), true, p.ID, p.Name, respArguments(p.Arguments)))
+				add(respAppendCallItem(nil, "fc_"+respHex(), true, callIDWithSig(p.ID, p.Signature), p.Name, respArguments(p.Arguments)))
 			}
 		case ReasoningItem:
 			flush()

@@ -126,7 +126,8 @@ func (in *respInput) item(it *respItemWire, field string) error {
 }
 
 // call adds a function call, or a custom tool's call as the function
-// call it was made from (its input the one argument).
+// call it was made from (its input the one argument); a signature its
+// call_id carries (callIDWithSig) is the call's again.
 func (in *respInput) call(it *respItemWire, field string) error {
 	if it.CallID == "" {
 		return &Invalid{Field: field + ".call_id", Msg: "required"}
@@ -134,6 +135,7 @@ func (in *respInput) call(it *respItemWire, field string) error {
 	if it.Name == "" {
 		return &Invalid{Field: field + ".name", Msg: "required"}
 	}
+	id, sig := splitCallID(it.CallID)
 	args := respArguments(it.Arguments)
 	if it.Type == "custom_tool_call" {
 		if it.Input == nil {
@@ -142,11 +144,11 @@ func (in *respInput) call(it *respItemWire, field string) error {
 		args = respCustomArgs(*it.Input)
 	}
 	in.flushResults()
-	in.assistant = append(in.assistant, Part{Type: ToolCall, ID: it.CallID, Name: it.Name, Arguments: args})
+	in.assistant = append(in.assistant, Part{Type: ToolCall, ID: id, Name: it.Name, Arguments: args, Signature: sig})
 	if in.names == nil {
 		in.names = map[string]string{}
 	}
-	in.names[it.CallID] = it.Name
+	in.names[id] = it.Name
 	return nil
 }
 
@@ -200,7 +202,8 @@ func (in *respInput) output(it *respItemWire, field string) error {
 		return err
 	}
 	in.flushAssistant()
-	in.results = append(in.results, Part{Type: ToolResult, ID: it.CallID, Name: in.names[it.CallID], Content: content})
+	id, _ := splitCallID(it.CallID)
+	in.results = append(in.results, Part{Type: ToolResult, ID: id, Name: in.names[id], Content: content})
 	return nil
 }
 

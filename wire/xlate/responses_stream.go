@@ -227,7 +227,7 @@ func (e *respEncoder) blockStart(dst []byte, ev *Event) []byte {
 		return e.end(dst)
 	case ToolCall:
 		dst = e.closeRun(dst)
-		e.callID, e.name, e.isCustom = respOr(ev.ID, "call_"), ev.Name, e.custom[ev.Name]
+		e.callID, e.name, e.isCustom = callIDWithSig(respOr(ev.ID, "call_"), ev.Text), ev.Name, e.custom[ev.Name]
 		e.idx = e.nOut
 		e.nOut++
 		if e.isCustom {
