@@ -31,7 +31,11 @@ import (
 //     cannot see; a reasoning item whose encrypted_content is not null and
 //     does not start with "simenc_".
 //   - Gemini: a functionResponse whose name is the name of no earlier
-//     functionCall; a thoughtSignature that does not start with "simsig_".
+//     functionCall; a thoughtSignature that does not start with "simsig_";
+//     and, with thinking on, a model content of the current turn (after
+//     the last user content that is no function response) whose first
+//     functionCall part has no thoughtSignature (Gemini 3's rule: the
+//     sim signs the first call of every answer it thinks for).
 
 // toolDef is one offered tool: chat {"type":"function","function":{"name"}},
 // responses {"type":"function","name"}, messages {"name"} (client tools

@@ -234,7 +234,53 @@ func parseGemini(body []byte) (*geminiRequest, error) {
 			}
 		}
 	}
+	if err := req.unsignedCall(); err != nil {
+		return nil, err
+	}
 	return &req, nil
+}
+
+// unsignedCall refuses, as Gemini 3 does, a request with thinking on whose
+// current turn (the contents after the last user content that is no
+// function response) holds a model content whose first functionCall
+// part carries no thoughtSignature: with thinking on, the sim signs the
+// first call of every answer, so the caller dropped the signature.
+func (r *geminiRequest) unsignedCall() error {
+	if words, _ := r.thinking(); words == 0 {
+		return nil
+	}
+	from := 0
+	for i := range r.Contents {
+		c := &r.Contents[i]
+		if c.Role == "model" {
+			continue
+		}
+		turn := true
+		for j := range c.Parts {
+			turn = turn && c.Parts[j].response() == nil
+		}
+		if turn {
+			from = i + 1
+		}
+	}
+	for i := from; i < len(r.Contents); i++ {
+		c := &r.Contents[i]
+		if c.Role != "model" {
+			continue
+		}
+		for j := range c.Parts {
+			p := &c.Parts[j]
+			if fc := p.call(); fc != nil {
+				if p.signature() == nil {
+					return errors.New("Function call is missing a thought_signature in functionCall parts. " +
+						"This is required for tools to work correctly. Additional data, function call `" + fc.Name +
+						"`, position contents[" + strconv.Itoa(i) + "].parts[" + strconv.Itoa(j) + "].")
+				}
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // geminiConvo reads a Gemini request's tool loop, and whether its

@@ -74,6 +74,9 @@ func TestRoundTripChecks(t *testing.T) {
 		return `{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[` + model +
 			`]},{"role":"user","parts":[{"functionResponse":{"name":"read","response":{"r":1}}}]}]}`
 	}
+	geminiThinking := func(model string) string {
+		return strings.TrimSuffix(gemini(model), "}") + `,"generationConfig":{"thinkingConfig":{"includeThoughts":true}}}`
+	}
 	const gpath = "/v1beta/models/modelf-flash:generateContent"
 	cases := []struct {
 		name, path, body string
@@ -106,6 +109,13 @@ func TestRoundTripChecks(t *testing.T) {
 		{"gemini signed call", gpath, gemini(`{"functionCall":{"name":"read","args":{}},"thoughtSignature":"simsig_1"}`), 200, ""},
 		{"gemini foreign signature", gpath, gemini(`{"functionCall":{"name":"read","args":{}},"thought_signature":"CiQB"}`), 400,
 			"contents[1].parts[0].thoughtSignature: Thought signature is not valid."},
+		{"gemini thinking, unsigned call of the current turn", gpath, geminiThinking(`{"functionCall":{"name":"read","args":{}}}`), 400,
+			"Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly. Additional data, function call `read`, position contents[1].parts[0]."},
+		{"gemini thinking, first call signed", gpath, geminiThinking(`{"text":"x"},{"functionCall":{"name":"read","args":{}},"thoughtSignature":"simsig_1"},{"functionCall":{"name":"read","args":{}}}`), 200, ""},
+		{"gemini thinking, unsigned call of an earlier turn", gpath, `{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"read","args":{}}}]},` +
+			`{"role":"user","parts":[{"functionResponse":{"name":"read","response":{"r":1}}}]},{"role":"model","parts":[{"text":"done"}]},{"role":"user","parts":[{"text":"again"}]}],` +
+			`"generationConfig":{"thinkingConfig":{"thinkingBudget":1024}}}`, 200, ""},
+		{"gemini thinking off, unsigned call", gpath, gemini(`{"functionCall":{"name":"read","args":{}}}`), 200, ""},
 		{"gemini response to no call", gpath, gemini(`{"functionCall":{"name":"list","args":{}}}`), 400,
 			"contents[2].parts[0].functionResponse.name: \"read\" is the name of no earlier functionCall"},
 	}

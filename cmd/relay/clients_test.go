@@ -32,10 +32,12 @@ const (
 // TestRealClients drives Claude Code (claude -p) and Codex (codex exec, once
 // with a custom provider over /v1/responses and once with the built-in
 // OpenAI provider) against relay demo: each must answer one prompt with the
-// sim's reply, exit 0, and leave a charge on the demo account. The CLIs talk
-// only to 127.0.0.1 (through a tap that records what the gateway answered),
-// run with a fresh HOME, telemetry and update checks off, and a proxy that
-// goes nowhere for anything not on 127.0.0.1.
+// sim's reply, exit 0, and leave a charge on the demo account. Then each
+// runs a scripted tool loop on a model only a line of another protocol
+// serves, with the demo's standard key (clients_loop_test.go). The CLIs
+// talk only to 127.0.0.1 (through a tap that records what the gateway
+// answered), run with a fresh HOME, telemetry and update checks off, and a
+// proxy that goes nowhere for anything not on 127.0.0.1.
 func TestRealClients(t *testing.T) {
 	if os.Getenv(clientsEnv) == "" {
 		t.Skipf("the real-CLI test runs under make test-clients (%s=1; needs npm)", clientsEnv)
@@ -47,7 +49,7 @@ func TestRealClients(t *testing.T) {
 			t.Fatalf("%s not installed: run npm ci --prefix clients (make test-clients does): %v", c, err)
 		}
 	}
-	d := startDemo(t)
+	d, std := startStandardDemo(t)
 	tap := newTap(t, d.addr)
 
 	t.Run("claude", func(t *testing.T) {
@@ -98,6 +100,7 @@ stream_max_retries = 1
 			t.Errorf("the resumed session sent no compaction request:\n%s", tap.since(mark))
 		}
 	})
+	runLoops(t, d, std, tap, bin)
 }
 
 // codexQuiet turns off Codex's update check, analytics, feedback and
@@ -164,6 +167,17 @@ func (h *home) run(t *testing.T, d *demo, tap *tap, model, bin string, args ...s
 	t.Helper()
 	before := d.charges(t, model)
 	mark := tap.mark()
+	h.answer(t, tap, mark, bin, args...)
+	if after := d.charges(t, model); after <= before {
+		t.Errorf("%s: no new charge for %s on account demo (%d before, %d after)", filepath.Base(bin), model, before, after)
+	}
+}
+
+// answer runs one CLI command in the work directory and asserts that it
+// exited 0 with the sim's reply on stdout and that the gateway answered
+// every request it made since mark with a success.
+func (h *home) answer(t *testing.T, tap *tap, mark int, bin string, args ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -176,7 +190,14 @@ func (h *home) run(t *testing.T, d *demo, tap *tap, model, bin string, args ...s
 	err := cmd.Run()
 	took := time.Since(start).Round(100 * time.Millisecond)
 	reqs := tap.since(mark)
-	name := filepath.Base(bin) + " " + strings.Join(args, " ")
+	shown := make([]string, len(args))
+	for i, a := range args {
+		shown[i] = a
+		if n := strings.Count(a, "\n"); n > 0 {
+			shown[i] = fmt.Sprintf("<prompt of %d lines>", n+1)
+		}
+	}
+	name := filepath.Base(bin) + " " + strings.Join(shown, " ")
 	t.Logf("%s: exit %v in %s; requests through the gateway:\n%s", name, err, took, reqs)
 	if err != nil || !strings.Contains(stdout.String(), simReplyStart) {
 		t.Errorf("%s did not answer the prompt with the sim's reply: %v (after %s)\nrequests:\n%s\nstdout:\n%s\nstderr (tail):\n%s",
@@ -184,9 +205,6 @@ func (h *home) run(t *testing.T, d *demo, tap *tap, model, bin string, args ...s
 	}
 	if bad := tap.failures(mark); len(bad) > 0 {
 		t.Errorf("%s: the gateway refused %d request(s):\n  %s", name, len(bad), strings.Join(bad, "\n  "))
-	}
-	if after := d.charges(t, model); after <= before {
-		t.Errorf("%s: no new charge for %s on account demo (%d before, %d after)", name, model, before, after)
 	}
 }
 
@@ -225,7 +243,8 @@ func (d *demo) charges(t *testing.T, model string) int {
 
 // tap is a reverse proxy in front of the gateway that records, per request,
 // the method, path, status, and for an error the gateway's error body, so a
-// failing run says which request failed and why.
+// failing run says which request failed and why; and, for the tool loops,
+// the request id the gateway answered with and the body of each POST.
 type tap struct {
 	url string
 	mu  sync.Mutex
@@ -233,9 +252,18 @@ type tap struct {
 }
 
 type tapRecord struct {
-	line string
-	ok   bool // 2xx, or 426 to a websocket upgrade
+	line   string
+	ok     bool // 2xx, or 426 to a websocket upgrade
+	method string
+	path   string // without the query
+	status int
+	rid    string // X-Request-Id
+	body   []byte // a POST's body as the client sent it
+	coding string // its Content-Encoding, if any
 }
+
+// tapBody is the context key of the request body the tap read.
+type tapBody struct{}
 
 func newTap(t *testing.T, gatewayAddr string) *tap {
 	target, _ := url.Parse("http://" + gatewayAddr)
@@ -244,6 +272,9 @@ func newTap(t *testing.T, gatewayAddr string) *tap {
 	rp.FlushInterval = -1
 	rp.ModifyResponse = func(resp *http.Response) error {
 		r := resp.Request
+		rec := tapRecord{method: r.Method, path: r.URL.Path, status: resp.StatusCode,
+			rid: resp.Header.Get("X-Request-Id"), coding: r.Header.Get("Content-Encoding")}
+		rec.body, _ = r.Context().Value(tapBody{}).([]byte)
 		line := fmt.Sprintf("%s %s -> %d", r.Method, r.URL.RequestURI(), resp.StatusCode)
 		upgrade := r.Header.Get("Upgrade") != ""
 		if upgrade {
@@ -265,14 +296,28 @@ func newTap(t *testing.T, gatewayAddr string) *tap {
 			resp.Header.Del("Content-Length")
 			line += " " + strings.TrimSpace(string(b))
 		}
-		tp.add(tapRecord{line, ok})
+		rec.line, rec.ok = line, ok
+		tp.add(rec)
 		return nil
 	}
 	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
-		tp.add(tapRecord{fmt.Sprintf("%s %s -> proxy error: %v", r.Method, r.URL.RequestURI(), err), false})
+		tp.add(tapRecord{line: fmt.Sprintf("%s %s -> proxy error: %v", r.Method, r.URL.RequestURI(), err), method: r.Method, path: r.URL.Path})
 		w.WriteHeader(http.StatusBadGateway)
 	}
-	srv := httptest.NewServer(rp)
+	// The body is read before it is relayed, and handed to ModifyResponse
+	// through the request's context (the proxy's outgoing request keeps it).
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			r = r.WithContext(context.WithValue(r.Context(), tapBody{}, b))
+		}
+		rp.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	tp.url = srv.URL
 	return tp
@@ -295,6 +340,13 @@ func (tp *tap) failures(mark int) []string {
 		}
 	}
 	return out
+}
+
+// records returns the records since mark.
+func (tp *tap) records(mark int) []tapRecord {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return append([]tapRecord(nil), tp.log[mark:]...)
 }
 
 func (tp *tap) mark() int {

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -37,7 +32,8 @@ func TestNodeSDKs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node: %v", err)
 	}
-	d, stdKey := startStandardDemo(t)
+	d, std := startStandardDemo(t)
+	stdKey := std.key
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -57,47 +53,4 @@ func TestNodeSDKs(t *testing.T) {
 			t.Errorf("%s: %d charges on account demo, want %d", model, got, n)
 		}
 	}
-}
-
-// startStandardDemo starts relay demo on a fresh data directory, as
-// startDemo does, and returns it with the standard key it prints; the demo
-// stops when the test ends.
-func startStandardDemo(t *testing.T) (*demo, string) {
-	t.Helper()
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	cmd := exec.Command(relayBin, "demo", "-addr", addr, "-data", filepath.Join(dir, "data"), "-plugins", pluginDir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := syncBuffer{&sync.Mutex{}, &bytes.Buffer{}}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
-	d := &demo{addr: addr}
-	var stdKey string
-	timer := time.AfterFunc(120*time.Second, func() { _ = cmd.Process.Kill() })
-	sc := bufio.NewScanner(stdout)
-	for (stdKey == "" || d.token == "" || d.curl == "") && sc.Scan() {
-		l := sc.Text()
-		switch {
-		case strings.HasPrefix(l, "standard key: "):
-			stdKey = strings.TrimPrefix(l, "standard key: ")
-		case strings.HasPrefix(l, "admin token: "):
-			d.token = strings.TrimPrefix(l, "admin token: ")
-		case strings.HasPrefix(l, "curl "):
-			d.curl = l
-		}
-	}
-	timer.Stop()
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	if !strings.HasPrefix(stdKey, "sk-") || d.token == "" || d.curl == "" {
-		stderr.mu.Lock()
-		defer stderr.mu.Unlock()
-		t.Fatalf("demo output: standard key %q token %q curl %q; stderr %s", stdKey, d.token, d.curl, stderr.b.String())
-	}
-	return d, stdKey
 }

@@ -44,7 +44,7 @@ func gemParseAnswer(body []byte) (*Answer, error) {
 
 // gemCollector gathers the block events of gemDecoder.parts into a.Parts:
 // a block is a part, its deltas its text (a tool call's arguments), its
-// signature the part's Signature.
+// signature (a tool call's: its start's Text) the part's Signature.
 func gemCollector(a *Answer) func(*Event) {
 	return func(ev *Event) { gemCollect(a, ev) }
 }
@@ -52,7 +52,11 @@ func gemCollector(a *Answer) func(*Event) {
 func gemCollect(a *Answer, ev *Event) {
 	switch ev.Kind {
 	case EvBlockStart:
-		a.Parts = append(a.Parts, Part{Type: ev.Part, ID: ev.ID, Name: ev.Name})
+		p := Part{Type: ev.Part, ID: ev.ID, Name: ev.Name}
+		if ev.Part == ToolCall {
+			p.Signature = ev.Text
+		}
+		a.Parts = append(a.Parts, p)
 	case EvDelta:
 		p := &a.Parts[len(a.Parts)-1]
 		if p.Type == ToolCall {

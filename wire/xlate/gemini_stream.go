@@ -152,9 +152,9 @@ func (d *gemDecoder) thought(p *gemPartWire, emit func(*Event)) {
 	}
 }
 
-// call emits a whole function call as one ToolCall block: its start
-// (with its thoughtSignature as Text), its arguments in one delta, then
-// its thoughtSignature.
+// call emits a whole function call as one ToolCall block, its
+// thoughtSignature the start's Text (as the chat decoder gives a call's
+// signature), its arguments in one delta.
 func (d *gemDecoder) call(p *gemPartWire, emit func(*Event)) error {
 	fc := p.FunctionCall
 	if fc.Name == "" {
@@ -171,15 +171,8 @@ func (d *gemDecoder) call(p *gemPartWire, emit func(*Event)) error {
 	d.calls++
 	d.closeBlock(emit)
 	d.open = ToolCall
-	// The signature goes with the start too, where a chat caller's
-	// encoder reads it (as it does chat's extra_content): it writes the
-	// call's first chunk at its first argument delta, before the
-	// Signature event.
 	emit(&Event{Kind: EvBlockStart, Block: d.block, Part: ToolCall, ID: id, Name: fc.Name, Text: p.ThoughtSignature})
 	emit(&Event{Kind: EvDelta, Block: d.block, Text: args})
-	if p.ThoughtSignature != "" {
-		emit(&Event{Kind: EvSignature, Block: d.block, Text: p.ThoughtSignature})
-	}
 	d.closeBlock(emit)
 	return nil
 }

@@ -44,6 +44,9 @@ func gemEventLine(ev *Event) string {
 		if ev.ID != "" || ev.Name != "" {
 			fmt.Fprintf(&b, " id=%q name=%q", ev.ID, ev.Name)
 		}
+		if ev.Part == ToolCall && ev.Text != "" {
+			fmt.Fprintf(&b, " sig=%q", ev.Text)
+		}
 	case EvDelta, EvSignature:
 		fmt.Fprintf(&b, " %d %q", ev.Block, ev.Text)
 	case EvBlockEnd:
@@ -198,9 +201,8 @@ func TestGemDecoderCases(t *testing.T) {
 block_start 0 text
 delta 0 "On it."
 block_end 0
-block_start 1 tool_call id="call_0" name="get_weather"
+block_start 1 tool_call id="call_0" name="get_weather" sig="sigA"
 delta 1 "{\"location\":\"Paris\"}"
-signature 1 "sigA"
 block_end 1
 block_start 2 tool_call id="fc_9" name="get_time"
 delta 2 "{}"

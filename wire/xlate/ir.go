@@ -121,6 +121,11 @@ type Tool struct {
 	Description string
 	Parameters  json.RawMessage // nil: none given
 	Strict      bool
+	// Custom marks a responses custom (freeform) tool, given to every
+	// upstream as a function of one string parameter "input" (Parameters
+	// says so, with the tool's grammar); its calls go back to a responses
+	// caller as custom_tool_call items holding that input.
+	Custom bool
 }
 
 // ToolChoice modes.

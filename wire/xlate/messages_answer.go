@@ -127,7 +127,7 @@ func msgWriteAnswer(a *Answer, r *Request) ([]byte, error) {
 			continue
 		}
 		b = append(b, `{"type":"tool_use","id":`...)
-		b = msgAppendString(b, p.ID)
+		b = msgAppendString(b, callIDWithSig(p.ID, p.Signature))
 		b = append(b, `,"name":`...)
 		b = msgAppendString(b, p.Name)
 		b = append(b, `,"input":`...)

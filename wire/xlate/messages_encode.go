@@ -130,7 +130,7 @@ func (e *msgEncoder) blockStart(dst []byte, ev *Event) []byte {
 		dst = append(dst, '}')
 	case ToolCall:
 		dst = append(dst, `{"type":"tool_use","id":`...)
-		dst = msgAppendString(dst, ev.ID)
+		dst = msgAppendString(dst, callIDWithSig(ev.ID, ev.Text))
 		dst = append(dst, `,"name":`...)
 		dst = msgAppendString(dst, ev.Name)
 		dst = append(dst, `,"input":{}}`...)

@@ -253,7 +253,8 @@ func msgParseBlock(path, role string, raw json.RawMessage, names map[string]stri
 	case "tool_use":
 		return msgParseToolUse(path, b, names)
 	case "tool_result":
-		p := Part{Type: ToolResult, ID: b.ToolUseID, Name: names[b.ToolUseID], IsError: b.IsError}
+		id, _ := splitCallID(b.ToolUseID)
+		p := Part{Type: ToolResult, ID: id, Name: names[id], IsError: b.IsError}
 		if p.ID == "" {
 			return Part{}, &Invalid{Field: path + ".tool_use_id", Msg: "is required"}
 		}
@@ -331,7 +332,8 @@ func msgParseMedia(path string, b *msgBlockWire) (Part, error) {
 }
 
 // msgParseToolUse reads a tool_use block: its input, a JSON object, is
-// the call's arguments, compacted.
+// the call's arguments, compacted; a signature its id carries
+// (callIDWithSig) is the call's again.
 func msgParseToolUse(path string, b *msgBlockWire, names map[string]string) (Part, error) {
 	switch {
 	case b.ID == "":
@@ -345,8 +347,9 @@ func msgParseToolUse(path string, b *msgBlockWire, names map[string]string) (Par
 	if !ok {
 		return Part{}, &Invalid{Field: path + ".input", Msg: "must be a JSON object"}
 	}
-	names[b.ID] = b.Name
-	return Part{Type: ToolCall, ID: b.ID, Name: b.Name, Arguments: string(args)}, nil
+	id, sig := splitCallID(b.ID)
+	names[id] = b.Name
+	return Part{Type: ToolCall, ID: id, Name: b.Name, Arguments: string(args), Signature: sig}, nil
 }
 
 // msgParseResultContent reads a tool_result's content: absent, a string,

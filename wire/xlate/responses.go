@@ -247,6 +247,7 @@ func respParseTools(raw json.RawMessage, r *Request) error {
 			Description string          `json:"description"`
 			Parameters  json.RawMessage `json:"parameters"`
 			Strict      *bool           `json:"strict"`
+			Format      *respToolFormat `json:"format"`
 		}
 		if err := respDecode(t, &w, field); err != nil {
 			return err
@@ -254,10 +255,14 @@ func respParseTools(raw json.RawMessage, r *Request) error {
 		switch {
 		case w.Type == "":
 			return &Invalid{Field: field + ".type", Msg: "required"}
-		case w.Type != "function":
+		case w.Type != "function" && w.Type != "custom":
 			return &Unsupported{Feature: "the " + w.Type + " tool"}
 		case w.Name == "":
 			return &Invalid{Field: field + ".name", Msg: "required"}
+		}
+		if w.Type == "custom" {
+			r.Tools = append(r.Tools, respCustomTool(w.Name, w.Description, w.Format))
+			continue
 		}
 		tool := Tool{Name: w.Name, Description: w.Description, Strict: w.Strict != nil && *w.Strict}
 		if !respAbsent(w.Parameters) {
@@ -271,9 +276,73 @@ func respParseTools(raw json.RawMessage, r *Request) error {
 	return nil
 }
 
+// respCustomParam is the one parameter of the function a custom tool
+// becomes: the tool's whole input.
+const respCustomParam = "input"
+
+// respToolFormat is a custom tool's format: free text, or a grammar
+// (syntax "lark" or "regex") its input follows.
+type respToolFormat struct {
+	Type       string `json:"type"`
+	Syntax     string `json:"syntax"`
+	Definition string `json:"definition"`
+}
+
+// respCustomTool is a custom (freeform) tool as the function every other
+// API can offer, as peers translate it: one required string parameter
+// "input", described with the tool's grammar, if any, so that the model
+// knows what to write there.
+func respCustomTool(name, description string, f *respToolFormat) Tool {
+	desc := "The whole input of the tool, as free text."
+	if f != nil && f.Type == "grammar" && f.Definition != "" {
+		syntax := f.Syntax
+		if syntax == "" {
+			syntax = "lark"
+		}
+		desc = "The whole input of the tool: text that follows this " + syntax + " grammar exactly.\n" + f.Definition
+	}
+	params := append([]byte(`{"type":"object","properties":{"`+respCustomParam+`":{"type":"string","description":`), respAppendString(nil, desc)...)
+	params = append(params, `}},"required":["`+respCustomParam+`"],"additionalProperties":false}`...)
+	return Tool{Name: name, Description: description, Parameters: params, Custom: true}
+}
+
+// respCustomArgs is the arguments of the function call a custom tool call
+// becomes: its input as the one parameter.
+func respCustomArgs(input string) string {
+	b := append([]byte(`{"`+respCustomParam+`":`), respAppendString(nil, input)...)
+	return string(append(b, '}'))
+}
+
+// respCustomInput is the input of a custom tool call made from a function
+// call's arguments: the string parameter "input"; arguments that do not
+// hold one are passed on as they are, for the tool to refuse.
+func respCustomInput(args string) string {
+	var w struct {
+		Input *string `json:"input"`
+	}
+	if json.Unmarshal([]byte(args), &w) != nil || w.Input == nil {
+		return args
+	}
+	return *w.Input
+}
+
+// respCustomNames is the set of r's custom tools; nil when it has none.
+func respCustomNames(r *Request) map[string]bool {
+	var m map[string]bool
+	for _, t := range r.Tools {
+		if t.Custom {
+			if m == nil {
+				m = map[string]bool{}
+			}
+			m[t.Name] = true
+		}
+	}
+	return m
+}
+
 // respParseToolChoice reads "auto", "none", "required" or a named
-// function; a choice of allowed tools or of a built-in tool has no
-// counterpart elsewhere.
+// function or custom tool; a choice of allowed tools or of a built-in
+// tool has no counterpart elsewhere.
 func respParseToolChoice(raw json.RawMessage, r *Request) error {
 	if respAbsent(raw) {
 		return nil
@@ -300,7 +369,7 @@ func respParseToolChoice(raw json.RawMessage, r *Request) error {
 	switch {
 	case w.Type == "":
 		return &Invalid{Field: "tool_choice.type", Msg: "required"}
-	case w.Type != "function":
+	case w.Type != "function" && w.Type != "custom":
 		return &Unsupported{Feature: "tool_choice " + w.Type}
 	case w.Name == "":
 		return &Invalid{Field: "tool_choice.name", Msg: "required"}

@@ -44,7 +44,7 @@ func respMakeEcho(r *Request) *respEcho {
 	e.b = append(e.b, `,"text":{"format":`...)
 	e.b = respAppendFormat(e.b, r.Format)
 	e.b = append(e.b, `},"tool_choice":`...)
-	e.b = respAppendToolChoice(e.b, r.ToolChoice)
+	e.b = respAppendToolChoice(e.b, r.ToolChoice, respCustomNames(r))
 	e.b = append(e.b, `,"tools":`...)
 	e.b = respAppendTools(e.b, r.Tools)
 	e.b = append(e.b, `,"top_p":`...)
@@ -106,10 +106,14 @@ func respAppendFormat(dst []byte, f *Format) []byte {
 }
 
 // respAppendToolChoice appends tool_choice ("auto" when none was named).
-func respAppendToolChoice(dst []byte, c *ToolChoice) []byte {
+func respAppendToolChoice(dst []byte, c *ToolChoice, custom map[string]bool) []byte {
 	switch {
 	case c == nil:
 		return append(dst, `"auto"`...)
+	case c.Mode == ChoiceTool && custom[c.Name]:
+		dst = append(dst, `{"type":"custom","name":`...)
+		dst = respAppendString(dst, c.Name)
+		return append(dst, '}')
 	case c.Mode == ChoiceTool:
 		dst = append(dst, `{"type":"function","name":`...)
 		dst = respAppendString(dst, c.Name)
@@ -118,12 +122,20 @@ func respAppendToolChoice(dst []byte, c *ToolChoice) []byte {
 	return respAppendString(dst, c.Mode)
 }
 
-// respAppendTools appends the function tools.
+// respAppendTools appends the function and custom tools.
 func respAppendTools(dst []byte, tools []Tool) []byte {
 	dst = append(dst, '[')
 	for i, t := range tools {
 		if i > 0 {
 			dst = append(dst, ',')
+		}
+		if t.Custom {
+			dst = append(dst, `{"type":"custom","name":`...)
+			dst = respAppendString(dst, t.Name)
+			dst = append(dst, `,"description":`...)
+			dst = respAppendStringOrNull(dst, t.Description)
+			dst = append(dst, '}')
+			continue
 		}
 		dst = append(dst, `{"type":"function","name":`...)
 		dst = respAppendString(dst, t.Name)
@@ -238,6 +250,24 @@ func respAppendCallItem(dst []byte, id string, done bool, callID, name, args str
 	return append(dst, '}')
 }
 
+// respAppendCustomItem appends a custom_tool_call item: a call of a
+// custom tool with its input (in progress: none yet).
+func respAppendCustomItem(dst []byte, id string, done bool, callID, name, input string) []byte {
+	dst = append(dst, `{"id":"`...)
+	dst = append(dst, id...)
+	if done {
+		dst = append(dst, `","type":"custom_tool_call","status":"completed","call_id":`...)
+	} else {
+		dst = append(dst, `","type":"custom_tool_call","status":"in_progress","call_id":`...)
+	}
+	dst = respAppendString(dst, callID)
+	dst = append(dst, `,"name":`...)
+	dst = respAppendString(dst, name)
+	dst = append(dst, `,"input":`...)
+	dst = respAppendString(dst, input)
+	return append(dst, '}')
+}
+
 // respAppendReasoningItem appends a reasoning item: its summary texts and,
 // when there is one, its encrypted_content.
 func respAppendReasoningItem(dst []byte, id string, summary []string, enc string) []byte {
@@ -303,14 +333,15 @@ func respWriteAnswer(a *Answer, r *Request) ([]byte, error) {
 		u = &a.Usage
 	}
 	status, incomplete := respStatus(a.Finish)
-	out := respAnswerOutput(a.Parts)
+	out := respAnswerOutput(a.Parts, respCustomNames(r))
 	return respAppendResponse(nil, respMakeEcho(r), &h, status, nil, incomplete, out, u), nil
 }
 
 // respAnswerOutput renders an answer's parts as output items, in order: a
 // run of thinking parts as one reasoning item, a run of texts as one
-// message, each tool call as a function_call.
-func respAnswerOutput(parts []Part) []byte {
+// message, each tool call as a function_call (a custom_tool_call when it
+// calls one of custom).
+func respAnswerOutput(parts []Part, custom map[string]bool) []byte {
 	var (
 		out      []byte
 		thoughts []respThought
@@ -350,7 +381,11 @@ func respAnswerOutput(parts []Part) []byte {
 			text.WriteString(p.Text)
 		case ToolCall:
 			flush()
-			add(respAppendCallItem(nil, "fc_"+respHex(), true, p.ID, p.Name, respArguments(p.Arguments)))
+			if custom[p.Name] {
+				add(respAppendCustomItem(nil, "ctc_"+respHex(), true, callIDWithSig(p.ID, p.Signature), p.Name, respCustomInput(p.Arguments)))
+			} else {
+				add(respAppendCallItem(nil, "fc_"+respHex(), true, callIDWithSig(p.ID, p.Signature), p.Name, respArguments(p.Arguments)))
+			}
 		case ReasoningItem:
 			flush()
 			add(respAppendReasoningItem(nil, respOr(p.ID, "rs_"), respSummaryOf(p.Text), p.Data))

@@ -17,6 +17,7 @@ type respItemWire struct {
 	CallID           string          `json:"call_id"`
 	Name             string          `json:"name"`
 	Arguments        string          `json:"arguments"`
+	Input            *string         `json:"input"`
 	Output           json.RawMessage `json:"output"`
 	Summary          json.RawMessage `json:"summary"`
 	EncryptedContent string          `json:"encrypted_content"`
@@ -106,21 +107,9 @@ func (in *respInput) item(it *respItemWire, field string) error {
 			return &Invalid{Field: field + ".type", Msg: "required"}
 		}
 		return in.message(it, field)
-	case "function_call":
-		if it.CallID == "" {
-			return &Invalid{Field: field + ".call_id", Msg: "required"}
-		}
-		if it.Name == "" {
-			return &Invalid{Field: field + ".name", Msg: "required"}
-		}
-		in.flushResults()
-		in.assistant = append(in.assistant, Part{Type: ToolCall, ID: it.CallID, Name: it.Name, Arguments: respArguments(it.Arguments)})
-		if in.names == nil {
-			in.names = map[string]string{}
-		}
-		in.names[it.CallID] = it.Name
-		return nil
-	case "function_call_output":
+	case "function_call", "custom_tool_call":
+		return in.call(it, field)
+	case "function_call_output", "custom_tool_call_output":
 		return in.output(it, field)
 	case "reasoning":
 		parts, err := respReasoningParts(it, field)
@@ -134,6 +123,33 @@ func (in *respInput) item(it *respItemWire, field string) error {
 		return &Unsupported{Feature: "item_reference"}
 	}
 	return &Unsupported{Feature: "the " + it.Type + " input item"}
+}
+
+// call adds a function call, or a custom tool's call as the function
+// call it was made from (its input the one argument); a signature its
+// call_id carries (callIDWithSig) is the call's again.
+func (in *respInput) call(it *respItemWire, field string) error {
+	if it.CallID == "" {
+		return &Invalid{Field: field + ".call_id", Msg: "required"}
+	}
+	if it.Name == "" {
+		return &Invalid{Field: field + ".name", Msg: "required"}
+	}
+	id, sig := splitCallID(it.CallID)
+	args := respArguments(it.Arguments)
+	if it.Type == "custom_tool_call" {
+		if it.Input == nil {
+			return &Invalid{Field: field + ".input", Msg: "required"}
+		}
+		args = respCustomArgs(*it.Input)
+	}
+	in.flushResults()
+	in.assistant = append(in.assistant, Part{Type: ToolCall, ID: id, Name: it.Name, Arguments: args, Signature: sig})
+	if in.names == nil {
+		in.names = map[string]string{}
+	}
+	in.names[id] = it.Name
+	return nil
 }
 
 // message adds a message item: system and developer ones to System, user
@@ -172,7 +188,8 @@ func (in *respInput) message(it *respItemWire, field string) error {
 	return &Invalid{Field: field + ".role", Msg: "must be user, assistant, system or developer"}
 }
 
-// output adds a function call's output as a tool result.
+// output adds a function call's (or custom tool call's) output as a
+// tool result.
 func (in *respInput) output(it *respItemWire, field string) error {
 	if it.CallID == "" {
 		return &Invalid{Field: field + ".call_id", Msg: "required"}
@@ -185,7 +202,8 @@ func (in *respInput) output(it *respItemWire, field string) error {
 		return err
 	}
 	in.flushAssistant()
-	in.results = append(in.results, Part{Type: ToolResult, ID: it.CallID, Name: in.names[it.CallID], Content: content})
+	id, _ := splitCallID(it.CallID)
+	in.results = append(in.results, Part{Type: ToolResult, ID: id, Name: in.names[id], Content: content})
 	return nil
 }
 

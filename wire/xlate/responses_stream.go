@@ -7,8 +7,11 @@ import "strconv"
 // block, per tool call and per run of thinking blocks, and at Close
 // response.completed (or response.incomplete) with the whole response.
 // Every event is "event: TYPE\ndata: {"type":TYPE,...,"sequence_number":N}".
+// A call of a custom tool is a custom_tool_call item whose input comes
+// whole when the call ends (the function's arguments hold it JSON-quoted).
 type respEncoder struct {
 	echo    *respEcho
+	custom  map[string]bool // the request's custom tools
 	head    respHead
 	seq     int64
 	started bool
@@ -24,6 +27,7 @@ type respEncoder struct {
 	buf      []byte
 	callID   string
 	name     string
+	isCustom bool // the open call is a custom tool's
 	sig      string
 	partOpen bool // a summary part of the open thinking block was added
 
@@ -48,7 +52,7 @@ func respNewEncoder(r *Request) Encoder {
 	if r == nil {
 		r = &Request{}
 	}
-	return &respEncoder{echo: respMakeEcho(r), head: respHead{model: r.Model}}
+	return &respEncoder{echo: respMakeEcho(r), head: respHead{model: r.Model}, custom: respCustomNames(r)}
 }
 
 // Encode appends the events ev stands for.
@@ -223,9 +227,16 @@ func (e *respEncoder) blockStart(dst []byte, ev *Event) []byte {
 		return e.end(dst)
 	case ToolCall:
 		dst = e.closeRun(dst)
-		e.id, e.idx = "fc_"+respHex(), e.nOut
+		e.callID, e.name, e.isCustom = callIDWithSig(respOr(ev.ID, "call_"), ev.Text), ev.Name, e.custom[ev.Name]
+		e.idx = e.nOut
 		e.nOut++
-		e.callID, e.name = respOr(ev.ID, "call_"), ev.Name
+		if e.isCustom {
+			e.id = "ctc_" + respHex()
+			return e.itemEvent(dst, false, e.idx, func(b []byte) []byte {
+				return respAppendCustomItem(b, e.id, false, e.callID, e.name, "")
+			})
+		}
+		e.id = "fc_" + respHex()
 		return e.itemEvent(dst, false, e.idx, func(b []byte) []byte {
 			return respAppendCallItem(b, e.id, false, e.callID, e.name, "")
 		})
@@ -284,6 +295,9 @@ func (e *respEncoder) delta(dst []byte, text string) []byte {
 		return e.end(dst)
 	case ToolCall:
 		e.buf = append(e.buf, text...)
+		if e.isCustom {
+			return dst // the input is known when the arguments are whole
+		}
 		dst = respBegin(dst, "response.function_call_arguments.delta")
 		dst = respRef(dst, e.id, e.idx)
 		dst = append(dst, `"delta":`...)
@@ -366,6 +380,9 @@ func (e *respEncoder) endBlock(dst []byte) []byte {
 		dst = e.end(dst)
 		return e.itemEvent(dst, true, e.idx, func(b []byte) []byte { return respAppendMessageItem(b, e.id, true, text) })
 	case ToolCall:
+		if e.isCustom {
+			return e.endCustom(dst)
+		}
 		args := respArguments(string(e.buf))
 		dst = respBegin(dst, "response.function_call_arguments.done")
 		dst = respRef(dst, e.id, e.idx)
@@ -389,4 +406,25 @@ func (e *respEncoder) endBlock(dst []byte) []byte {
 		dst = e.closeRun(dst)
 	}
 	return dst
+}
+
+// endCustom ends a custom tool's call: its whole input as one delta, the
+// input done, the custom_tool_call item done.
+func (e *respEncoder) endCustom(dst []byte) []byte {
+	input := respCustomInput(string(e.buf))
+	dst = respBegin(dst, "response.custom_tool_call_input.delta")
+	dst = respRef(dst, e.id, e.idx)
+	dst = append(dst, `"delta":`...)
+	dst = respAppendString(dst, input)
+	dst = append(dst, ',')
+	dst = e.end(dst)
+	dst = respBegin(dst, "response.custom_tool_call_input.done")
+	dst = respRef(dst, e.id, e.idx)
+	dst = append(dst, `"input":`...)
+	dst = respAppendString(dst, input)
+	dst = append(dst, ',')
+	dst = e.end(dst)
+	return e.itemEvent(dst, true, e.idx, func(b []byte) []byte {
+		return respAppendCustomItem(b, e.id, true, e.callID, e.name, input)
+	})
 }

@@ -246,7 +246,6 @@ func TestRespParseUnsupported(t *testing.T) {
 		{`"prompt":{"id":"pmpt_1"},` + in, "prompt (a stored prompt template)"},
 		{item(`{"type":"item_reference","id":"msg_1"}`), "item_reference"},
 		{item(`{"type":"web_search_call","id":"ws_1","status":"completed"}`), "the web_search_call input item"},
-		{item(`{"type":"custom_tool_call_output","call_id":"c","output":"x"}`), "the custom_tool_call_output input item"},
 		{user(`{"type":"input_image","file_id":"file-1"}`), "input_image by file_id"},
 		{user(`{"type":"input_file","file_id":"file-1"}`), "input_file"},
 		{user(`{"type":"input_audio","input_audio":{"data":"AA==","format":"wav"}}`), "audio input"},
@@ -256,7 +255,7 @@ func TestRespParseUnsupported(t *testing.T) {
 	}
 	for _, tool := range []string{"web_search", "web_search_preview", "web_search_2025_08_26", "file_search",
 		"code_interpreter", "computer_use_preview", "computer_use", "image_generation", "mcp", "local_shell",
-		"custom", "apply_patch", "shell"} {
+		"namespace", "apply_patch", "shell"} {
 		cases = append(cases, struct{ body, feature string }{`"tools":[{"type":"` + tool + `"}],` + in, "the " + tool + " tool"})
 	}
 	for _, c := range cases {

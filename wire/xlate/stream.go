@@ -14,8 +14,8 @@ const (
 	EvStart EventKind = iota + 1
 	// EvBlockStart opens block Block of type Part (Text, Thinking,
 	// RedactedThinking with Text = its data, ToolCall with ID and Name
-	// and Text = its Gemini thoughtSignature when it has one,
-	// ReasoningItem with ID).
+	// and Text = its Gemini thoughtSignature if any, ReasoningItem with
+	// ID).
 	EvBlockStart
 	// EvDelta adds Text to the open block: text, thinking text, or a
 	// tool call's partial arguments JSON.
