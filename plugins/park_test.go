@@ -13,13 +13,16 @@ import (
 	"github.com/modelrelay/modelrelay/internal/testwait"
 )
 
-// waitParked waits until plugin is parked (or not, per want).
+// waitParked waits until plugin is parked (or not, per want). A park
+// marks the pool parked, then closes its instances: a parked pool is
+// waited for until its last instance is gone, so a loaded machine's
+// snapshot in between does not read as a park that kept one.
 func waitParked(t *testing.T, h *Host, plugin string, want bool) PoolStats {
 	t.Helper()
 	var s PoolStats
 	testwait.For(t, 10*time.Second, fmt.Sprintf("%s: parked = %v", plugin, want), func() bool {
 		s = stats(t, h, plugin)
-		return s.Parked == want
+		return s.Parked == want && (!want || s.Instances == 0)
 	})
 	return s
 }
