@@ -49,7 +49,7 @@ func chatNewEncoder(r *Request) Encoder {
 // and the model the caller asked for (the upstream's when it named none).
 func (e *chatEncoder) setHead(upstreamID, upstreamModel string) {
 	h := append(make([]byte, 0, 128), `data: {"id":`...)
-	h = chatAppendString(h, CallerID("chatcmpl-", upstreamID))
+	h = appendString(h, CallerID("chatcmpl-", upstreamID))
 	h = append(h, `,"object":"chat.completion.chunk","created":`...)
 	h = strconv.AppendInt(h, chatNow(), 10)
 	h = append(h, `,"model":`...)
@@ -57,7 +57,7 @@ func (e *chatEncoder) setHead(upstreamID, upstreamModel string) {
 	if model == "" {
 		model = upstreamModel
 	}
-	h = chatAppendString(h, model)
+	h = appendString(h, model)
 	e.head = append(h, ',')
 }
 
@@ -108,13 +108,13 @@ func (e *chatEncoder) Encode(dst []byte, ev *Event) []byte {
 		e.finish = ev.Finish
 	case EvError:
 		dst = append(dst, chatErrorPrefix...)
-		dst = chatAppendString(dst, ev.Text)
+		dst = appendString(dst, ev.Text)
 		typ := ev.Name
 		if typ == "" {
 			typ = "server_error"
 		}
 		dst = append(dst, `,"type":`...)
-		dst = chatAppendString(dst, typ)
+		dst = appendString(dst, typ)
 		dst = append(dst, `,"code":null}}`+"\n\n"...)
 	}
 	return dst
@@ -132,7 +132,7 @@ func (e *chatEncoder) blockStart(dst []byte, ev *Event) []byte {
 	case RedactedThinking:
 		dst = e.begin(dst)
 		dst = append(dst, `{"reasoning_details":[{"type":"reasoning.encrypted","data":`...)
-		dst = chatAppendString(dst, ev.Text)
+		dst = appendString(dst, ev.Text)
 		dst = append(dst, chatDetailTail...)
 		dst = strconv.AppendInt(dst, int64(e.details), 10)
 		dst = append(dst, `}]}`...)
@@ -154,13 +154,13 @@ func (e *chatEncoder) delta(dst []byte, text string) []byte {
 			return dst
 		}
 		dst = append(e.begin(dst), `{"content":`...)
-		dst = chatAppendString(dst, text)
+		dst = appendString(dst, text)
 	case Thinking:
 		if text == "" {
 			return dst
 		}
 		dst = append(e.begin(dst), `{"reasoning_content":`...)
-		dst = chatAppendString(dst, text)
+		dst = appendString(dst, text)
 	case ToolCall:
 		if e.pending {
 			dst = e.callStart(dst)
@@ -171,7 +171,7 @@ func (e *chatEncoder) delta(dst []byte, text string) []byte {
 		dst = append(e.begin(dst), `{"tool_calls":[{"index":`...)
 		dst = strconv.AppendInt(dst, int64(e.tools-1), 10)
 		dst = append(dst, `,"function":{"arguments":`...)
-		dst = chatAppendString(dst, text)
+		dst = appendString(dst, text)
 		dst = append(dst, `}}]`...)
 	default:
 		return dst
@@ -187,7 +187,7 @@ func (e *chatEncoder) signature(dst []byte, sig string) []byte {
 	case e.open == Thinking && sig != "":
 		dst = e.begin(dst)
 		dst = append(dst, `{"reasoning_details":[{"type":"reasoning.text","signature":`...)
-		dst = chatAppendString(dst, sig)
+		dst = appendString(dst, sig)
 		dst = append(dst, chatDetailTail...)
 		dst = strconv.AppendInt(dst, int64(e.detail), 10)
 		dst = append(dst, `}]}`...)
@@ -203,13 +203,13 @@ func (e *chatEncoder) callStart(dst []byte) []byte {
 	dst = append(e.begin(dst), `{"tool_calls":[{"index":`...)
 	dst = strconv.AppendInt(dst, int64(e.tools-1), 10)
 	dst = append(dst, `,"id":`...)
-	dst = chatAppendString(dst, e.callID)
+	dst = appendString(dst, e.callID)
 	dst = append(dst, `,"type":"function","function":{"name":`...)
-	dst = chatAppendString(dst, e.callName)
+	dst = appendString(dst, e.callName)
 	dst = append(dst, `,"arguments":""}`...)
 	if e.callSig != "" {
 		dst = append(dst, `,"extra_content":{"google":{"thought_signature":`...)
-		dst = chatAppendString(dst, e.callSig)
+		dst = appendString(dst, e.callSig)
 		dst = append(dst, `}}`...)
 	}
 	dst = append(dst, `}]}`...)

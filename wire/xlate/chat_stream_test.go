@@ -404,7 +404,7 @@ func TestChatAppendString(t *testing.T) {
 		"", "plain", "quote \" backslash \\ slash /", "\x00\x01\x1f\x7f", "tab\tnl\ncr\r",
 		"é ü 中文 🎉", "\u2028\u2029", "bad \xff\xfe utf8 \xe2\x82", "<html>&amp;",
 	} {
-		enc := chatAppendString(nil, s)
+		enc := appendString(nil, s)
 		var got string
 		if err := json.Unmarshal(enc, &got); err != nil {
 			t.Fatalf("%q encoded as invalid JSON %s: %v", s, enc, err)

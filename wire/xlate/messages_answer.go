@@ -108,9 +108,9 @@ func msgMalformedJSON(what string, err error) error {
 func msgWriteAnswer(a *Answer, r *Request) ([]byte, error) {
 	b := make([]byte, 0, 256+msgPartsSize(a.Parts))
 	b = append(b, `{"id":`...)
-	b = msgAppendString(b, CallerID("msg_", a.ID))
+	b = appendString(b, CallerID("msg_", a.ID))
 	b = append(b, `,"type":"message","role":"assistant","model":`...)
-	b = msgAppendString(b, msgModel(r, a.Model))
+	b = appendString(b, msgModel(r, a.Model))
 	b = append(b, `,"content":[`...)
 	first := true
 	for i := range a.Parts {
@@ -127,9 +127,9 @@ func msgWriteAnswer(a *Answer, r *Request) ([]byte, error) {
 			continue
 		}
 		b = append(b, `{"type":"tool_use","id":`...)
-		b = msgAppendString(b, callIDWithSig(p.ID, p.Signature))
+		b = appendString(b, callIDWithSig(p.ID, p.Signature))
 		b = append(b, `,"name":`...)
-		b = msgAppendString(b, p.Name)
+		b = appendString(b, p.Name)
 		b = append(b, `,"input":`...)
 		var ok bool
 		if b, ok = msgAppendObject(b, p.Arguments); !ok {
@@ -138,7 +138,7 @@ func msgWriteAnswer(a *Answer, r *Request) ([]byte, error) {
 		b = append(b, '}')
 	}
 	b = append(b, `],"stop_reason":`...)
-	b = msgAppendString(b, msgStopReason(a.Finish))
+	b = appendString(b, msgStopReason(a.Finish))
 	b = append(b, `,"stop_sequence":`...)
 	b = msgAppendStopSequence(b, a.Finish, a.StopSequence)
 	b = append(b, `,"usage":`...)
@@ -151,7 +151,7 @@ func msgAppendStopSequence(b []byte, finish, seq string) []byte {
 	if finish != FinishStopSequence {
 		return append(b, "null"...)
 	}
-	return msgAppendString(b, seq)
+	return appendString(b, seq)
 }
 
 // msgModel is the model a caller sees: the one it asked for, else the

@@ -22,12 +22,12 @@ func msgBuildRequest(r *Request) ([]byte, error) {
 	}
 	b := make([]byte, 0, 512)
 	b = append(b, `{"model":`...)
-	b = msgAppendString(b, r.Model)
+	b = appendString(b, r.Model)
 	b = append(b, `,"max_tokens":`...)
 	b = strconv.AppendInt(b, maxTokens, 10)
 	if sys := msgJoinSystem(r.System); sys != "" {
 		b = append(b, `,"system":`...)
-		b = msgAppendString(b, sys)
+		b = appendString(b, sys)
 	}
 	b, err := msgBuildMessages(b, r.Messages)
 	if err != nil {
@@ -53,13 +53,13 @@ func msgBuildRequest(r *Request) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = msgAppendString(b, s)
+			b = appendString(b, s)
 		}
 		b = append(b, ']')
 	}
 	if r.User != "" {
 		b = append(b, `,"metadata":{"user_id":`...)
-		b = msgAppendString(b, r.User)
+		b = appendString(b, r.User)
 		b = append(b, '}')
 	}
 	if budget > 0 {
@@ -272,7 +272,7 @@ func msgWritable(p *Part) bool {
 // role: tool results first, then the rest in order.
 func msgBuildTurn(b []byte, msgs []Message, idx []int) ([]byte, error) {
 	b = append(b, `{"role":`...)
-	b = msgAppendString(b, msgs[idx[0]].Role)
+	b = appendString(b, msgs[idx[0]].Role)
 	b = append(b, `,"content":[`...)
 	first := true
 	for pass := 0; pass < 2; pass++ {
@@ -302,15 +302,15 @@ func msgAppendBlock(b []byte, p *Part, path string) ([]byte, error) {
 	switch p.Type {
 	case Text:
 		b = append(b, `{"type":"text","text":`...)
-		b = msgAppendString(b, p.Text)
+		b = appendString(b, p.Text)
 		return append(b, '}'), nil
 	case Image:
 		return msgAppendImage(b, p, path)
 	case ToolCall:
 		b = append(b, `{"type":"tool_use","id":`...)
-		b = msgAppendString(b, p.ID)
+		b = appendString(b, p.ID)
 		b = append(b, `,"name":`...)
-		b = msgAppendString(b, p.Name)
+		b = appendString(b, p.Name)
 		b = append(b, `,"input":`...)
 		b, ok := msgAppendObject(b, p.Arguments)
 		if !ok {
@@ -321,13 +321,13 @@ func msgAppendBlock(b []byte, p *Part, path string) ([]byte, error) {
 		return msgAppendResult(b, p, path)
 	case Thinking:
 		b = append(b, `{"type":"thinking","thinking":`...)
-		b = msgAppendString(b, p.Text)
+		b = appendString(b, p.Text)
 		b = append(b, `,"signature":`...)
-		b = msgAppendString(b, p.Signature)
+		b = appendString(b, p.Signature)
 		return append(b, '}'), nil
 	}
 	b = append(b, `{"type":"redacted_thinking","data":`...)
-	b = msgAppendString(b, p.Data)
+	b = appendString(b, p.Data)
 	return append(b, '}'), nil
 }
 
@@ -335,7 +335,7 @@ func msgAppendBlock(b []byte, p *Part, path string) ([]byte, error) {
 // blocks.
 func msgAppendResult(b []byte, p *Part, path string) ([]byte, error) {
 	b = append(b, `{"type":"tool_result","tool_use_id":`...)
-	b = msgAppendString(b, p.ID)
+	b = appendString(b, p.ID)
 	first := true
 	for k := range p.Content {
 		c := &p.Content[k]
@@ -380,12 +380,12 @@ func msgAppendImage(b []byte, p *Part, path string) ([]byte, error) {
 			return nil, &Invalid{Field: path + ".media_type", Msg: "is required with base64 data"}
 		}
 		b = append(b, `{"type":"image","source":{"type":"base64","media_type":`...)
-		b = msgAppendString(b, mediaType)
+		b = appendString(b, mediaType)
 		b = append(b, `,"data":`...)
-		b = msgAppendString(b, data)
+		b = appendString(b, data)
 	case url != "":
 		b = append(b, `{"type":"image","source":{"type":"url","url":`...)
-		b = msgAppendString(b, url)
+		b = appendString(b, url)
 	default:
 		return nil, &Invalid{Field: path, Msg: "an image needs data or a URL"}
 	}
@@ -405,10 +405,10 @@ func msgBuildTools(b []byte, r *Request) ([]byte, error) {
 			b = append(b, ',')
 		}
 		b = append(b, `{"name":`...)
-		b = msgAppendString(b, t.Name)
+		b = appendString(b, t.Name)
 		if t.Description != "" {
 			b = append(b, `,"description":`...)
-			b = msgAppendString(b, t.Description)
+			b = appendString(b, t.Description)
 		}
 		b = append(b, `,"input_schema":`...)
 		if len(t.Parameters) == 0 {
@@ -449,7 +449,7 @@ func msgBuildChoice(b []byte, r *Request) ([]byte, error) {
 			return nil, &Invalid{Field: "tool_choice.name", Msg: "is required"}
 		}
 		b = append(b, `,"tool_choice":{"type":"tool","name":`...)
-		b = msgAppendString(b, name)
+		b = appendString(b, name)
 	case ChoiceNone:
 		return append(b, `,"tool_choice":{"type":"none"}`...), nil
 	default:

@@ -144,17 +144,17 @@ func TestMsgAppendString(t *testing.T) {
 	for _, s := range []string{"", "plain", "quote \" back \\ slash", "\x00\x01\x1f\x7f", "tab\tnl\ncr\r", "é ✓ 😀", "bad \xff\xfe utf8 \xe2\x82", "\u2028\u2029", "<script>&"} {
 		msgCheckString(t, s)
 	}
-	if got := string(msgAppendString(nil, "a\"\\\n\x01\u2028")); got != `"a\"\\\n\u0001\u2028"` {
+	if got := string(appendString(nil, "a\"\\\n\x01\u2028")); got != `"a\"\\\n\u0001\u2028"` {
 		t.Errorf("got %s", got)
 	}
-	if !strings.Contains(string(msgAppendString(nil, "\xff")), `\ufffd`) {
+	if !strings.Contains(string(appendString(nil, "\xff")), `\ufffd`) {
 		t.Error("invalid UTF-8 not replaced")
 	}
 }
 
 func msgCheckString(t *testing.T, s string) {
 	t.Helper()
-	b := msgAppendString(nil, s)
+	b := appendString(nil, s)
 	var got string
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatalf("%q: wrote %s: %v", s, b, err)

@@ -60,7 +60,7 @@ func (e *msgEncoder) Encode(dst []byte, ev *Event) []byte {
 		if e.open && !e.skip && e.openType == Thinking {
 			dst = e.deltaHead(dst)
 			dst = append(dst, `"signature_delta","signature":`...)
-			dst = msgAppendString(dst, ev.Text)
+			dst = appendString(dst, ev.Text)
 			return append(dst, "}}\n\n"...)
 		}
 	case EvBlockEnd:
@@ -73,9 +73,9 @@ func (e *msgEncoder) Encode(dst []byte, ev *Event) []byte {
 			name = "api_error"
 		}
 		dst = append(dst, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"...)
-		dst = msgAppendString(dst, name)
+		dst = appendString(dst, name)
 		dst = append(dst, `,"message":`...)
-		dst = msgAppendString(dst, ev.Text)
+		dst = appendString(dst, ev.Text)
 		return append(dst, "}}\n\n"...)
 	}
 	return dst
@@ -94,9 +94,9 @@ func (e *msgEncoder) begin(dst []byte) []byte {
 	}
 	e.started, e.pending = true, false
 	dst = append(dst, msgEvStart...)
-	dst = msgAppendString(dst, e.id)
+	dst = appendString(dst, e.id)
 	dst = append(dst, `,"type":"message","role":"assistant","model":`...)
-	dst = msgAppendString(dst, e.model)
+	dst = appendString(dst, e.model)
 	dst = append(dst, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
 	u := e.usage
 	u.Output = 0
@@ -126,13 +126,13 @@ func (e *msgEncoder) blockStart(dst []byte, ev *Event) []byte {
 	switch ev.Part {
 	case RedactedThinking:
 		dst = append(dst, `{"type":"redacted_thinking","data":`...)
-		dst = msgAppendString(dst, ev.Text)
+		dst = appendString(dst, ev.Text)
 		dst = append(dst, '}')
 	case ToolCall:
 		dst = append(dst, `{"type":"tool_use","id":`...)
-		dst = msgAppendString(dst, callIDWithSig(ev.ID, ev.Text))
+		dst = appendString(dst, callIDWithSig(ev.ID, ev.Text))
 		dst = append(dst, `,"name":`...)
-		dst = msgAppendString(dst, ev.Name)
+		dst = appendString(dst, ev.Name)
 		dst = append(dst, `,"input":{}}`...)
 	default:
 		dst = append(dst, block...)
@@ -164,7 +164,7 @@ func (e *msgEncoder) delta(dst []byte, text string) []byte {
 	default:
 		return dst
 	}
-	dst = msgAppendString(dst, text)
+	dst = appendString(dst, text)
 	return append(dst, "}}\n\n"...)
 }
 
@@ -192,7 +192,7 @@ func (e *msgEncoder) Close(dst []byte, failed bool) []byte {
 	}
 	dst = e.closeBlock(e.begin(dst))
 	dst = append(dst, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"...)
-	dst = msgAppendString(dst, msgStopReason(e.finish))
+	dst = appendString(dst, msgStopReason(e.finish))
 	dst = append(dst, `,"stop_sequence":`...)
 	dst = msgAppendStopSequence(dst, e.finish, e.stopSeq)
 	dst = append(dst, `},"usage":`...)

@@ -301,7 +301,7 @@ func respCustomTool(name, description string, f *respToolFormat) Tool {
 		}
 		desc = "The whole input of the tool: text that follows this " + syntax + " grammar exactly.\n" + f.Definition
 	}
-	params := append([]byte(`{"type":"object","properties":{"`+respCustomParam+`":{"type":"string","description":`), respAppendString(nil, desc)...)
+	params := append([]byte(`{"type":"object","properties":{"`+respCustomParam+`":{"type":"string","description":`), appendString(nil, desc)...)
 	params = append(params, `}},"required":["`+respCustomParam+`"],"additionalProperties":false}`...)
 	return Tool{Name: name, Description: description, Parameters: params, Custom: true}
 }
@@ -309,7 +309,7 @@ func respCustomTool(name, description string, f *respToolFormat) Tool {
 // respCustomArgs is the arguments of the function call a custom tool call
 // becomes: its input as the one parameter.
 func respCustomArgs(input string) string {
-	b := append([]byte(`{"`+respCustomParam+`":`), respAppendString(nil, input)...)
+	b := append([]byte(`{"`+respCustomParam+`":`), appendString(nil, input)...)
 	return string(append(b, '}'))
 }
 

@@ -95,7 +95,7 @@ func respAppendFormat(dst []byte, f *Format) []byte {
 		return append(dst, `{"type":"text"}`...)
 	case f.Type == "json_schema":
 		dst = append(dst, `{"type":"json_schema","name":`...)
-		dst = respAppendString(dst, f.Name)
+		dst = appendString(dst, f.Name)
 		dst = append(dst, `,"schema":`...)
 		dst = respAppendRaw(dst, f.Schema)
 		dst = append(dst, `,"strict":`...)
@@ -112,14 +112,14 @@ func respAppendToolChoice(dst []byte, c *ToolChoice, custom map[string]bool) []b
 		return append(dst, `"auto"`...)
 	case c.Mode == ChoiceTool && custom[c.Name]:
 		dst = append(dst, `{"type":"custom","name":`...)
-		dst = respAppendString(dst, c.Name)
+		dst = appendString(dst, c.Name)
 		return append(dst, '}')
 	case c.Mode == ChoiceTool:
 		dst = append(dst, `{"type":"function","name":`...)
-		dst = respAppendString(dst, c.Name)
+		dst = appendString(dst, c.Name)
 		return append(dst, '}')
 	}
-	return respAppendString(dst, c.Mode)
+	return appendString(dst, c.Mode)
 }
 
 // respAppendTools appends the function and custom tools.
@@ -131,14 +131,14 @@ func respAppendTools(dst []byte, tools []Tool) []byte {
 		}
 		if t.Custom {
 			dst = append(dst, `{"type":"custom","name":`...)
-			dst = respAppendString(dst, t.Name)
+			dst = appendString(dst, t.Name)
 			dst = append(dst, `,"description":`...)
 			dst = respAppendStringOrNull(dst, t.Description)
 			dst = append(dst, '}')
 			continue
 		}
 		dst = append(dst, `{"type":"function","name":`...)
-		dst = respAppendString(dst, t.Name)
+		dst = appendString(dst, t.Name)
 		dst = append(dst, `,"description":`...)
 		dst = respAppendStringOrNull(dst, t.Description)
 		dst = append(dst, `,"parameters":`...)
@@ -155,7 +155,7 @@ func respAppendTools(dst []byte, tools []Tool) []byte {
 // empty incomplete reason and a nil usage.
 func respAppendResponse(dst []byte, e *respEcho, h *respHead, status string, errObj []byte, incomplete string, output []byte, u *Usage) []byte {
 	dst = append(dst, `{"id":`...)
-	dst = respAppendString(dst, h.id)
+	dst = appendString(dst, h.id)
 	dst = append(dst, `,"object":"response","created_at":`...)
 	dst = strconv.AppendInt(dst, h.created, 10)
 	dst = append(dst, `,"status":"`...)
@@ -177,7 +177,7 @@ func respAppendResponse(dst []byte, e *respEcho, h *respHead, status string, err
 	dst = append(dst, ',')
 	dst = append(dst, e.a...)
 	dst = append(dst, `"model":`...)
-	dst = respAppendString(dst, h.model)
+	dst = appendString(dst, h.model)
 	dst = append(dst, `,"output":[`...)
 	dst = append(dst, output...)
 	dst = append(dst, "],"...)
@@ -229,7 +229,7 @@ func respAppendMessageItem(dst []byte, id string, done bool, text string) []byte
 		return append(dst, `","type":"message","status":"in_progress","role":"assistant","content":[]}`...)
 	}
 	dst = append(dst, `","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":`...)
-	dst = respAppendString(dst, text)
+	dst = appendString(dst, text)
 	return append(dst, `,"annotations":[]}]}`...)
 }
 
@@ -242,11 +242,11 @@ func respAppendCallItem(dst []byte, id string, done bool, callID, name, args str
 	} else {
 		dst = append(dst, `","type":"function_call","status":"in_progress","arguments":`...)
 	}
-	dst = respAppendString(dst, args)
+	dst = appendString(dst, args)
 	dst = append(dst, `,"call_id":`...)
-	dst = respAppendString(dst, callID)
+	dst = appendString(dst, callID)
 	dst = append(dst, `,"name":`...)
-	dst = respAppendString(dst, name)
+	dst = appendString(dst, name)
 	return append(dst, '}')
 }
 
@@ -260,11 +260,11 @@ func respAppendCustomItem(dst []byte, id string, done bool, callID, name, input 
 	} else {
 		dst = append(dst, `","type":"custom_tool_call","status":"in_progress","call_id":`...)
 	}
-	dst = respAppendString(dst, callID)
+	dst = appendString(dst, callID)
 	dst = append(dst, `,"name":`...)
-	dst = respAppendString(dst, name)
+	dst = appendString(dst, name)
 	dst = append(dst, `,"input":`...)
-	dst = respAppendString(dst, input)
+	dst = appendString(dst, input)
 	return append(dst, '}')
 }
 
@@ -272,20 +272,20 @@ func respAppendCustomItem(dst []byte, id string, done bool, callID, name, input 
 // when there is one, its encrypted_content.
 func respAppendReasoningItem(dst []byte, id string, summary []string, enc string) []byte {
 	dst = append(dst, `{"id":`...)
-	dst = respAppendString(dst, id)
+	dst = appendString(dst, id)
 	dst = append(dst, `,"type":"reasoning","summary":[`...)
 	for i, s := range summary {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"type":"summary_text","text":`...)
-		dst = respAppendString(dst, s)
+		dst = appendString(dst, s)
 		dst = append(dst, '}')
 	}
 	dst = append(dst, ']')
 	if enc != "" {
 		dst = append(dst, `,"encrypted_content":`...)
-		dst = respAppendString(dst, enc)
+		dst = appendString(dst, enc)
 	}
 	return append(dst, '}')
 }
@@ -302,12 +302,12 @@ func respEncodeThinking(ts []respThought) string {
 		}
 		if t.T == "redacted" {
 			js = append(js, `{"t":"redacted","d":`...)
-			js = respAppendString(js, t.D)
+			js = appendString(js, t.D)
 		} else {
 			js = append(js, `{"t":"thinking","x":`...)
-			js = respAppendString(js, t.X)
+			js = appendString(js, t.X)
 			js = append(js, `,"s":`...)
-			js = respAppendString(js, t.S)
+			js = appendString(js, t.S)
 		}
 		js = append(js, '}')
 	}

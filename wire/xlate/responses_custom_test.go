@@ -20,9 +20,9 @@ func respCustomRequest(t *testing.T, choice string) *Request {
 	t.Helper()
 	tools := `[{"type":"function","name":"exec_command","parameters":{"type":"object","properties":{"cmd":{"type":"string"}}}},` +
 		`{"type":"custom","name":"apply_patch","description":"Edit files. This is a FREEFORM tool.","format":{"type":"grammar","syntax":"lark","definition":` +
-		string(respAppendString(nil, respPatchGrammar)) + `}}]`
+		string(appendString(nil, respPatchGrammar)) + `}}]`
 	input := `[{"type":"message","role":"user","content":[{"type":"input_text","text":"patch it"}]},` +
-		`{"type":"custom_tool_call","id":"ctc_1","status":"completed","call_id":"call_p1","name":"apply_patch","input":` + string(respAppendString(nil, respPatch)) + `},` +
+		`{"type":"custom_tool_call","id":"ctc_1","status":"completed","call_id":"call_p1","name":"apply_patch","input":` + string(appendString(nil, respPatch)) + `},` +
 		`{"type":"custom_tool_call_output","call_id":"call_p1","output":"Success. Updated the following files:\nA a.txt\n"}]`
 	body := `{"model":"m","stream":true,"tools":` + tools + `,"input":` + input
 	if choice != "" {

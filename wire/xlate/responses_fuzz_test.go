@@ -108,8 +108,8 @@ func FuzzRespAppendString(f *testing.F) {
 		if err := enc.Encode(s); err != nil {
 			t.Fatal(err)
 		}
-		if got := respAppendString(nil, s); !bytes.Equal(got, bytes.TrimSuffix(want.Bytes(), []byte("\n"))) {
-			t.Fatalf("respAppendString(%q) = %s, want %s", s, got, want.Bytes())
+		if got := appendString(nil, s); !bytes.Equal(got, bytes.TrimSuffix(want.Bytes(), []byte("\n"))) {
+			t.Fatalf("appendString(%q) = %s, want %s", s, got, want.Bytes())
 		}
 	})
 }

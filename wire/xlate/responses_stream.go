@@ -144,9 +144,9 @@ func (e *respEncoder) fail(dst []byte, code, msg string) []byte {
 	if code == "" {
 		code = "server_error"
 	}
-	errObj := append([]byte(`{"code":`), respAppendString(nil, code)...)
+	errObj := append([]byte(`{"code":`), appendString(nil, code)...)
 	errObj = append(errObj, `,"message":`...)
-	errObj = append(respAppendString(errObj, msg), '}')
+	errObj = append(appendString(errObj, msg), '}')
 	var u *Usage
 	if e.hasUsage {
 		u = &e.usage
@@ -179,7 +179,7 @@ func (e *respEncoder) end(dst []byte) []byte {
 // respRef appends an event's item_id and output_index fields.
 func respRef(dst []byte, id string, idx int) []byte {
 	dst = append(dst, `"item_id":`...)
-	dst = respAppendString(dst, id)
+	dst = appendString(dst, id)
 	dst = append(dst, `,"output_index":`...)
 	dst = strconv.AppendInt(dst, int64(idx), 10)
 	return append(dst, ',')
@@ -290,7 +290,7 @@ func (e *respEncoder) delta(dst []byte, text string) []byte {
 		dst = respBegin(dst, "response.output_text.delta")
 		dst = respRef(dst, e.id, e.idx)
 		dst = append(dst, `"content_index":0,"delta":`...)
-		dst = respAppendString(dst, text)
+		dst = appendString(dst, text)
 		dst = append(dst, `,"logprobs":[],`...)
 		return e.end(dst)
 	case ToolCall:
@@ -301,7 +301,7 @@ func (e *respEncoder) delta(dst []byte, text string) []byte {
 		dst = respBegin(dst, "response.function_call_arguments.delta")
 		dst = respRef(dst, e.id, e.idx)
 		dst = append(dst, `"delta":`...)
-		dst = respAppendString(dst, text)
+		dst = appendString(dst, text)
 		dst = append(dst, ',')
 		return e.end(dst)
 	case Thinking, ReasoningItem:
@@ -317,7 +317,7 @@ func (e *respEncoder) delta(dst []byte, text string) []byte {
 		e.buf = append(e.buf, text...)
 		dst = e.summaryEvent(dst, "response.reasoning_summary_text.delta")
 		dst = append(dst, `"delta":`...)
-		dst = respAppendString(dst, text)
+		dst = appendString(dst, text)
 		dst = append(dst, ',')
 		return e.end(dst)
 	case RedactedThinking:
@@ -345,12 +345,12 @@ func (e *respEncoder) endSummary(dst []byte) []byte {
 	text := string(e.buf)
 	dst = e.summaryEvent(dst, "response.reasoning_summary_text.done")
 	dst = append(dst, `"text":`...)
-	dst = respAppendString(dst, text)
+	dst = appendString(dst, text)
 	dst = append(dst, ',')
 	dst = e.end(dst)
 	dst = e.summaryEvent(dst, "response.reasoning_summary_part.done")
 	dst = append(dst, `"part":{"type":"summary_text","text":`...)
-	dst = respAppendString(dst, text)
+	dst = appendString(dst, text)
 	dst = append(dst, "},"...)
 	dst = e.end(dst)
 	e.summary = append(e.summary, text)
@@ -369,13 +369,13 @@ func (e *respEncoder) endBlock(dst []byte) []byte {
 		dst = respBegin(dst, "response.output_text.done")
 		dst = respRef(dst, e.id, e.idx)
 		dst = append(dst, `"content_index":0,"text":`...)
-		dst = respAppendString(dst, text)
+		dst = appendString(dst, text)
 		dst = append(dst, `,"logprobs":[],`...)
 		dst = e.end(dst)
 		dst = respBegin(dst, "response.content_part.done")
 		dst = respRef(dst, e.id, e.idx)
 		dst = append(dst, `"content_index":0,"part":{"type":"output_text","text":`...)
-		dst = respAppendString(dst, text)
+		dst = appendString(dst, text)
 		dst = append(dst, `,"annotations":[]},`...)
 		dst = e.end(dst)
 		return e.itemEvent(dst, true, e.idx, func(b []byte) []byte { return respAppendMessageItem(b, e.id, true, text) })
@@ -387,9 +387,9 @@ func (e *respEncoder) endBlock(dst []byte) []byte {
 		dst = respBegin(dst, "response.function_call_arguments.done")
 		dst = respRef(dst, e.id, e.idx)
 		dst = append(dst, `"name":`...)
-		dst = respAppendString(dst, e.name)
+		dst = appendString(dst, e.name)
 		dst = append(dst, `,"arguments":`...)
-		dst = respAppendString(dst, args)
+		dst = appendString(dst, args)
 		dst = append(dst, ',')
 		dst = e.end(dst)
 		return e.itemEvent(dst, true, e.idx, func(b []byte) []byte {
@@ -415,13 +415,13 @@ func (e *respEncoder) endCustom(dst []byte) []byte {
 	dst = respBegin(dst, "response.custom_tool_call_input.delta")
 	dst = respRef(dst, e.id, e.idx)
 	dst = append(dst, `"delta":`...)
-	dst = respAppendString(dst, input)
+	dst = appendString(dst, input)
 	dst = append(dst, ',')
 	dst = e.end(dst)
 	dst = respBegin(dst, "response.custom_tool_call_input.done")
 	dst = respRef(dst, e.id, e.idx)
 	dst = append(dst, `"input":`...)
-	dst = respAppendString(dst, input)
+	dst = appendString(dst, input)
 	dst = append(dst, ',')
 	dst = e.end(dst)
 	return e.itemEvent(dst, true, e.idx, func(b []byte) []byte {
