@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -47,9 +48,14 @@ func lineShape(protocol string) xlate.Shape {
 	}
 }
 
-// translated reports whether a line of protocol gets c translated.
+// translated reports whether a line of protocol gets c translated (an
+// openai-chat line given a chat call's own body does not).
 func (c *call) translated(protocol string) bool {
-	return c.x != nil && c.x.forms[protocol] != nil
+	if c.x == nil {
+		return false
+	}
+	f := c.x.forms[protocol]
+	return f != nil && f.Translated
 }
 
 // native reports whether c goes as the caller sent it to the lines of
@@ -106,7 +112,7 @@ func (rl *relay) translateCall(c *call) error {
 			if !errors.As(err, &un) {
 				return translationError(err, c, others)
 			}
-			refused = cmpOr(refused, err)
+			refused = cmp.Or(refused, err)
 			continue
 		}
 		c.x.forms[p] = formFor(p, c.model.ID, req.Stream, body)
@@ -115,13 +121,6 @@ func (rl *relay) translateCall(c *call) error {
 		return translationError(refused, c, others)
 	}
 	return nil
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // formFor is a translated body as a line of protocol gets it.

@@ -368,3 +368,33 @@ func TestServeShowsWhereModelsAnswer(t *testing.T) {
 		t.Fatalf("economy key, messages on modele-k3: %d %s", st, data)
 	}
 }
+
+// TestChatLineBesideATranslatingLineRelaysAsSent: a chat call on a model
+// served by an openai-chat line and an anthropic line goes to the chat line
+// first and comes back byte for byte, JSON and streamed — the other line's
+// translation takes nothing from a line that speaks the caller's API.
+func TestChatLineBesideATranslatingLineRelaysAsSent(t *testing.T) {
+	t.Parallel()
+	chat, msgs := newTee(t), newTee(t)
+	e := newEnv(t, func(c *config.Config) {
+		c.Lines = []config.LineConfig{
+			{Name: "x-msg", Protocol: config.ProtocolAnthropic, BaseURL: msgs.srv.URL, Models: []string{"modela-opus-5-5"}, Route: "standard"},
+			{Name: "x-chat", Protocol: config.ProtocolOpenAIChat, BaseURL: chat.srv.URL, Models: []string{"modela-opus-5-5"}, Route: "standard"},
+		}
+	})
+	e.account("acme", "5")
+	key := e.key("acme", "standard")
+	for _, stream := range []bool{false, true} {
+		st, _, data := e.do("POST", "/v1/chat/completions", key, callerBody("chat", "modela-opus-5-5", "hi", stream))
+		if st != 200 {
+			t.Fatalf("stream %v: %d %s", stream, st, data)
+		}
+		path, up, _ := chat.answer()
+		if path != "/v1/chat/completions" || !bytes.Equal(up, data) {
+			t.Fatalf("stream %v: the client got other bytes than the chat line sent (%s):\n%s\nvs\n%s", stream, path, data, up)
+		}
+	}
+	if _, _, n := msgs.answer(); n != 0 {
+		t.Fatalf("the anthropic line got %d calls", n)
+	}
+}
