@@ -117,30 +117,9 @@ func geminiUsageFull(body []byte) (u Usage, ok bool, err error) {
 // without one are skipped. Event names are ignored. Gemini repeats the
 // prompt count on early chunks before it knows the output: a stream cut
 // short shows its prompt and little or none of its output.
-func NewGeminiMeter() Meter { return &geminiMeter{} }
-
-type geminiMeter struct {
-	u  Usage
-	ok bool
+func NewGeminiMeter() Meter {
+	return &lastUsageMeter{may: mayHaveUsageMetadata, read: GeminiUsage}
 }
-
-func (m *geminiMeter) Observe(_ string, data []byte) error {
-	if !mayHaveUsageMetadata(data) {
-		return nil
-	}
-	u, ok, err := GeminiUsage(data)
-	if err != nil {
-		return err
-	}
-	if ok {
-		m.u, m.ok = u, true
-	}
-	return nil
-}
-
-func (m *geminiMeter) Usage() (Usage, bool) { return m.u, m.ok }
-
-var _ Meter = (*geminiMeter)(nil)
 
 // usageMetadataKey is what mayHaveUsageMetadata looks for.
 var usageMetadataKey = []byte(`"usageMetadata"`)

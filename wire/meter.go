@@ -74,18 +74,23 @@ type Meter interface {
 // NewChatMeter returns a Meter for a chat-completions stream: the last chunk
 // that carries a non-null usage object gives the usage (ChatUsage); "[DONE]"
 // and chunks without usage are skipped. Event names are ignored.
-func NewChatMeter() Meter { return &chatMeter{} }
+func NewChatMeter() Meter { return &lastUsageMeter{may: mayHaveUsage, read: ChatUsage} }
 
-type chatMeter struct {
-	u  Usage
-	ok bool
+// lastUsageMeter is a Meter for a stream whose chunks may each carry the
+// whole usage so far (chat's usage chunk, Gemini's usageMetadata): the last
+// chunk that carries one gives it. may is the cheap test run before read.
+type lastUsageMeter struct {
+	may  func(data []byte) bool
+	read func(data []byte) (Usage, bool, error)
+	u    Usage
+	ok   bool
 }
 
-func (m *chatMeter) Observe(_ string, data []byte) error {
-	if !mayHaveUsage(data) {
+func (m *lastUsageMeter) Observe(_ string, data []byte) error {
+	if !m.may(data) {
 		return nil
 	}
-	u, ok, err := ChatUsage(data)
+	u, ok, err := m.read(data)
 	if err != nil {
 		return err
 	}
@@ -95,7 +100,7 @@ func (m *chatMeter) Observe(_ string, data []byte) error {
 	return nil
 }
 
-func (m *chatMeter) Usage() (Usage, bool) { return m.u, m.ok }
+func (m *lastUsageMeter) Usage() (Usage, bool) { return m.u, m.ok }
 
 // NewResponsesMeter returns a Meter for a Responses API stream: the usage is
 // response.usage of the response.completed event, or of response.incomplete
@@ -198,7 +203,7 @@ func (m *messagesMeter) Observe(event string, data []byte) error {
 func (m *messagesMeter) Usage() (Usage, bool) { return m.st.usage(), m.ok }
 
 var (
-	_ Meter = (*chatMeter)(nil)
+	_ Meter = (*lastUsageMeter)(nil)
 	_ Meter = (*responsesMeter)(nil)
 	_ Meter = (*messagesMeter)(nil)
 )
