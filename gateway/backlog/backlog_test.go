@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelrelay/modelrelay/internal/testwait"
+	"golang.org/x/time/rate"
 )
 
 var errDown = errors.New("store unavailable")
@@ -162,6 +163,29 @@ func TestRetryBudgetAdapts(t *testing.T) {
 	}
 }
 
+// TestRaiseForgivesTheFloorsDebt: tokens booked at the floor by writes
+// waiting through an outage, then cancelled in any order (rate.Limiter
+// gives a cancelled booking back only when no later one was made), are
+// not owed at the raised rate: the first booking after a raise waits one
+// token's time at the new rate, not the floor's whole queue.
+func TestRaiseForgivesTheFloorsDebt(t *testing.T) {
+	r := NewRetrier(isDown)
+	for range 20 {
+		r.adjust(false)
+	}
+	booked := make([]*rate.Reservation, 500)
+	for i := range booked {
+		booked[i] = r.budget.Load().Reserve()
+	}
+	for i := range booked { // oldest first: none is given back
+		booked[i].Cancel()
+	}
+	r.adjust(true)
+	if d := r.budget.Load().Reserve().Delay(); d > time.Second/(2*budgetMin) {
+		t.Fatalf("first booking after the raise to %v/s waits %v", r.Budget(), d)
+	}
+}
+
 // TestRetriesShareTheBudget: with the budget at its floor, many writes
 // failing at once are tried again at no more than the floor's rate in
 // all, not each at its own backoff.
@@ -170,7 +194,7 @@ func TestRetriesShareTheBudget(t *testing.T) {
 	for range 20 {
 		r.adjust(false)
 	}
-	r.budget.SetBurst(1)
+	r.budget.Load().SetBurst(1)
 	var retries atomic.Int32
 	r.OnRetry = func(string) { retries.Add(1) }
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

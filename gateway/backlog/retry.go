@@ -37,9 +37,11 @@ type Retrier struct {
 	OnRetry        func(what string)
 	OnFirstFailure func(what, key string, err error)
 
-	budget  *rate.Limiter
+	// budget is replaced, not re-rated, when its rate goes up (see adjust);
+	// it is swapped under mu and read without it.
+	budget  atomic.Pointer[rate.Limiter]
 	waiting atomic.Int64 // writes between tries
-	mu      sync.Mutex   // orders SetLimit after a retry's outcome; guards raised
+	mu      sync.Mutex   // orders a rate change after a retry's outcome; guards raised
 	// raised is closed when the budget's rate goes up: a retry waiting
 	// for a token booked at the old rate books again (rate.Limiter keeps
 	// a reservation's time when its limit changes).
@@ -49,14 +51,16 @@ type Retrier struct {
 
 // NewRetrier returns a Retrier that tries again while retry(err) holds.
 func NewRetrier(retry func(error) bool) *Retrier {
-	return &Retrier{Retry: retry, budget: rate.NewLimiter(budgetMax, budgetBurst), raised: make(chan struct{})}
+	r := &Retrier{Retry: retry, raised: make(chan struct{})}
+	r.budget.Store(rate.NewLimiter(budgetMax, budgetBurst))
+	return r
 }
 
 // Waiting is how many writes wait for their next try now.
 func (r *Retrier) Waiting() int64 { return r.waiting.Load() }
 
 // Budget is the retries per second the shared budget lets through now.
-func (r *Retrier) Budget() float64 { return float64(r.budget.Limit()) }
+func (r *Retrier) Budget() float64 { return float64(r.budget.Load().Limit()) }
 
 // Do runs op, and again while it fails with an error r.Retry accepts,
 // until ctx ends; it returns op's last error (ctx's error if ctx ended
@@ -115,7 +119,7 @@ func (r *Retrier) pause(ctx context.Context, d time.Duration) error {
 	for {
 		r.mu.Lock()
 		raised := r.raised
-		res := r.budget.Reserve() // OK: the burst is not 0
+		res := r.budget.Load().Reserve() // OK: the burst is not 0
 		r.mu.Unlock()
 		t := time.NewTimer(res.Delay())
 		select {
@@ -134,19 +138,34 @@ func (r *Retrier) pause(ctx context.Context, d time.Duration) error {
 
 // adjust doubles the budget's rate after a retry that the store answered,
 // halves it after one it did not.
+//
+// A raise starts a new limiter rather than re-rating the old one: the
+// writes that waited at the floor each booked a token there, and
+// rate.Limiter gives a cancelled booking's token back only when no later
+// one was made, so when they all book again the old limiter would still
+// owe every token booked before — at 10/s, 50 s for 500 writes — and the
+// first retry that could raise the rate again would wait behind them.
+// The new limiter keeps what the old one had in hand, never a debt.
 func (r *Retrier) adjust(answered bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	old := float64(r.budget.Limit())
+	cur := r.budget.Load()
+	old := float64(cur.Limit())
 	l := max(old/2, budgetMin)
 	if answered {
 		l = min(2*old, budgetMax)
 	}
-	r.budget.SetLimit(rate.Limit(l))
-	if l > old {
-		close(r.raised)
-		r.raised = make(chan struct{})
+	if l <= old {
+		cur.SetLimit(rate.Limit(l))
+		return
 	}
+	next := rate.NewLimiter(rate.Limit(l), cur.Burst())
+	if spent := cur.Burst() - int(max(0, cur.Tokens())); spent > 0 {
+		next.ReserveN(time.Now(), spent) // start with what cur had in hand
+	}
+	r.budget.Store(next)
+	close(r.raised)
+	r.raised = make(chan struct{})
 }
 
 // sleep waits d, or until ctx ends (its error).
