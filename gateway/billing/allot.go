@@ -363,7 +363,7 @@ func (cv *carving) landedWithin(d time.Duration) bool {
 // the queue, see storewrites.go).
 func (l *Ledger) carveHold(al *allotment, h store.Hold) *carving {
 	cv := &carving{done: make(chan struct{})}
-	go func() {
+	l.work.run(func() {
 		defer close(cv.done)
 		err := l.storeWrite(l.life, "carve", h.RequestID, func() error {
 			t0 := time.Now()
@@ -394,6 +394,6 @@ func (l *Ledger) carveHold(al *allotment, h store.Hold) *carving {
 			// whether an answered call went uncharged (storewrites.go).
 			l.log.Error("carve: the call's hold could not be written", "request_id", h.RequestID, "error", err.Error())
 		}
-	}()
+	})
 	return cv
 }

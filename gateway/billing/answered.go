@@ -70,7 +70,7 @@ func (t *Ticket) SettleAnswered(ctx context.Context, st store.Settlement) error 
 	var first chan error
 	if t.answered == nil && t.carve.landedWithin(carveWaitMax) {
 		first = make(chan error, 1)
-		go func() { first <- l.holdWrite(func() error { return l.writeSettle(ctx, st) }) }()
+		l.work.run(func() { first <- l.holdWrite(func() error { return l.writeSettle(ctx, st) }) })
 		timer := time.NewTimer(streamSettleWait)
 		select {
 		case err := <-first:
@@ -91,10 +91,11 @@ func (t *Ticket) SettleAnswered(ctx context.Context, st store.Settlement) error 
 	// the handler may still change.
 	t.detached = true
 	l.bg.Add(1)
-	go l.settleDetached(ctx, detached{
+	d := detached{
 		rid: t.c.RequestID, account: t.c.Key.Account, model: t.c.Model.ID, route: t.c.Route,
 		answered: t.answered, shared: t.shared, carve: t.carve,
-	}, st, first)
+	}
+	l.work.run(func() { l.settleDetached(ctx, d, st, first) })
 	return nil
 }
 

@@ -98,7 +98,7 @@ func (l *Ledger) Hold(ctx context.Context, c Call) (*Ticket, error) {
 	sendCtx, stop := context.WithCancel(ctx)
 	held := make(chan error, 1)
 	t.sendCtx, t.outcome = sendCtx, held
-	go func() {
+	l.work.run(func() {
 		err := errHoldPanicked
 		defer func() {
 			if r := recover(); r != nil { // as the router's PanicHandler would have
@@ -110,7 +110,7 @@ func (l *Ledger) Hold(ctx context.Context, c Call) (*Ticket, error) {
 			held <- err
 		}()
 		err = l.storeHold(ctx, h)
-	}()
+	})
 	return t, nil
 }
 

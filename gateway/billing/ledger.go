@@ -84,6 +84,8 @@ type Ledger struct {
 	// bg counts the settles and releases left to the background: the
 	// drain waits for them like any call (Wait).
 	bg sync.WaitGroup
+	// work runs them, and the holds and carves beside a call (workers.go).
+	work *workers
 }
 
 // New builds a Ledger.
@@ -114,6 +116,7 @@ func New(o Options) *Ledger {
 		streams:       newStreamsEnding(),
 		seen:          newCreditSeen(),
 		overlap:       overlapsHolds(o.Config),
+		work:          newWorkers(),
 	}
 	l.newStoreWrites()
 	if st, ok := o.Store.(AllotStore); ok && l.overlap && allotsCredit(o.Config) {
