@@ -49,7 +49,15 @@
 # billing.allot false, each call held in the database; stamped on the
 # report), ACCOUNTS (how many accounts, one key
 # each, every gateway's calls spread over, in turn; default 1), TRANSLATED
-# (off: no gateway-x), GO (go).
+# (off: no gateway-x), AGE_CALLS (calls each gateway serves as fast as it
+# can, then a step past its capacity, before anything else is measured: the
+# figures are the sustained ones; default 1000000, QUICK=1 20000, 0: none),
+# PG_AUTOVACUUM (on, the default as in production, or off: the server's
+# autovacuum for the run, set with ALTER SYSTEM and put back after it when
+# it differs), PG_CPU (sut, load or any, the default: the PostgreSQL
+# server's processes pinned for the run to the CPU the systems under test
+# share, to the load generator's, or left where they may run; put back
+# after it), GO (go).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -71,6 +79,8 @@ PG_SYNCHRONOUS_COMMIT=${PG_SYNCHRONOUS_COMMIT:-}
 PG_SET=${PG_SET:-}
 ACCOUNTS=${ACCOUNTS:-1}
 TRANSLATED=${TRANSLATED:-on}
+PG_AUTOVACUUM_WANT=${PG_AUTOVACUUM:-on}
+PG_CPU=${PG_CPU:-any}
 PROFDIR=$ROOT/build/bench-prof
 BIN=$ROOT/build/bench/bin
 REPORT=$ROOT/build/bench-report.md
@@ -95,6 +105,15 @@ on | off) ;;
 *) die "TRANSLATED=$TRANSLATED: on (gateway-x measured beside the gateway, the default) or off" ;;
 esac
 [[ "$ACCOUNTS" =~ ^[1-9][0-9]{0,3}$ ]] || die "ACCOUNTS=$ACCOUNTS: a count of accounts, 1 to 9999"
+[ -z "${AGE_CALLS:-}" ] || [[ "$AGE_CALLS" =~ ^[0-9]{1,9}$ ]] || die "AGE_CALLS=$AGE_CALLS: a count of calls, 0 to 999999999"
+case "$PG_AUTOVACUUM_WANT" in
+on | off) ;;
+*) die "PG_AUTOVACUUM=$PG_AUTOVACUUM_WANT: on (production's default) or off" ;;
+esac
+case "$PG_CPU" in
+sut | load | any) ;;
+*) die "PG_CPU=$PG_CPU: sut (the gateways' CPU), load (the load generator's) or any" ;;
+esac
 for kv in $PG_SET; do
 	[[ "$kv" =~ ^[a-z_]+=[A-Za-z0-9_.]+$ ]] || die "PG_SET: \"$kv\" is not name=value (a setting's name, a plain value)"
 done
@@ -133,10 +152,13 @@ ip link set lo up
 if [ "$QUICK" = 1 ]; then
 	MICRO_ARGS=(-count 2 -benchtime 300ms)
 	LOAD_ARGS=(-rounds 1 -duration 2s -warmup 500ms -tp-duration 3s -stream-duration 3s -pause 200ms)
+	AGE_CALLS=${AGE_CALLS:-20000}
 else
 	MICRO_ARGS=(-count 6)
 	LOAD_ARGS=(-rounds 3 -duration 5s -warmup 1s -tp-duration 10s -stream-duration 10s -pause 500ms)
+	AGE_CALLS=${AGE_CALLS:-1000000}
 fi
+LOAD_ARGS+=(-age-calls "$AGE_CALLS")
 # RATES and DURATION narrow a run to what is being investigated (e.g.
 # RATES=1000 DURATION=20s QUICK=1); the report's tables then cover only those.
 RATES=${RATES:-500,1000,2000,4000}
@@ -148,6 +170,8 @@ fi
 # OVERLOAD_DELAY its limits.overload_delay (-1s: never shed).
 if [ -n "${PHASES:-}" ]; then
 	LOAD_ARGS+=(-phases "$PHASES")
+elif [ "$AGE_CALLS" = 0 ]; then
+	LOAD_ARGS+=(-phases latency,throughput,stream,rss)
 fi
 MEMORY_LIMIT_LINE=
 if [ -n "${MEMORY_LIMIT:-}" ]; then
@@ -200,9 +224,59 @@ cleanup() {
 	if [ -n "$PG_DB" ]; then
 		pg "$ADMIN_DB" "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" || log "could not drop database $PG_DB: drop it by hand"
 	fi
+	pg_restore_server
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# The server's settings this run changed (PG_AUTOVACUUM, PG_CPU), put back
+# by cleanup: the autovacuum setting as it was in postgresql.auto.conf (or
+# reset), the server's processes on every CPU.
+PG_AUTOVACUUM_RESTORE=
+PG_PINNED=
+pg_restore_server() {
+	if [ -n "$PG_AUTOVACUUM_RESTORE" ]; then
+		pg "$ADMIN_DB" "$PG_AUTOVACUUM_RESTORE" >/dev/null && pg "$ADMIN_DB" "SELECT pg_reload_conf()" >/dev/null ||
+			log "could not put the server's autovacuum back: $PG_AUTOVACUUM_RESTORE"
+	fi
+	if [ -n "$PG_PINNED" ]; then
+		pg_pin "0-$(($(nproc) - 1))" || log "could not put PostgreSQL's processes back on every CPU"
+	fi
+}
+
+# pg_pin CPUS: the postmaster and every process it started, on CPUS (the
+# backends it starts later inherit the postmaster's CPUs).
+pg_pin() {
+	local dir pm pid
+	dir=$(pg "$ADMIN_DB" "SHOW data_directory") || return 1
+	pm=$(head -n 1 "$dir/postmaster.pid") || return 1
+	for pid in "$pm" $(pgrep -P "$pm"); do
+		taskset -a -cp "$1" "$pid" >/dev/null || return 1
+	done
+}
+
+# pg_server_setup: the server's autovacuum as PG_AUTOVACUUM asks, and its
+# processes where PG_CPU asks, for the run.
+pg_server_setup() {
+	local av src
+	av=$(pg "$ADMIN_DB" "SHOW autovacuum")
+	if [ "$av" != "$PG_AUTOVACUUM_WANT" ]; then
+		src=$(pg "$ADMIN_DB" "SELECT coalesce(sourcefile, '') FROM pg_settings WHERE name = 'autovacuum'")
+		PG_AUTOVACUUM_RESTORE="ALTER SYSTEM RESET autovacuum"
+		[[ "$src" != *postgresql.auto.conf ]] || PG_AUTOVACUUM_RESTORE="ALTER SYSTEM SET autovacuum = $av"
+		pg "$ADMIN_DB" "ALTER SYSTEM SET autovacuum = $PG_AUTOVACUUM_WANT" >/dev/null
+		pg "$ADMIN_DB" "SELECT pg_reload_conf()" >/dev/null
+		for _ in $(seq 1 50); do
+			[ "$(pg "$ADMIN_DB" "SHOW autovacuum")" = "$PG_AUTOVACUUM_WANT" ] && break
+			sleep 0.1
+		done
+		log "the server's autovacuum is $PG_AUTOVACUUM_WANT for the run (it was $av; put back after it)"
+	fi
+	case "$PG_CPU" in
+	sut) PG_PINNED=1 && pg_pin "$CPU_SUT" ;;
+	load) PG_PINNED=1 && pg_pin "$CPU_LOAD" ;;
+	esac
+}
 
 # start NAME CPU CMD...: runs CMD pinned to CPU, logs to $WORK/NAME.log,
 # and sets STARTED_PID.
@@ -370,6 +444,7 @@ if [ "$POSTGRES" != off ]; then
 	for kv in $PG_SET; do
 		pg "$ADMIN_DB" "ALTER DATABASE $PG_DB SET ${kv%%=*} = '${kv#*=}'" >/dev/null
 	done
+	pg_server_setup || die "could not set the PostgreSQL server up as PG_AUTOVACUUM and PG_CPU ask"
 	PG_SYNC=$(pg "$PG_DB" "SHOW synchronous_commit")
 	PG_SERVER_SYNC=$(pg "$ADMIN_DB" "SELECT reset_val FROM pg_settings WHERE name = 'synchronous_commit'")
 	PG_VERSION=$(pg "$PG_DB" "SHOW server_version")
@@ -486,6 +561,8 @@ if [ "$PROFILE" = 1 ]; then
 	log "profiles and their pprof -top summaries: $PROFDIR"
 fi
 SIM_HWM=$(awk '/VmHWM/ {print $2, $3}' "/proc/$SIM_PID/status")
+# What the ageing grew on disk: the Badger gateway's ledger directory.
+LEDGER_DISK=$(du -sh "$WORK/data" 2>/dev/null | cut -f1)
 
 CPU_MODEL=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
@@ -516,6 +593,7 @@ MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
 	echo "everything on 127.0.0.1 in a private network namespace (\`unshare -n\`). Gateway: \`relay serve\`, real Badger ledger"
 	echo "(sync_writes false, the default), first-party plugins sandboxed as in production (pool 2, metered, every call under a deadline), log level $LOG_LEVEL,"
 	echo "key rate limit raised to 1,000,000/s. Calls spread over $ACCOUNTS account(s), one key each. Account bench's balance before/after the load: $BALANCE_BEFORE / $BALANCE_AFTER USD."
+	echo "The gateway's data directory (its Badger ledger) at the end: $LEDGER_DISK, after $AGE_CALLS calls of ageing (\`AGE_CALLS\`) and every phase."
 	echo "Sim VmHWM: $SIM_HWM. Load average (1/5/15 min) before the load phases: $LOADAVG_BEFORE, after: $LOADAVG_AFTER;"
 	echo "CPU time stolen by the hypervisor during them: $STEAL_PCT%. Other work on the machine (a load average above ~2"
 	echo "on two CPUs before the run) makes every number noisier; rerun on a quiet machine before comparing runs."
@@ -532,8 +610,14 @@ MEM_TOTAL=$(awk '/MemTotal/ {printf "%.1f GB", $2/1e6}' /proc/meminfo)
 		echo "**gateway-pg** (:8081): the same configuration with \`store: {driver: postgres, max_conns: 16, statement_timeout: 5s, lease: 30s}\`$([ "${PG_ALLOT:-on}" != off ] || echo " and \`billing: {allot: false}\`"),"
 		echo "its ledger in database \`$PG_DB\` (made for this run, dropped after it) of PostgreSQL $PG_VERSION on this machine, reached through"
 		echo "its unix socket (\`${POSTGRES#*\?}\`). **synchronous_commit: $PG_SYNC** for this database (the server's: $PG_SERVER_SYNC$PG_SET_BY)."
-		echo "PostgreSQL's processes may run on CPUs $PG_CPUS: the server is not pinned (nor ours to pin), so its share of each call can run on the"
-		echo "load generator's CPU $CPU_LOAD as well as on CPU $CPU_SUT, while the Badger gateway's ledger work is inside its own process on CPU $CPU_SUT."
+		case "$PG_CPU" in
+		sut) echo "PostgreSQL's processes were pinned to CPU $CPU_SUT for the run (\`PG_CPU=sut\`): the database shares the gateways' CPU, as Badger's work does inside the gateway." ;;
+		load) echo "PostgreSQL's processes were pinned to CPU $CPU_LOAD for the run (\`PG_CPU=load\`): the database has a CPU apart from the gateways', shared with the load generator." ;;
+		*)
+			echo "PostgreSQL's processes may run on CPUs $PG_CPUS (\`PG_CPU=any\`): the server is not pinned, so its share of each call can run on the"
+			echo "load generator's CPU $CPU_LOAD as well as on CPU $CPU_SUT, while the Badger gateway's ledger work is inside its own process on CPU $CPU_SUT."
+			;;
+		esac
 		echo "Account bench's balance before/after the load: $PG_BALANCE_BEFORE / $PG_BALANCE_AFTER USD. Transactions committed during the load phases:"
 		echo "$PG_OWN by this database, $PG_OTHER by the server's other databases (other work on the same server)."
 		echo

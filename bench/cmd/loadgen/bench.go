@@ -22,6 +22,7 @@ const chatPath = "/v1/chat/completions"
 type Results struct {
 	Started    time.Time       `json:"started"`
 	Settings   Settings        `json:"settings"`
+	Age        []AgeRun        `json:"age,omitempty"`
 	Latency    []LatencyRun    `json:"latency,omitempty"`
 	Throughput []ThroughputRun `json:"throughput,omitempty"`
 	Stream     []StreamRun     `json:"stream,omitempty"`
@@ -242,6 +243,8 @@ func (b *bench) runAll(ctx context.Context, targets, hold []target, res *Results
 	for _, phase := range b.s.Phases {
 		b.logf("phase %s", phase)
 		switch phase {
+		case "age":
+			b.age(ctx, targets, res)
 		case "latency":
 			b.latency(ctx, targets, res)
 		case "throughput":

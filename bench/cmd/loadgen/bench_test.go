@@ -63,7 +63,7 @@ func TestPhasesEndToEnd(t *testing.T) {
 		Rounds: 1, MaxWorkers: 64, Timeout: 5 * time.Second, TPDuration: 300 * time.Millisecond, Conns: 4,
 		StreamRate: 20, StreamDuration: 300 * time.Millisecond, Chunks: 5, ChunkGap: 2 * time.Millisecond,
 		OpenStreams: 20, OpenRate: 200, OpenTimeout: 30 * time.Second, Phases: allPhases, Pause: 50 * time.Millisecond,
-		Jitter: 200 * time.Millisecond, SUTCPU: 0,
+		Jitter: 200 * time.Millisecond, SUTCPU: 0, AgeCalls: 300, StepFactor: 1.5, StepDuration: 300 * time.Millisecond,
 	}
 	res := &Results{Settings: s}
 	calls := t.TempDir()
@@ -81,20 +81,38 @@ func TestPhasesEndToEnd(t *testing.T) {
 	stolenOK := func(f *float64) bool { return (f != nil) == (statErr == nil) && (f == nil || *f >= 0) }
 	checkLatencyRuns(t, res.Latency, s.Duration, calls, cpuErr == nil, stolenOK)
 	checkLoadRuns(t, res, stolenOK)
-	// start + four phases, three processes each (proxy, gateway, proxy (slow streams)).
-	if len(res.Peak) != 5*3 {
+	checkAgeRuns(t, res)
+	// start + five phases, three processes each (proxy, gateway, proxy (slow streams)).
+	if len(res.Peak) != 6*3 {
 		t.Errorf("%d peak readings", len(res.Peak))
 	}
 	if res.Jitter == nil || res.Jitter.P50 < 0 || res.Jitter.Max < res.Jitter.P99 || res.Jitter.Max > time.Second {
 		t.Errorf("jitter %+v", res.Jitter)
 	}
 	md := renderReport(res)
+	if !strings.Contains(md, "### Sustained, not fresh") || !strings.Contains(md, "gateway sustained throughput ≥ 0.9× its fresh") {
+		t.Errorf("no ageing in the report")
+	}
 	if !strings.Contains(md, "Noise floor: 1 ms sleeps") {
 		t.Errorf("no noise floor in the report")
 	}
 	if !strings.Contains(md, "| 100 | gateway |") || !strings.Contains(md, "| 100 | **control/proxy** |") || !strings.Contains(md, "| control |") ||
 		!strings.Contains(md, "plugin time ≤ 30 µs per request | not measured") {
 		t.Errorf("report:\n%s", md)
+	}
+}
+
+// checkAgeRuns wants one ageing, of the gateway alone: fresh throughput
+// measured, at least AgeCalls calls sent, a step offered past it.
+func checkAgeRuns(t *testing.T, res *Results) {
+	t.Helper()
+	if len(res.Age) != 1 {
+		t.Fatalf("%d ageings, want the gateway's", len(res.Age))
+	}
+	a := res.Age[0]
+	if a.Target != "gateway" || a.Fresh <= 0 || a.FreshSuccess != 1 || a.Calls < res.Settings.AgeCalls || a.Answered > a.Calls ||
+		a.StepRate < int(a.Fresh) || a.StepSent == 0 {
+		t.Errorf("ageing %+v", a)
 	}
 }
 

@@ -85,6 +85,12 @@ type Settings struct {
 	// Accounts is how many accounts each gateway's calls spread over (one
 	// key each, in turn).
 	Accounts int `json:"accounts"`
+	// The age phase (age.go): calls each gateway serves before the other
+	// phases, then a step of StepDuration at StepFactor × its fresh
+	// throughput.
+	AgeCalls     uint64        `json:"age_calls"`
+	StepFactor   float64       `json:"step_factor"`
+	StepDuration time.Duration `json:"step_duration"`
 }
 
 // gatewayPG is the target of the gateway whose ledger is in PostgreSQL,
@@ -110,7 +116,7 @@ func (s Settings) stallCPUs() []int {
 	return cpus
 }
 
-var allPhases = []string{"latency", "throughput", "stream", "rss"}
+var allPhases = []string{"age", "latency", "throughput", "stream", "rss"}
 
 // options are loadgen's command line: the settings, the targets and
 // where the results go.
@@ -234,6 +240,9 @@ func (s *Settings) flags(fs *flag.FlagSet) {
 	fs.IntVar(&s.SUTCPU, "sut-cpu", -1, "CPU the systems under test are pinned to: record the time the hypervisor steals from it during each measurement (-1 = do not)")
 	fs.IntVar(&s.LoadCPU, "load-cpu", -1, "CPU loadgen is pinned to: latency also reports the calls clear of any stall of it or of -sut-cpu (-1 = only -sut-cpu)")
 	fs.DurationVar(&s.Jitter, "jitter", 3*time.Second, "measure the timer wake-up jitter of loadgen's CPU this long first (0 = skip)")
+	fs.Uint64Var(&s.AgeCalls, "age-calls", 1_000_000, "age: calls each gateway serves, as fast as -conns go, before the other phases")
+	fs.Float64Var(&s.StepFactor, "step-factor", 1.5, "age: the step past capacity offers this many times the gateway's fresh throughput")
+	fs.DurationVar(&s.StepDuration, "step-duration", 10*time.Second, "age: how long the step past capacity lasts")
 }
 
 // targets are the systems the latency, throughput and stream phases load,
@@ -360,6 +369,10 @@ func (s Settings) validate() error {
 		return errors.New("-sut-cpu must be a CPU number, or -1")
 	case s.LoadCPU < -1 || s.LoadCPU > 4095:
 		return errors.New("-load-cpu must be a CPU number, or -1")
+	case s.StepFactor <= 1 || s.StepFactor > 100:
+		return errors.New("-step-factor must be above 1 (past capacity) and at most 100")
+	case s.StepDuration <= 0:
+		return errors.New("-step-duration must be positive")
 	}
 	return nil
 }

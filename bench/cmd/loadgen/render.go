@@ -12,6 +12,7 @@ func renderReport(res *Results) string {
 	var w strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
 	renderIntro(p, res)
+	renderAge(p, res)
 	renderLatency(p, res)
 	renderThroughput(p, res)
 	renderStreaming(p, res)

@@ -32,7 +32,7 @@ func microSummary(samples []microSample) *Micro {
 const (
 	limitP50Ratio     = 1.25                   // gateway overhead p50 ≤ 1.25 × the proxy's, at 1,000/s
 	limitP99          = time.Millisecond       // gateway overhead p99 ≤ 1 ms, at 1,000/s
-	limitThroughput   = 0.75                   // gateway ≥ 0.75 × the proxy's max throughput
+	limitThroughput   = 0.9                    // gateway ≥ 0.9 × the proxy's max throughput
 	limitTTFB         = 500 * time.Microsecond // streaming TTFB overhead p50
 	minAnswered       = 0.999                  // a latency target counts only if the gateway answered this share at its rate
 	limitPluginNs     = 30_000.0               // plugin time per request

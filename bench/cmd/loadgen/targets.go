@@ -18,7 +18,8 @@ func targetRows(res *Results) [][3]string {
 		rows = append(rows, row)
 	}
 	rows = append(rows, throughputRow(res), streamRow(res), pluginRow(res))
-	return append(rows, rssRows(res)...)
+	rows = append(rows, rssRows(res)...)
+	return append(rows, sustainedRows(res)...)
 }
 
 // notMeasured is the row of a target the run did not measure.
@@ -139,7 +140,7 @@ func (l *latencyTargets) clearRow() (row [3]string, ok bool) {
 }
 
 func throughputRow(res *Results) [3]string {
-	name := "max throughput ≥ 0.75× the bare proxy's"
+	name := "max throughput ≥ 0.9× the bare proxy's"
 	if tp, tg := aggThroughput(res.Throughput, "proxy"), aggThroughput(res.Throughput, "gateway"); tp.ok && tg.ok && tp.Throughput > 0 {
 		m := fmt.Sprintf("gateway %.0f/s, proxy %.0f/s: %s", tg.Throughput, tp.Throughput, ratio(tg.Throughput, tp.Throughput))
 		v := verdict(tg.Throughput >= limitThroughput*tp.Throughput)

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"time"
+)
+
+// limitSustained: a gateway's throughput after its ageing is at least this
+// share of its fresh throughput.
+const limitSustained = 0.9
+
+// renderAge is the ageing table: each gateway fresh, what it served, the
+// step past its capacity, what grew, and its sustained throughput (the
+// throughput phase's, measured after the ageing) against the fresh one.
+func renderAge(p func(string, ...any), res *Results) {
+	if len(res.Age) == 0 {
+		return
+	}
+	s := res.Settings
+	p("### Sustained, not fresh\n\n")
+	p("Before any other phase each gateway served %d calls as fast as %d connections go (its ledger grown accordingly), "+
+		"then %v open loop at %.1f× its fresh throughput, past its capacity. **fresh** is its throughput first (%v, %d connections), "+
+		"**sustained** the throughput phase's median, measured after all that.\n\n",
+		s.AgeCalls, s.Conns, s.StepDuration, s.StepFactor, s.TPDuration, s.Conns)
+	p("| gateway | fresh | calls served | at | step offered | step answered | goroutines | heap in use | RSS | sustained | ÷ fresh |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, a := range res.Age {
+		at := "—"
+		if a.Took >= time.Second {
+			at = fmt.Sprintf("%.0f/s", float64(a.Calls-a.StepSent)/a.Took.Seconds())
+		}
+		sus, r := "—", "—"
+		if tp := aggThroughput(res.Throughput, a.Target); tp.ok {
+			sus = fmt.Sprintf("%.0f/s", tp.Throughput)
+			r = ratio(tp.Throughput, a.Fresh)
+		}
+		p("| %s | %.0f/s | %d | %s | %d/s | %.0f/s (%s) | %s | %s | %s | %s | %s |\n", a.Target, a.Fresh, a.Calls, at,
+			a.StepRate, a.StepAnswered, pct(a.StepSuccess), grew(a, func(g *Gauges) string { return fmt.Sprintf("%.0f", g.Goroutines) }),
+			grew(a, func(g *Gauges) string { return mbf(g.HeapInuse) }), grew(a, func(g *Gauges) string { return mbf(float64(g.RSS)) }), sus, r)
+	}
+	p("\n")
+}
+
+// grew is "before → after" of one gauge, "—" when either was not read.
+func grew(a AgeRun, f func(*Gauges) string) string {
+	if a.Before == nil || a.After == nil {
+		return "—"
+	}
+	return f(a.Before) + " → " + f(a.After)
+}
+
+func mbf(b float64) string { return fmt.Sprintf("%.0f MB", b/1e6) }
+
+// sustainedRows are the targets "sustained within 10% of fresh", one per
+// aged gateway.
+func sustainedRows(res *Results) [][3]string {
+	var rows [][3]string
+	for _, a := range res.Age {
+		name := fmt.Sprintf("%s sustained throughput ≥ %.1f× its fresh, after %d calls and a step past capacity", a.Target, limitSustained, a.Calls)
+		tp := aggThroughput(res.Throughput, a.Target)
+		if !tp.ok || a.Fresh <= 0 {
+			rows = append(rows, notMeasured(name))
+			continue
+		}
+		m := fmt.Sprintf("%.0f/s after, %.0f/s fresh: %s (ageing took %v)", tp.Throughput, a.Fresh, ratio(tp.Throughput, a.Fresh), a.Took.Round(time.Second))
+		rows = append(rows, [3]string{name, m, verdict(tp.Throughput >= limitSustained*a.Fresh)})
+	}
+	return rows
+}
