@@ -167,7 +167,7 @@ func (t *Ticket) storeHold() store.Hold {
 func (l *Ledger) storeHold(ctx context.Context, h store.Hold) error {
 	t0 := time.Now()
 	hctx, cancel := ctx, context.CancelFunc(func() {})
-	if d := l.cfg.Billing.MaxStoreWait; d > 0 {
+	if d := l.cfg.Billing.MaxStoreWait; d > 0 && !l.local {
 		hctx, cancel = context.WithTimeout(ctx, d)
 	}
 	err := l.holdWrite(func() error { return l.store.Hold(hctx, h) })

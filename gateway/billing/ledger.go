@@ -26,6 +26,19 @@ type Store interface {
 	Release(ctx context.Context, requestID, reason string) error
 }
 
+// InProcess is implemented by a Store whose ledger is inside the process
+// (Badger): its Hold never waits in a queue and its Settle does not end
+// early for a context's deadline (its books must close), so the ledger
+// does not give them one — a deadline costs a timer and three
+// allocations per write.
+type InProcess interface{ InProcess() bool }
+
+// inProcess reports whether s is an InProcess store.
+func inProcess(s Store) bool {
+	ip, ok := s.(InProcess)
+	return ok && ip.InProcess()
+}
+
 // Pricer prices a call's usage with its model's plugin: *plugins.Host.
 type Pricer interface {
 	Settle(ctx context.Context, req abi.SettleRequest) (abi.SettleResult, error)
@@ -86,6 +99,8 @@ type Ledger struct {
 	bg sync.WaitGroup
 	// work runs them, and the holds and carves beside a call (workers.go).
 	work *workers
+	// local: the store is InProcess; its writes get no deadline.
+	local bool
 }
 
 // New builds a Ledger.
@@ -117,6 +132,7 @@ func New(o Options) *Ledger {
 		seen:          newCreditSeen(),
 		overlap:       overlapsHolds(o.Config),
 		work:          newWorkers(),
+		local:         inProcess(o.Store),
 	}
 	l.newStoreWrites()
 	if st, ok := o.Store.(AllotStore); ok && l.overlap && allotsCredit(o.Config) {

@@ -371,3 +371,8 @@ func (b *Store) Ping(ctx context.Context) error {
 	}
 	return ctx.Err()
 }
+
+// InProcess reports that the ledger is inside the process: Hold never waits
+// in a queue and Settle, Release and RefundJob ignore their context's
+// cancellation (see ledger.go), so callers need not give them deadlines.
+func (b *Store) InProcess() bool { return true }
