@@ -165,13 +165,13 @@ RATES=${RATES:-500,1000,2000,4000}
 if [ -n "${DURATION:-}" ]; then
 	LOAD_ARGS+=(-duration "$DURATION")
 fi
-# PHASES runs only some of loadgen's phases (latency, throughput, stream, rss);
+# PHASES runs only some of loadgen's phases (age, latency, throughput, serial, stream, rss);
 # MEMORY_LIMIT sets the gateway's memory_limit (default: the config's default);
 # OVERLOAD_DELAY its limits.overload_delay (-1s: never shed).
 if [ -n "${PHASES:-}" ]; then
 	LOAD_ARGS+=(-phases "$PHASES")
 elif [ "$AGE_CALLS" = 0 ]; then
-	LOAD_ARGS+=(-phases latency,throughput,stream,rss)
+	LOAD_ARGS+=(-phases latency,throughput,serial,stream,rss)
 fi
 MEMORY_LIMIT_LINE=
 if [ -n "${MEMORY_LIMIT:-}" ]; then

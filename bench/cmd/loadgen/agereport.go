@@ -67,3 +67,21 @@ func sustainedRows(res *Results) [][3]string {
 	}
 	return rows
 }
+
+// limitCPU: the gateway's CPU per call at 1,000/s is at most this many
+// times the bare proxy's (each its own process, the provider left out).
+const limitCPU = 1.25
+
+// cpuRow is the target "CPU per call at 1,000/s ≤ 1.25× the bare proxy's".
+func cpuRow(res *Results) [3]string {
+	name := fmt.Sprintf("CPU per call at 1,000/s ≤ %.2f× the bare proxy's", limitCPU)
+	g, px := aggLatency(res.Latency, "gateway", targetRate).CPU, aggLatency(res.Latency, "proxy", targetRate).CPU
+	if g == nil || px == nil || g.Hop <= 0 || px.Hop <= 0 {
+		return notMeasured(name)
+	}
+	m := fmt.Sprintf("gateway %s, proxy %s: %s", micros(g.Hop), micros(px.Hop), ratio(float64(g.Hop), float64(px.Hop)))
+	if c := aggLatency(res.Latency, "control", targetRate).CPU; c != nil && c.Hop > 0 {
+		m += fmt.Sprintf("; control %s: %s", micros(c.Hop), ratio(float64(c.Hop), float64(px.Hop)))
+	}
+	return [3]string{name, m, verdict(float64(g.Hop) <= limitCPU*float64(px.Hop))}
+}

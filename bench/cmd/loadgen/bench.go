@@ -25,6 +25,7 @@ type Results struct {
 	Age        []AgeRun        `json:"age,omitempty"`
 	Latency    []LatencyRun    `json:"latency,omitempty"`
 	Throughput []ThroughputRun `json:"throughput,omitempty"`
+	Serial     []SerialRun     `json:"serial,omitempty"`
 	Stream     []StreamRun     `json:"stream,omitempty"`
 	RSS        []RSSRun        `json:"rss,omitempty"`
 	Peak       []PeakRSS       `json:"peak,omitempty"`
@@ -249,6 +250,8 @@ func (b *bench) runAll(ctx context.Context, targets, hold []target, res *Results
 			b.latency(ctx, targets, res)
 		case "throughput":
 			b.throughput(ctx, targets, res)
+		case "serial":
+			b.serial(ctx, targets, res)
 		case "stream":
 			b.stream(ctx, targets, res)
 		case "rss":

@@ -82,14 +82,25 @@ func TestPhasesEndToEnd(t *testing.T) {
 	checkLatencyRuns(t, res.Latency, s.Duration, calls, cpuErr == nil, stolenOK)
 	checkLoadRuns(t, res, stolenOK)
 	checkAgeRuns(t, res)
-	// start + five phases, three processes each (proxy, gateway, proxy (slow streams)).
-	if len(res.Peak) != 6*3 {
+	if len(res.Serial) != 4 {
+		t.Errorf("%d serial runs, want one per target", len(res.Serial))
+	}
+	for _, r := range res.Serial {
+		if r.Success != 1 || r.Calls == 0 || r.Lat.P50 <= 0 || r.Lat.P99 < r.Lat.P50 {
+			t.Errorf("serial run %+v", r)
+		}
+	}
+	// start + six phases, three processes each (proxy, gateway, proxy (slow streams)).
+	if len(res.Peak) != 7*3 {
 		t.Errorf("%d peak readings", len(res.Peak))
 	}
 	if res.Jitter == nil || res.Jitter.P50 < 0 || res.Jitter.Max < res.Jitter.P99 || res.Jitter.Max > time.Second {
 		t.Errorf("jitter %+v", res.Jitter)
 	}
 	md := renderReport(res)
+	if !strings.Contains(md, "### One call at a time") || !strings.Contains(md, "| gateway | ") {
+		t.Errorf("no serial table in the report")
+	}
 	if !strings.Contains(md, "### Sustained, not fresh") || !strings.Contains(md, "gateway sustained throughput ≥ 0.9× its fresh") {
 		t.Errorf("no ageing in the report")
 	}

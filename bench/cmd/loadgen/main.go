@@ -116,7 +116,7 @@ func (s Settings) stallCPUs() []int {
 	return cpus
 }
 
-var allPhases = []string{"age", "latency", "throughput", "stream", "rss"}
+var allPhases = []string{"age", "latency", "throughput", "serial", "stream", "rss"}
 
 // options are loadgen's command line: the settings, the targets and
 // where the results go.

@@ -15,6 +15,7 @@ func renderReport(res *Results) string {
 	renderAge(p, res)
 	renderLatency(p, res)
 	renderThroughput(p, res)
+	renderSerial(p, res)
 	renderStreaming(p, res)
 	renderRSS(p, res)
 	renderPeak(p, res)

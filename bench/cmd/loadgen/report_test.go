@@ -42,11 +42,11 @@ func TestTargetRows(t *testing.T) {
 		want []string
 	}{
 		{"all met at the limits", results(325*us, 1400*us, 9000, 800*us, 30000, 200_000_000, 1000),
-			[]string{"met", "met", "met", "met", "met", "met"}},
+			[]string{"met", "met", "met", "met", "met", "met", "—"}},
 		{"all missed just past the limits", results(326*us, 1401*us, 8999, 801*us, 30001, 200_000_001, 1000),
-			[]string{miss, miss, miss, miss, miss, miss}},
+			[]string{miss, miss, miss, miss, miss, miss, "—"}},
 		{"fewer streams than asked is a miss", results(300*us, 500*us, 9000, 300*us, 1000, 1, 999),
-			[]string{"met", "met", "met", "met", "met", miss}},
+			[]string{"met", "met", "met", "met", "met", miss, "—"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -55,6 +55,28 @@ func TestTargetRows(t *testing.T) {
 				t.Fatalf("verdicts %v, want %v\n%v", got, c.want, targetRows(c.res))
 			}
 		})
+	}
+}
+
+// TestCPURow: the gateway's CPU per call at 1,000/s against the bare
+// proxy's, met at 1.25× and missed past it.
+func TestCPURow(t *testing.T) {
+	for _, c := range []struct {
+		gw   time.Duration
+		want string
+	}{{125 * us, "met"}, {126 * us, "**missed**"}} {
+		r := results(300*us, 500*us, 9000, 300*us, 1000, 1, 1000)
+		for i := range r.Latency {
+			switch r.Latency[i].Target {
+			case "proxy":
+				r.Latency[i].CPU = &CPU{Hop: 100 * us, Provider: 20 * us}
+			case "gateway":
+				r.Latency[i].CPU = &CPU{Hop: c.gw, Provider: 20 * us}
+			}
+		}
+		if row := cpuRow(r); row[2] != c.want || !strings.Contains(row[1], "proxy 100 µs") {
+			t.Errorf("gateway at %v: %q, want %s", c.gw, row, c.want)
+		}
 	}
 }
 

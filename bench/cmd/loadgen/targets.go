@@ -19,6 +19,7 @@ func targetRows(res *Results) [][3]string {
 	}
 	rows = append(rows, throughputRow(res), streamRow(res), pluginRow(res))
 	rows = append(rows, rssRows(res)...)
+	rows = append(rows, cpuRow(res))
 	return append(rows, sustainedRows(res)...)
 }
 
