@@ -23,8 +23,9 @@ type AgeRun struct {
 	Fresh        float64       `json:"fresh_throughput"` // answered calls/s, fresh, Conns connections
 	FreshSuccess float64       `json:"fresh_success"`
 	Calls        uint64        `json:"calls"`     // calls the ageing sent, the fresh measurement's included
-	Answered     uint64        `json:"answered"`  // of which answered 2xx
+	Answered     uint64        `json:"answered"`  // of which answered 2xx: at least AgeCalls before the step
 	Took         time.Duration `json:"took"`      // the ageing's calls (not the fresh measurement nor the step)
+	Rate         float64       `json:"rate"`      // answered calls/s while ageing (not the fresh measurement nor the step)
 	StepRate     int           `json:"step_rate"` // the step past capacity: offered calls/s, open loop
 	StepSent     uint64        `json:"step_sent"`
 	StepAnswered float64       `json:"step_answered_per_s"`
@@ -67,16 +68,22 @@ func (b *bench) age(ctx context.Context, targets []target, res *Results) {
 		r.Calls, r.Answered = m.all.Requests, answered(m)
 		r.Errors = append(r.Errors, m.all.Errors...)
 		b.logf("age %-10s fresh %.0f/s success %.4f; ageing to %d calls", t.Name, r.Fresh, r.FreshSuccess, b.s.AgeCalls)
-		t0 := time.Now()
+		t0, before := time.Now(), r.Answered
 		chunk := min(ageChunk, 10*b.s.TPDuration)
-		for r.Calls < b.s.AgeCalls && ctx.Err() == nil {
+		// Served means answered: a gateway that refuses part of the
+		// calls (gateway-pg past its ledger's pace) is aged as long as it
+		// takes to answer AgeCalls, not merely to be sent them.
+		for r.Answered < b.s.AgeCalls && ctx.Err() == nil {
 			m := b.attack(ctx, c, t, vegeta.Rate{}, chunk, n, n, false)
 			r.Calls += m.all.Requests
 			r.Answered += answered(m)
 			r.Errors = append(r.Errors, m.all.Errors...)
-			b.logf("age %-10s %d calls, %.0f/s in the last %v", t.Name, r.Calls, m.all.Throughput, chunk)
+			b.logf("age %-10s %d calls answered of %d, %.0f/s in the last %v", t.Name, r.Answered, r.Calls, m.all.Throughput, chunk)
 		}
 		r.Took = time.Since(t0)
+		if r.Took > 0 {
+			r.Rate = float64(r.Answered-before) / r.Took.Seconds()
+		}
 		c.CloseIdleConnections()
 		// The step: open loop at StepFactor × the fresh figure, more than
 		// the gateway can answer; what it cannot it refuses at once.

@@ -18,23 +18,23 @@ func renderAge(p func(string, ...any), res *Results) {
 	}
 	s := res.Settings
 	p("### Sustained, not fresh\n\n")
-	p("Before any other phase each gateway served %d calls as fast as %d connections go (its ledger grown accordingly), "+
+	p("Before any other phase each gateway answered %d calls as fast as %d connections go (its ledger grown accordingly), "+
 		"then %v open loop at %.1f× its fresh throughput, past its capacity. **fresh** is its throughput first (%v, %d connections), "+
 		"**sustained** the throughput phase's median, measured after all that.\n\n",
 		s.AgeCalls, s.Conns, s.StepDuration, s.StepFactor, s.TPDuration, s.Conns)
-	p("| gateway | fresh | calls served | at | step offered | step answered | goroutines | heap in use | RSS | sustained | ÷ fresh |\n")
+	p("| gateway | fresh | calls answered (sent) | at | step offered | step answered | goroutines | heap in use | RSS | sustained | ÷ fresh |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, a := range res.Age {
 		at := "—"
 		if a.Took >= time.Second {
-			at = fmt.Sprintf("%.0f/s", float64(a.Calls-a.StepSent)/a.Took.Seconds())
+			at = fmt.Sprintf("%.0f/s", a.Rate)
 		}
 		sus, r := "—", "—"
 		if tp := aggThroughput(res.Throughput, a.Target); tp.ok {
 			sus = fmt.Sprintf("%.0f/s", tp.Throughput)
 			r = ratio(tp.Throughput, a.Fresh)
 		}
-		p("| %s | %.0f/s | %d | %s | %d/s | %.0f/s (%s) | %s | %s | %s | %s | %s |\n", a.Target, a.Fresh, a.Calls, at,
+		p("| %s | %.0f/s | %d (%d) | %s | %d/s | %.0f/s (%s) | %s | %s | %s | %s | %s |\n", a.Target, a.Fresh, a.Answered, a.Calls, at,
 			a.StepRate, a.StepAnswered, pct(a.StepSuccess), grew(a, func(g *Gauges) string { return fmt.Sprintf("%.0f", g.Goroutines) }),
 			grew(a, func(g *Gauges) string { return mbf(g.HeapInuse) }), grew(a, func(g *Gauges) string { return mbf(float64(g.RSS)) }), sus, r)
 	}
@@ -56,7 +56,7 @@ func mbf(b float64) string { return fmt.Sprintf("%.0f MB", b/1e6) }
 func sustainedRows(res *Results) [][3]string {
 	var rows [][3]string
 	for _, a := range res.Age {
-		name := fmt.Sprintf("%s sustained throughput ≥ %.1f× its fresh, after %d calls and a step past capacity", a.Target, limitSustained, a.Calls)
+		name := fmt.Sprintf("%s sustained throughput ≥ %.1f× its fresh, after %d calls answered and a step past capacity", a.Target, limitSustained, a.Answered)
 		tp := aggThroughput(res.Throughput, a.Target)
 		if !tp.ok || a.Fresh <= 0 {
 			rows = append(rows, notMeasured(name))
