@@ -212,7 +212,7 @@ const settlesSQL = `
 WITH s AS (
 	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[]) WITH ORDINALITY AS s(request_id, charge, usage, note, ord)),
 h AS (
-	DELETE FROM holds USING s WHERE holds.request_id = s.request_id AND holds.account = $1::text
+	DELETE FROM holds USING s WHERE holds.request_id = s.request_id AND holds.request_id = ANY($2::text[]) AND holds.account = $1::text
 	RETURNING holds.request_id, holds.account, holds.key_id, holds.model, holds.route, holds.endpoint, holds.amount,
 		holds.owner, holds.keyed, s.charge, s.usage, s.note, s.ord),
 t AS (
