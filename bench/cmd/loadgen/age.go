@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
@@ -129,21 +128,7 @@ func (b *bench) gauges(ctx context.Context, t target) *Gauges {
 }
 
 func readGauges(ctx context.Context, url string) (*Gauges, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: status %d", url, resp.StatusCode)
-	}
-	return parseGauges(resp.Body)
+	return scrape(ctx, url, parseGauges)
 }
 
 // parseGauges reads go_goroutines and go_memstats_heap_inuse_bytes from a

@@ -59,21 +59,28 @@ func (b *bench) gcMeter(ctx context.Context, t target) func() *GC {
 // readGoMetrics fetches url (Prometheus text format) and returns the Go
 // runtime's collection count and bytes allocated.
 func readGoMetrics(ctx context.Context, url string) (goMetrics, error) {
+	return scrape(ctx, url, parseGoMetrics)
+}
+
+// scrape fetches url, a Prometheus text exposition, within 5 s, and reads
+// it with parse.
+func scrape[T any](ctx context.Context, url string, parse func(io.Reader) (T, error)) (T, error) {
+	var zero T
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return goMetrics{}, err
+		return zero, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return goMetrics{}, err
+		return zero, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return goMetrics{}, fmt.Errorf("%s: status %d", url, resp.StatusCode)
+		return zero, fmt.Errorf("%s: status %d", url, resp.StatusCode)
 	}
-	return parseGoMetrics(resp.Body)
+	return parse(resp.Body)
 }
 
 // parseGoMetrics reads the collection count and bytes allocated from a
