@@ -36,7 +36,7 @@ func renderAge(p func(string, ...any), res *Results) {
 		}
 		p("| %s | %.0f/s | %d (%d) | %s | %d/s | %.0f/s (%s) | %s | %s | %s | %s | %s |\n", a.Target, a.Fresh, a.Answered, a.Calls, at,
 			a.StepRate, a.StepAnswered, pct(a.StepSuccess), grew(a, func(g *Gauges) string { return fmt.Sprintf("%.0f", g.Goroutines) }),
-			grew(a, func(g *Gauges) string { return mbf(g.HeapInuse) }), grew(a, func(g *Gauges) string { return mbf(float64(g.RSS)) }), sus, r)
+			grew(a, func(g *Gauges) string { return mb(int64(g.HeapInuse)) }), grew(a, func(g *Gauges) string { return mb(g.RSS) }), sus, r)
 	}
 	p("\n")
 }
@@ -48,8 +48,6 @@ func grew(a AgeRun, f func(*Gauges) string) string {
 	}
 	return f(a.Before) + " → " + f(a.After)
 }
-
-func mbf(b float64) string { return fmt.Sprintf("%.0f MB", b/1e6) }
 
 // sustainedRows are the targets "sustained within 10% of fresh", one per
 // aged gateway.
